@@ -1,0 +1,26 @@
+"""Contrastive losses as `keras.losses.Loss` subclasses, each with a function twin."""
+
+from clzoo.losses.sincere_loss import SINCERELoss, sincere_loss
+from clzoo.losses.sup_con_loss import SupConLoss, sup_con_loss
+
+ALL_OBJECTS = (SINCERELoss, SupConLoss)
+ALL_OBJECTS_DICT = {cls.__name__: cls for cls in ALL_OBJECTS}
+
+
+def get(identifier):
+    """Return a loss instance from a class name, a config dict or an instance."""
+    if isinstance(identifier, str) and identifier in ALL_OBJECTS_DICT:
+        return ALL_OBJECTS_DICT[identifier]()
+    if isinstance(identifier, dict):
+        return ALL_OBJECTS_DICT[identifier["class_name"]].from_config(
+            identifier["config"]
+        )
+    if hasattr(identifier, "call"):
+        return identifier
+    raise ValueError(
+        f"Unknown loss: expected one of {sorted(ALL_OBJECTS_DICT)}, a config "
+        f"dict or a Loss instance. Received: {identifier!r}"
+    )
+
+
+__all__ = ["SINCERELoss", "SupConLoss", "sincere_loss", "sup_con_loss", "get"]

@@ -1,0 +1,195 @@
+"""Private machinery shared by every embedding loss.
+
+One place builds what all contrastive losses need from a multi-view batch:
+float32 cosine logits, and the anchor / positive / noise masks. A loss module
+only chooses which masks form its positive set and its denominator.
+
+Layout: `y_pred` of shape `(batch, views, dim)` is flattened sample-major, so
+row `b * views + v` is view `v` of sample `b`. Every row is an anchor once.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+# Fill value for masked logits: finite so that gradients stay finite where a
+# row is entirely masked (a class seen once), far below any real logit
+# (|cosine / temperature| <= 1 / 0.001 even at extreme temperatures).
+_MASKED_LOGIT = -1e9
+
+
+def validate_temperature(temperature, name="temperature"):
+    """Return `temperature` as a float, or raise a `ValueError` naming it."""
+    if isinstance(temperature, bool) or not isinstance(
+        temperature, (int, float)
+    ):
+        raise ValueError(
+            f"`{name}` must be a positive number. "
+            f"Received: {name}={temperature!r}"
+        )
+    if not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(
+            f"`{name}` must be a positive, finite number. "
+            f"Received: {name}={temperature!r}"
+        )
+    return float(temperature)
+
+
+def standardize_embeddings(y_pred, normalize=True):
+    """Flatten `(batch, views, dim)` or `(batch, dim)` to float32 `(batch*views, dim)`.
+
+    Returns:
+        `(embeddings, batch, views)`; `batch` may be a symbolic scalar when
+        the static batch size is unknown.
+
+    Raises:
+        ValueError: if `y_pred` is not of rank 2 or 3.
+    """
+    y_pred = ops.convert_to_tensor(y_pred)
+    rank = len(y_pred.shape)
+    if rank not in (2, 3):
+        raise ValueError(
+            "`y_pred` must be embeddings of shape (batch, views, dim) or "
+            f"(batch, dim). Received: y_pred.shape={tuple(y_pred.shape)}"
+        )
+    if rank == 2:
+        y_pred = ops.expand_dims(y_pred, 1)
+    views, dim = y_pred.shape[1], y_pred.shape[2]
+    if views is None or dim is None:
+        raise ValueError(
+            "The views and dim axes of `y_pred` must have a static size. "
+            f"Received: y_pred.shape={tuple(y_pred.shape)}"
+        )
+    batch = y_pred.shape[0]
+    if batch is None:
+        batch = ops.shape(y_pred)[0]
+    # Logits and log-sum-exp in float32 even under mixed precision.
+    z = ops.cast(ops.reshape(y_pred, (-1, dim)), "float32")
+    if normalize:
+        z = z / ops.sqrt(
+            ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24)
+        )
+    return z, batch, views
+
+
+def standardize_labels(y_true, batch):
+    """Turn `(batch,)`, `(batch, 1)` or one-hot `(batch, classes)` labels into int32 `(batch,)`.
+
+    `y_true=None` gives instance labels `0..batch-1` (self-supervised losses).
+
+    Raises:
+        ValueError: on a rank other than 1 or 2, or a label count that does
+            not match the batch size of `y_pred` (checked when both are static).
+    """
+    if y_true is None:
+        return ops.arange(batch, dtype="int32")
+    y_true = ops.convert_to_tensor(y_true)
+    rank = len(y_true.shape)
+    if rank == 2 and y_true.shape[-1] is not None and y_true.shape[-1] > 1:
+        y_true = ops.argmax(y_true, axis=-1)
+    elif rank == 2:
+        y_true = ops.reshape(y_true, (-1,))
+    elif rank != 1:
+        raise ValueError(
+            "`y_true` must be integer labels of shape (batch,) or (batch, 1), "
+            "or one-hot labels of shape (batch, classes). "
+            f"Received: y_true.shape={tuple(y_true.shape)}"
+        )
+    count = y_true.shape[0]
+    if isinstance(batch, int) and count is not None and count != batch:
+        raise ValueError(
+            "`y_true` must hold one label per sample of `y_pred` "
+            f"({batch} samples). Received: {count} labels "
+            f"(y_true.shape={tuple(y_true.shape)})"
+        )
+    # Keras casts labels to float32; rounding restores the integer ids.
+    return ops.cast(ops.round(ops.cast(y_true, "float32")), "int32")
+
+
+class PairMasks:
+    """Boolean `(N, N)` relations between the `N = batch * views` embeddings.
+
+    Attributes:
+        self_pair: `i == j`.
+        same_instance: other views of the same sample (`i != j`).
+        same_class: samples with the anchor's label, other than the anchor
+            itself (includes `same_instance`).
+        other_class: samples whose label differs from the anchor's.
+    """
+
+    def __init__(self, labels, views):
+        n_rows = ops.shape(labels)[0] * views
+        row_label = ops.repeat(labels, views, axis=0)
+        row_instance = ops.repeat(
+            ops.arange(ops.shape(labels)[0], dtype="int32"), views, axis=0
+        )
+        index = ops.arange(n_rows, dtype="int32")
+        self.self_pair = ops.equal(index[:, None], index[None, :])
+        not_self = ops.logical_not(self.self_pair)
+        equal_label = ops.equal(row_label[:, None], row_label[None, :])
+        self.same_class = ops.logical_and(equal_label, not_self)
+        self.same_instance = ops.logical_and(
+            ops.equal(row_instance[:, None], row_instance[None, :]), not_self
+        )
+        self.other_class = ops.logical_not(equal_label)
+        self.not_self = not_self
+
+
+def cosine_logits(z, temperature):
+    """`(N, N)` float32 matrix of `z_i . z_j / temperature`."""
+    return ops.matmul(z, ops.transpose(z)) / temperature
+
+
+def masked_logsumexp(logits, mask):
+    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value."""
+    masked = ops.where(mask, logits, _MASKED_LOGIT)
+    return ops.logsumexp(masked, axis=-1, keepdims=True)
+
+
+def mean_over_positives(pair_loss, positive_mask):
+    """Mean of `pair_loss` over each anchor's positives.
+
+    Returns:
+        `(anchor_loss, anchor_has_positive)`, both `(N,)`; anchors without
+        positives get 0 (and a zero, finite gradient).
+    """
+    positive = ops.cast(positive_mask, "float32")
+    count = ops.sum(positive, axis=-1)
+    total = ops.sum(ops.where(positive_mask, pair_loss, 0.0), axis=-1)
+    return total / ops.maximum(count, 1.0), count > 0
+
+
+def mean_over_views(anchor_loss, anchor_valid, views):
+    """Per-sample loss `(batch,)`: mean over the sample's valid anchors, 0 if none."""
+    loss = ops.reshape(anchor_loss, (-1, views))
+    valid = ops.reshape(ops.cast(anchor_valid, "float32"), (-1, views))
+    total = ops.sum(ops.where(valid > 0, loss, 0.0), axis=-1)
+    return total / ops.maximum(ops.sum(valid, axis=-1), 1.0)
+
+
+class ContrastiveLoss(keras.losses.Loss):
+    """Base class of the embedding losses: validation, config and reduction.
+
+    Subclasses implement `call(y_true, y_pred)` returning a `(batch,)` tensor
+    and add their own arguments to `get_config()`.
+    """
+
+    def __init__(
+        self,
+        temperature=0.1,
+        normalize=True,
+        reduction="sum_over_batch_size",
+        name=None,
+        dtype=None,
+    ):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.temperature = validate_temperature(temperature)
+        self.normalize = bool(normalize)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"temperature": self.temperature, "normalize": self.normalize}
+        )
+        return config

@@ -1,0 +1,131 @@
+"""SINCERE: Supervised Information Noise-Contrastive Estimation REvisited."""
+
+import keras
+from keras import ops
+
+from clzoo.losses import _contrastive as C
+
+
+def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
+    """SINCERE loss per sample (Feeney and Hughes, eq. 12).
+
+    For anchor `i` and each positive `p` (another embedding with the anchor's
+    label, including the anchor's own other views) the pair term is
+
+        -log(exp(s_ip) / (exp(s_ip) + sum_{n in N(i)} exp(s_in)))
+
+    where `s = cos / temperature` and the noise set `N(i)` holds only
+    embeddings of other classes. Same-class embeddings never sit in a
+    denominator except as the pair's own positive, so SINCERE has no
+    intra-class repulsion (unlike SupCon L_out). An anchor's value is the mean
+    of its pair terms; a sample's value is the mean over its views that have
+    a positive, and 0 if none has (a class seen once in a one-view batch).
+
+    Args:
+        y_true: integer class labels, shape `(batch,)` or `(batch, 1)`, or
+            one-hot `(batch, classes)`.
+        y_pred: embeddings, float, shape `(batch, views, dim)` or
+            `(batch, dim)`.
+        temperature: positive float dividing the cosine similarities.
+            Defaults to `0.1`.
+        normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
+
+    Returns:
+        float32 tensor of shape `(batch,)`, in nats.
+
+    Raises:
+        ValueError: for a non-positive temperature, a `y_pred` rank other
+            than 2 or 3, or a label count that does not match the batch.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.sincere_loss(np.array([0, 0, 1, 1]), z).shape
+    (4,)
+
+    Reference:
+    - [Feeney and Hughes, SINCERE, eq. 12](https://arxiv.org/abs/2309.14277)
+    """
+    temperature = C.validate_temperature(temperature)
+    z, batch, views = C.standardize_embeddings(y_pred, normalize)
+    labels = C.standardize_labels(y_true, batch)
+    masks = C.PairMasks(labels, views)
+    logits = C.cosine_logits(z, temperature)
+    noise_lse = C.masked_logsumexp(logits, masks.other_class)
+    pair_loss = ops.logaddexp(logits, noise_lse) - logits
+    anchor_loss, has_positive = C.mean_over_positives(
+        pair_loss, masks.same_class
+    )
+    return C.mean_over_views(anchor_loss, has_positive, views)
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class SINCERELoss(C.ContrastiveLoss):
+    """SINCERE loss: supervised InfoNCE without intra-class repulsion.
+
+    Every one of the `batch * views` embeddings is an anchor. For anchor `i`
+    and each positive `p` (same label, `p != i`) the target is `p` and the
+    noise set is every embedding of another class; the loss is the
+    cross-entropy of picking `p` among `{p} + noise`.
+
+    Formula:
+
+    ```
+    s_ij     = cos(z_i, z_j) / temperature
+    l(i, p)  = log(exp(s_ip) + sum_{n: y_n != y_i} exp(s_in)) - s_ip
+    loss_i   = mean_{p: y_p == y_i, p != i} l(i, p)
+    loss_b   = mean over the views of sample b that have a positive (0 if none)
+    ```
+
+    Args:
+        temperature: positive float. Defaults to `0.1`.
+        normalize: L2-normalize embeddings first. Defaults to `True`.
+        reduction: Keras reduction of the per-sample values.
+            Defaults to `"sum_over_batch_size"`.
+        name: optional name.
+        dtype: dtype of the returned loss. Defaults to the Keras float type.
+
+    Inputs: `y_true` integer labels `(batch,)` / `(batch, 1)` or one-hot
+    `(batch, classes)`; `y_pred` embeddings `(batch, views, dim)` or
+    `(batch, dim)`. `call` returns the per-sample loss `(batch,)`.
+
+    Raises:
+        ValueError: as `clzoo.losses.sincere_loss`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> loss = clzoo.losses.SINCERELoss(temperature=0.1)
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> float(loss(np.array([0, 0, 1, 1]), z)) > 0
+    True
+
+    With a model: `model.compile(optimizer="adam", loss=clzoo.losses.SINCERELoss())`.
+
+    Reference:
+    - [Feeney and Hughes, SINCERE: Supervised Information Noise-Contrastive
+      Estimation REvisited, eq. 12](https://arxiv.org/abs/2309.14277)
+    """
+
+    def __init__(
+        self,
+        temperature=0.1,
+        normalize=True,
+        reduction="sum_over_batch_size",
+        name="sincere_loss",
+        dtype=None,
+    ):
+        super().__init__(
+            temperature=temperature,
+            normalize=normalize,
+            reduction=reduction,
+            name=name,
+            dtype=dtype,
+        )
+
+    def call(self, y_true, y_pred):
+        return sincere_loss(
+            y_true, y_pred, temperature=self.temperature,
+            normalize=self.normalize,
+        )

@@ -1,0 +1,222 @@
+"""Supervised Contrastive Learning loss (SupCon), L_out and L_in."""
+
+import keras
+from keras import ops
+
+from clzoo.losses import _contrastive as C
+
+_VARIANTS = ("out", "in")
+
+
+def _validate(variant, base_temperature, max_positives):
+    if variant not in _VARIANTS:
+        raise ValueError(
+            f"`variant` must be one of {_VARIANTS}. Received: variant={variant!r}"
+        )
+    if base_temperature is not None:
+        C.validate_temperature(base_temperature, name="base_temperature")
+    if max_positives is not None and (
+        isinstance(max_positives, bool)
+        or not isinstance(max_positives, int)
+        or max_positives < 1
+    ):
+        raise ValueError(
+            "`max_positives` must be None or a positive integer. "
+            f"Received: max_positives={max_positives!r}"
+        )
+
+
+def _capped_positives(masks, max_positives):
+    """Keep at most `max_positives` positives per anchor: own views first, then batch order."""
+    own = ops.cast(masks.same_instance, "int32")
+    others = ops.cast(
+        ops.logical_and(
+            masks.same_class, ops.logical_not(masks.same_instance)
+        ),
+        "int32",
+    )
+    own_rank = ops.cumsum(own, axis=-1)
+    other_rank = ops.sum(own, axis=-1, keepdims=True) + ops.cumsum(
+        others, axis=-1
+    )
+    keep_own = ops.logical_and(own > 0, own_rank <= max_positives)
+    keep_other = ops.logical_and(others > 0, other_rank <= max_positives)
+    return ops.logical_or(keep_own, keep_other)
+
+
+def sup_con_loss(
+    y_true,
+    y_pred,
+    temperature=0.1,
+    base_temperature=None,
+    variant="out",
+    max_positives=None,
+    normalize=True,
+):
+    """SupCon loss per sample (Khosla et al. 2020, supplement eqs. 1-2).
+
+    With `s = cos / temperature`, `A(i)` every embedding but the anchor and
+    `P(i)` those sharing its label:
+
+    - `variant="out"` (L_out, eq. 2): `mean_{p in P(i)} [LSE_{a in A(i)} s_ia - s_ip]`
+    - `variant="in"` (L_in, eq. 1): `LSE_{a in A(i)} s_ia - log mean_{p in P(i)} exp(s_ip)`
+
+    both scaled by `temperature / base_temperature`. Same-class embeddings
+    other than `p` stay in the denominator (they act as noise), as in the
+    paper. `max_positives` caps `P(i)` (supplement sec. 7), keeping the
+    anchor's own other views first, then same-class samples in batch order;
+    dropped positives also leave the denominator. A sample's value is the
+    mean over its views that have a positive, and 0 if none has.
+
+    Args:
+        y_true: integer labels `(batch,)` / `(batch, 1)` or one-hot
+            `(batch, classes)`.
+        y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
+        temperature: positive float. Defaults to `0.1`.
+        base_temperature: positive float or None (same as `temperature`,
+            no rescaling). Defaults to `None`.
+        variant: `"out"` or `"in"`. Defaults to `"out"`.
+        max_positives: None or positive int. Defaults to `None` (no cap).
+        normalize: L2-normalize `y_pred` first. Defaults to `True`.
+
+    Returns:
+        float32 tensor `(batch,)`.
+
+    Raises:
+        ValueError: for invalid arguments, a `y_pred` rank other than 2 or 3,
+            or a label count that does not match the batch.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.sup_con_loss(np.array([0, 0, 1, 1]), z).shape
+    (4,)
+
+    Reference:
+    - [Khosla et al., Supervised Contrastive Learning, 2020, eqs. 1-2 of the
+      supplement](https://arxiv.org/abs/2004.11362)
+    """
+    temperature = C.validate_temperature(temperature)
+    _validate(variant, base_temperature, max_positives)
+    z, batch, views = C.standardize_embeddings(y_pred, normalize)
+    labels = C.standardize_labels(y_true, batch)
+    masks = C.PairMasks(labels, views)
+    logits = C.cosine_logits(z, temperature)
+
+    positives = masks.same_class
+    denominator = masks.not_self
+    if max_positives is not None:
+        positives = _capped_positives(masks, max_positives)
+        dropped = ops.logical_and(masks.same_class, ops.logical_not(positives))
+        denominator = ops.logical_and(denominator, ops.logical_not(dropped))
+    row_lse = C.masked_logsumexp(logits, denominator)
+
+    if variant == "out":
+        anchor_loss, has_positive = C.mean_over_positives(
+            row_lse - logits, positives
+        )
+    else:
+        count = ops.sum(ops.cast(positives, "float32"), axis=-1, keepdims=True)
+        log_mean_positive = C.masked_logsumexp(logits, positives) - ops.log(
+            ops.maximum(count, 1.0)
+        )
+        anchor_loss = ops.squeeze(row_lse - log_mean_positive, axis=-1)
+        has_positive = ops.squeeze(count, axis=-1) > 0
+    scale = temperature / (base_temperature or temperature)
+    return scale * C.mean_over_views(anchor_loss, has_positive, views)
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class SupConLoss(C.ContrastiveLoss):
+    """Supervised contrastive loss of Khosla et al. 2020 (L_out or L_in).
+
+    Every one of the `batch * views` embeddings is an anchor; its positives
+    are all other embeddings with its label, and its denominator holds every
+    other embedding, so same-class samples other than the positive are
+    pushed away too (the intra-class repulsion SINCERE removes).
+
+    Formula (L_out, the paper's recommended variant):
+
+    ```
+    s_ij    = cos(z_i, z_j) / temperature
+    l(i, p) = log(sum_{a != i} exp(s_ia)) - s_ip
+    loss_i  = (temperature / base_temperature) * mean_{p: y_p == y_i, p != i} l(i, p)
+    loss_b  = mean over the views of sample b that have a positive (0 if none)
+    ```
+
+    Args:
+        temperature: positive float. Defaults to `0.1`.
+        base_temperature: positive float or None, the reference code's
+            rescaling constant; None means equal to `temperature` (no
+            rescaling). Defaults to `None`.
+        variant: `"out"` (L_out) or `"in"` (L_in). Defaults to `"out"`.
+        max_positives: None or positive int capping the positives per anchor
+            (supplement sec. 7). Defaults to `None`.
+        normalize: L2-normalize embeddings first. Defaults to `True`.
+        reduction, name, dtype: as `keras.losses.Loss`.
+
+    Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
+    `(batch, views, dim)` or `(batch, dim)`. `call` returns `(batch,)`.
+
+    Raises:
+        ValueError: on invalid arguments or inputs, naming the argument.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> loss = clzoo.losses.SupConLoss(temperature=0.1)
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> float(loss(np.array([0, 0, 1, 1]), z)) > 0
+    True
+
+    Reference:
+    - [Khosla et al., Supervised Contrastive Learning, NeurIPS 2020](https://arxiv.org/abs/2004.11362)
+    """
+
+    def __init__(
+        self,
+        temperature=0.1,
+        base_temperature=None,
+        variant="out",
+        max_positives=None,
+        normalize=True,
+        reduction="sum_over_batch_size",
+        name="sup_con_loss",
+        dtype=None,
+    ):
+        super().__init__(
+            temperature=temperature,
+            normalize=normalize,
+            reduction=reduction,
+            name=name,
+            dtype=dtype,
+        )
+        _validate(variant, base_temperature, max_positives)
+        self.base_temperature = (
+            None if base_temperature is None else float(base_temperature)
+        )
+        self.variant = variant
+        self.max_positives = max_positives
+
+    def call(self, y_true, y_pred):
+        return sup_con_loss(
+            y_true,
+            y_pred,
+            temperature=self.temperature,
+            base_temperature=self.base_temperature,
+            variant=self.variant,
+            max_positives=self.max_positives,
+            normalize=self.normalize,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "base_temperature": self.base_temperature,
+                "variant": self.variant,
+                "max_positives": self.max_positives,
+            }
+        )
+        return config

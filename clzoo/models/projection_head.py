@@ -1,0 +1,79 @@
+"""MLP projection head of SimCLR / SupCon."""
+
+import keras
+from keras import layers, ops
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class ProjectionHead(keras.layers.Layer):
+    """MLP projection head: `Dense -> ReLU` per hidden width, then a linear output.
+
+    As in SupCon's CIFAR code (`hidden_dims=(dim_in,)`, `output_dim=128`) and
+    SimCLR ("a MLP with one hidden layer ... z = W2 relu(W1 h)").
+
+    Args:
+        hidden_dims: widths of the hidden layers; `()` gives a linear head.
+            Defaults to `(512,)`.
+        output_dim: embedding size. Defaults to `128`.
+        normalize: L2-normalize the output along its last axis.
+            Defaults to `True`.
+
+    Input shape: `(..., features)`. Output shape: `(..., output_dim)`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> head = clzoo.models.ProjectionHead(hidden_dims=(32,), output_dim=8)
+    >>> z = head(np.ones((2, 16), "float32"))
+    >>> tuple(z.shape)
+    (2, 8)
+
+    Reference:
+    - [Chen et al., SimCLR, 2020, sec. 2.1](https://arxiv.org/abs/2002.05709)
+    """
+
+    def __init__(self, hidden_dims=(512,), output_dim=128, normalize=True,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if output_dim is None or int(output_dim) < 1:
+            raise ValueError(
+                f"`output_dim` must be a positive integer. Received: output_dim={output_dim!r}"
+            )
+        self.hidden_dims = tuple(int(d) for d in hidden_dims)
+        self.output_dim = int(output_dim)
+        self.normalize = bool(normalize)
+        self.hidden = [
+            layers.Dense(d, activation="relu", name=f"hidden_{i}")
+            for i, d in enumerate(self.hidden_dims)
+        ]
+        self.out = layers.Dense(self.output_dim, name="output")
+
+    def build(self, input_shape):
+        shape = tuple(input_shape)
+        for layer in self.hidden:
+            layer.build(shape)
+            shape = shape[:-1] + (layer.units,)
+        self.out.build(shape)
+
+    def call(self, inputs):
+        x = inputs
+        for layer in self.hidden:
+            x = layer(x)
+        x = self.out(x)
+        if self.normalize:
+            x = x / ops.sqrt(
+                ops.maximum(ops.sum(ops.square(x), axis=-1, keepdims=True), 1e-12)
+            )
+        return x
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)[:-1] + (self.output_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_dims": list(self.hidden_dims),
+            "output_dim": self.output_dim,
+            "normalize": self.normalize,
+        })
+        return config
