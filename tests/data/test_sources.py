@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+import clzoo
+from clzoo.data import load_split
+
+
+def _make_folder(root, classes=("cat", "dog"), per_class=3, size=(8, 8), splits=("train", "test")):
+    rng = np.random.default_rng(0)
+    for split in splits:
+        for c in classes:
+            (root / split / c).mkdir(parents=True)
+            for i in range(per_class):
+                pixels = rng.integers(0, 256, size=size + (3,), dtype=np.uint8)
+                Image.fromarray(pixels).save(root / split / c / f"{i}.png")
+    return root
+
+
+def test_digits_is_real_and_split():
+    train, test = load_split("digits", "train"), load_split("digits", "test")
+    assert train.images.shape == (1437, 32, 32, 3) and train.images.dtype == np.uint8
+    assert test.images.shape == (360, 32, 32, 3)
+    assert set(np.unique(train.labels)) == set(range(10))
+    assert train.images.max() == 255 and train.images.min() == 0
+    # Stratified: every class in the test split with 35-37 images.
+    assert np.all(np.bincount(test.labels) >= 35)
+
+
+def test_image_folder_reads_labels_by_sorted_class_name(tmp_path):
+    root = _make_folder(tmp_path / "data", classes=("zebra", "ant"))
+    split = load_split(str(root), "train")
+    assert split.class_names == ["ant", "zebra"]
+    assert split.images.shape == (6, 8, 8, 3)
+    np.testing.assert_array_equal(split.labels, [0, 0, 0, 1, 1, 1])
+    first = np.asarray(Image.open(root / "train" / "ant" / "0.png"))
+    np.testing.assert_array_equal(split.images[0], first)
+
+
+def test_image_folder_is_cached_outside_the_source(tmp_path, monkeypatch):
+    root = _make_folder(tmp_path / "data")
+    before = sorted(p for p in root.rglob("*"))
+    load_split(f"folder:{root}", "train")
+    cached = list(clzoo.data.cache_dir("datasets").glob("*.npz"))
+    assert len(cached) == 1
+    assert sorted(p for p in root.rglob("*")) == before  # nothing written in the source
+    # Second load reads the cache: it still works with the images unreadable.
+    monkeypatch.setattr("clzoo.data.sources._decode", lambda path: 1 / 0)
+    again = load_split(str(root), "train")
+    assert again.images.shape == (6, 8, 8, 3)
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(ValueError, match=r"Received: data='.*nowhere' \(no such path\)"):
+        load_split(str(tmp_path / "nowhere"))
+
+
+def test_folder_without_split(tmp_path):
+    (tmp_path / "data").mkdir()
+    with pytest.raises(ValueError, match="'train' sub-folder"):
+        load_split(str(tmp_path / "data"))
+
+
+def test_empty_class_folder(tmp_path):
+    root = _make_folder(tmp_path / "data")
+    (root / "train" / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty holds no images"):
+        load_split(str(root))
+
+
+def test_no_class_folders(tmp_path):
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    with pytest.raises(ValueError, match="No class folders"):
+        load_split(str(tmp_path / "data"))
+
+
+def test_unreadable_image_is_named(tmp_path):
+    root = _make_folder(tmp_path / "data")
+    (root / "train" / "cat" / "broken.png").write_bytes(b"not an image")
+    with pytest.raises(ValueError, match="broken.png"):
+        load_split(str(root))
+
+
+def test_mixed_sizes(tmp_path):
+    root = _make_folder(tmp_path / "data")
+    Image.fromarray(np.zeros((9, 9, 3), np.uint8)).save(root / "train" / "dog" / "odd.png")
+    with pytest.raises(ValueError, match="differ in size"):
+        load_split(str(root))
+
+
+def test_bad_split_name():
+    with pytest.raises(ValueError, match="split='val'"):
+        load_split("digits", "val")
+
+
+def test_tfds_name_offline_with_mock_data():
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=12):
+        split = load_split("tfds:cifar10", "test")
+    assert split.images.shape == (12, 32, 32, 3) and split.images.dtype == np.uint8
+    assert len(split.class_names) == 10  # from the cifar10 label feature
+    assert split.labels.min() >= 0 and split.labels.max() < 10

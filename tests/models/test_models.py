@@ -1,0 +1,79 @@
+import keras
+import numpy as np
+import pytest
+
+import clzoo
+from clzoo.models import ContrastiveModel, ProjectionHead, cifar_resnet
+
+
+@pytest.mark.parametrize("architecture, width, params", [
+    ("resnet20", 64, (260_000, 280_000)),
+    ("resnet18", 512, (11_100_000, 11_250_000)),
+])
+def test_cifar_resnet_shapes_and_size(architecture, width, params):
+    encoder = cifar_resnet(architecture)
+    assert encoder.output_shape == (None, width)
+    assert params[0] <= encoder.count_params() <= params[1]
+    # CIFAR stem: first conv is 3x3 stride 1, and no max-pool anywhere.
+    stem = encoder.get_layer("stem_conv")
+    assert stem.kernel_size == (3, 3) and stem.strides == (1, 1)
+    assert not any(isinstance(layer, keras.layers.MaxPooling2D) for layer in encoder.layers)
+
+
+def test_resnet_downsamples_three_times():
+    encoder = cifar_resnet("resnet18")
+    last = encoder.get_layer("stage4_block2_out")
+    assert last.output.shape[1:3] == (4, 4)
+
+
+def test_bad_architecture():
+    with pytest.raises(ValueError, match="architecture='resnet9000'"):
+        cifar_resnet("resnet9000")
+    with pytest.raises(ValueError, match="mean"):
+        cifar_resnet("resnet20", mean=(0.5,))
+
+
+def test_projection_head_normalizes():
+    head = ProjectionHead(hidden_dims=(16,), output_dim=8)
+    z = keras.ops.convert_to_numpy(head(np.random.default_rng(0).normal(size=(5, 12)).astype("float32")))
+    assert z.shape == (5, 8)
+    np.testing.assert_allclose(np.linalg.norm(z, axis=1), 1.0, rtol=1e-5)
+    raw = ProjectionHead(hidden_dims=(), output_dim=3, normalize=False)
+    assert len(raw.hidden) == 0
+    with pytest.raises(ValueError, match="output_dim=0"):
+        ProjectionHead(output_dim=0)
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    return ContrastiveModel(cifar_resnet("resnet20"), ProjectionHead((32,), 16))
+
+
+def test_contrastive_model_views_are_encoded_independently():
+    model = _model()
+    x = np.random.default_rng(0).random((3, 2, 32, 32, 3)).astype("float32")
+    z = keras.ops.convert_to_numpy(model(x, training=False))
+    assert z.shape == (3, 2, 16)
+    # Same as encoding every image on its own (inference mode).
+    single = keras.ops.convert_to_numpy(
+        model.projection_head(model.encoder(x.reshape(6, 32, 32, 3), training=False)))
+    np.testing.assert_allclose(z.reshape(6, 16), single, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"\(batch, views, H, W, C\)"):
+        model(x[:, 0])
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model = _model()
+    model.compile(optimizer="sgd", loss=clzoo.losses.SINCERELoss(temperature=0.2))
+    x = np.random.default_rng(1).random((4, 2, 32, 32, 3)).astype("float32")
+    model.fit(x, np.array([0, 0, 1, 1]), epochs=1, verbose=0)
+    model.save(tmp_path / "model.keras")
+    model.encoder.save(tmp_path / "encoder.keras")
+    restored = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(restored(x)),
+                               keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-6)
+    assert isinstance(restored.loss, clzoo.losses.SINCERELoss)
+    encoder = keras.saving.load_model(tmp_path / "encoder.keras")
+    images = x[:, 0]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(encoder(images)),
+                               keras.ops.convert_to_numpy(model.encoder(images)), rtol=1e-5, atol=1e-6)

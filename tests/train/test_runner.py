@@ -1,0 +1,98 @@
+"""End-to-end: `clzoo train` / `clzoo eval` on tiny settings, NaN handling, atomic files."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from clzoo import cli
+from clzoo.train import load_recipe, train
+from clzoo.train.callbacks import AtomicCheckpoint, StopOnNaN
+
+TINY = ["data=digits", "training.epochs=2", "training.batch_size=128",
+        "model.architecture=resnet20", "model.embedding_dim=16", "eval.knn_k=[1,5]",
+        "eval.knn_headline_k=5", "views.flip=false"]
+
+
+@pytest.mark.slow
+def test_train_cli_writes_a_complete_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--output", str(out)]
+    for item in TINY:
+        args += ["--set", item]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "kNN top-1 (k=5" in printed
+    for name in ("encoder.keras", "checkpoint.keras", "metrics.json", "recipe.yaml", "history.jsonl"):
+        assert (out / name).is_file(), name
+    metrics = json.loads((out / "metrics.json").read_text())
+    # Two epochs of SINCERE on real digits beat chance (10%) by far.
+    assert metrics["knn_top1"] > 0.5
+    assert set(metrics["knn_top1_by_k"]) == {"k1", "k5"}
+    assert np.isfinite(metrics["final_train_loss"]) and metrics["images_per_second"] > 0
+    assert len((out / "history.jsonl").read_text().splitlines()) == 2
+    assert not list(out.glob(".*tmp*"))  # no temporary files left behind
+
+    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5"]) == 0
+    evaluated = json.loads((out / "eval_metrics.json").read_text())
+    assert evaluated["knn_top1_by_k"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
+
+
+def test_train_cli_bad_data_path(tmp_path, capsys):
+    code = cli.main(["train", "--data", str(tmp_path / "nope"), "--output", str(tmp_path / "r")])
+    assert code == 2
+    assert "no such path" in capsys.readouterr().err
+
+
+def test_train_cli_empty_folder(tmp_path, capsys):
+    (tmp_path / "d" / "train" / "cls").mkdir(parents=True)
+    code = cli.main(["train", "--data", str(tmp_path / "d"), "--output", str(tmp_path / "r")])
+    assert code == 2
+    assert "holds no images" in capsys.readouterr().err
+
+
+def test_eval_cli_missing_model(tmp_path, capsys):
+    assert cli.main(["eval", str(tmp_path), "--data", "digits"]) == 2
+    assert "no encoder" in capsys.readouterr().err
+
+
+class _NaNAfter(keras.losses.Loss):
+    """MSE that turns NaN once the model's weights have moved `steps` times."""
+
+    def __init__(self, calls, **kwargs):
+        super().__init__(**kwargs)
+        self.calls = calls
+
+    def call(self, y_true, y_pred):
+        self.calls[0] += 1
+        value = keras.ops.mean(keras.ops.square(y_pred - y_true), axis=-1)
+        return value * (np.nan if self.calls[0] > 4 else 1.0)
+
+
+def test_nan_stops_at_once_and_last_checkpoint_survives(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    calls = [0]
+    model.compile(optimizer="sgd", loss=_NaNAfter(calls), run_eagerly=True)
+    guard = StopOnNaN()
+    checkpoint = AtomicCheckpoint(tmp_path / "checkpoint.keras", guard)
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
+    history = model.fit(x, y, batch_size=2, epochs=5, verbose=0, callbacks=[guard, checkpoint])
+    # Epoch 1 (4 batches) is finite and saved; the first NaN batch stops training.
+    assert guard.failed_at[:2] == (1, 0)
+    assert checkpoint.saved_epoch == 0
+    assert len(history.history["loss"]) == 2
+    restored = keras.saving.load_model(tmp_path / "checkpoint.keras", compile=False)
+    assert all(np.all(np.isfinite(w)) for w in restored.get_weights())
+
+
+def test_runner_reports_divergence(tmp_path):
+    from clzoo.train import TrainingDiverged
+
+    config = load_recipe(None, TINY + ["training.epochs=1", "training.learning_rate=1e30",
+                                      "training.schedule=constant"])
+    with pytest.raises(TrainingDiverged, match="loss became nan.*Last good checkpoint"):
+        train(config, tmp_path / "run", verbose=0)
+    assert not (tmp_path / "run" / "encoder.keras").exists()
+    assert not (tmp_path / "run" / "metrics.json").exists()
