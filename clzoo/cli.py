@@ -2,9 +2,14 @@
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
+
+# TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) hides the progress
+# output; users can still ask for it with TF_CPP_MIN_LOG_LEVEL=0.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def _train(args):

@@ -41,6 +41,60 @@ def knn_predict(train_embeddings, train_labels, test_embeddings, k=20,
     Reference:
     - Feeney and Hughes, SINCERE, app. M; [Wu et al. 2018](https://arxiv.org/abs/1805.01978)
     """
+    train, labels, test, num_classes = _validate(
+        train_embeddings, train_labels, test_embeddings, (k,), num_classes, weighting)
+    return _predict_many(train, labels, test, (k,), num_classes, weighting, temperature,
+                         block_size)[k]
+
+
+def _predict_many(train, labels, test, ks, num_classes, weighting, temperature, block_size):
+    """Predictions for several `k` from one nearest-neighbour search per block."""
+    k_max = max(ks)
+    predictions = {k: np.empty(test.shape[0], dtype=np.int64) for k in ks}
+    for start in range(0, test.shape[0], block_size):
+        sims = test[start:start + block_size] @ train.T
+        top = np.argpartition(-sims, k_max - 1, axis=1)[:, :k_max]
+        top_sims = np.take_along_axis(sims, top, axis=1)
+        order = np.argsort(-top_sims, axis=1, kind="stable")
+        top, top_sims = np.take_along_axis(top, order, 1), np.take_along_axis(top_sims, order, 1)
+        weights = top_sims if weighting == "cosine" else np.exp(top_sims / temperature)
+        rows = np.arange(sims.shape[0])[:, None]
+        for k in ks:
+            votes = np.zeros((sims.shape[0], num_classes), dtype=np.float64)
+            np.add.at(votes, (rows, labels[top[:, :k]]), weights[:, :k])
+            predictions[k][start:start + block_size] = votes.argmax(axis=1)
+    return predictions
+
+
+def knn_accuracy(train_embeddings, train_labels, test_embeddings, test_labels,
+                 ks=(1, 5, 20, 200), num_classes=None, weighting="cosine",
+                 temperature=0.07, block_size=1024):
+    """Top-1 accuracy of the weighted kNN vote for each `k` in `ks`.
+
+    One nearest-neighbour search serves every `k`; values of `k` larger than
+    the training set are skipped. Arguments as in `knn_predict`, plus
+    `test_labels`, int `(M,)`.
+
+    Returns:
+        dict `{k: accuracy in [0, 1]}`.
+    """
+    test_labels = np.asarray(test_labels).reshape(-1)
+    ks = tuple(int(k) for k in ks if k <= np.asarray(train_embeddings).shape[0])
+    if not ks:
+        return {}
+    train, labels, test, num_classes = _validate(
+        train_embeddings, train_labels, test_embeddings, ks, num_classes, weighting)
+    if test_labels.shape[0] != test.shape[0]:
+        raise ValueError(
+            f"`test_labels` must have one label per test embedding ({test.shape[0]}). "
+            f"Received: {test_labels.shape[0]} labels"
+        )
+    predictions = _predict_many(train, labels, test, ks, num_classes, weighting,
+                                temperature, block_size)
+    return {k: float(np.mean(predictions[k] == test_labels)) for k in ks}
+
+
+def _validate(train_embeddings, train_labels, test_embeddings, ks, num_classes, weighting):
     train = _normalize(np.asarray(train_embeddings, dtype=np.float32), "train_embeddings")
     test = _normalize(np.asarray(test_embeddings, dtype=np.float32), "test_embeddings")
     labels = np.asarray(train_labels).astype(np.int64).reshape(-1)
@@ -54,38 +108,12 @@ def knn_predict(train_embeddings, train_labels, test_embeddings, k=20,
             "Train and test embeddings must have the same dimension. "
             f"Received: {train.shape[1]} and {test.shape[1]}"
         )
-    if not 1 <= k <= train.shape[0]:
-        raise ValueError(f"`k` must be in [1, {train.shape[0]}]. Received: k={k!r}")
+    for k in ks:
+        if not 1 <= k <= train.shape[0]:
+            raise ValueError(f"`k` must be in [1, {train.shape[0]}]. Received: k={k!r}")
     if weighting not in ("cosine", "exp"):
         raise ValueError(f"`weighting` must be 'cosine' or 'exp'. Received: weighting={weighting!r}")
-    num_classes = int(num_classes or labels.max() + 1)
-    predictions = np.empty(test.shape[0], dtype=np.int64)
-    for start in range(0, test.shape[0], block_size):
-        sims = test[start:start + block_size] @ train.T
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        top_sims = np.take_along_axis(sims, top, axis=1)
-        weights = top_sims if weighting == "cosine" else np.exp(top_sims / temperature)
-        votes = np.zeros((sims.shape[0], num_classes), dtype=np.float64)
-        np.add.at(votes, (np.arange(sims.shape[0])[:, None], labels[top]), weights)
-        predictions[start:start + block_size] = votes.argmax(axis=1)
-    return predictions
-
-
-def knn_accuracy(train_embeddings, train_labels, test_embeddings, test_labels,
-                 ks=(1, 5, 20, 200), **kwargs):
-    """Top-1 accuracy of `knn_predict` for each `k` in `ks` (skipping `k > N`).
-
-    Returns:
-        dict `{k: accuracy in [0, 1]}`.
-    """
-    test_labels = np.asarray(test_labels).reshape(-1)
-    n_train = np.asarray(train_embeddings).shape[0]
-    return {
-        int(k): float(np.mean(
-            knn_predict(train_embeddings, train_labels, test_embeddings, k=k, **kwargs)
-            == test_labels))
-        for k in ks if k <= n_train
-    }
+    return train, labels, test, int(num_classes or labels.max() + 1)
 
 
 def _normalize(x, name):

@@ -147,6 +147,26 @@ def masked_logsumexp(logits, mask):
     return ops.logsumexp(masked, axis=-1, keepdims=True)
 
 
+def noise_contrastive_pair_loss(logits, noise_mask, positive_shift=0.0):
+    """`(N, N)` pair terms `-log(exp(s_ip) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
+
+    The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
+    margin (`positive_shift=epsilon`); valid where `(i, p)` is a positive.
+    """
+    noise_lse = masked_logsumexp(logits, noise_mask)
+    return ops.logaddexp(logits - positive_shift, noise_lse) - logits
+
+
+def decoupled_pair_loss(logits, noise_mask):
+    """`(N, N)` pair terms `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
+
+    Returns `(pair_loss, has_noise)`; anchors with an empty noise set are not
+    valid anchors (`has_noise` `(N,)` is False) and must be masked out.
+    """
+    has_noise = ops.any(noise_mask, axis=-1)
+    return masked_logsumexp(logits, noise_mask) - logits, has_noise
+
+
 def mean_over_positives(pair_loss, positive_mask):
     """Mean of `pair_loss` over each anchor's positives.
 

@@ -1,8 +1,6 @@
 """SINCERE: Supervised Information Noise-Contrastive Estimation REvisited."""
 
 import keras
-from keras import ops
-
 from clzoo.losses import _contrastive as C
 
 
@@ -52,8 +50,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
     labels = C.standardize_labels(y_true, batch)
     masks = C.PairMasks(labels, views)
     logits = C.cosine_logits(z, temperature)
-    noise_lse = C.masked_logsumexp(logits, masks.other_class)
-    pair_loss = ops.logaddexp(logits, noise_lse) - logits
+    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
     anchor_loss, has_positive = C.mean_over_positives(
         pair_loss, masks.same_class
     )

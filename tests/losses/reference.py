@@ -82,3 +82,50 @@ def supcon(labels, embeddings, temperature, base_temperature=None,
             value = -np.log(np.mean(ratios))
         anchors[(bi, vi)] = temperature / base_temperature * value
     return _per_sample(anchors, batch, views)
+
+
+def sup_info_nce(labels, embeddings, temperature, epsilon):
+    """SINCERE paper eq. 15 (epsilon-SupInfoNCE), anchor-row form."""
+    rows, batch, views = _rows(labels, embeddings)
+    anchors = {}
+    for i, (bi, vi, yi, zi) in enumerate(rows):
+        terms = []
+        for p, (_, _, yp, zp) in enumerate(rows):
+            if p == i or yp != yi:
+                continue
+            s_p = zi @ zp / temperature
+            noise = sum(np.exp(zi @ zn / temperature) for (_, _, yn, zn) in rows if yn != yi)
+            terms.append(-(s_p - np.log(np.exp(s_p - epsilon) + noise)))
+        if terms:
+            anchors[(bi, vi)] = np.mean(terms)
+    return _per_sample(anchors, batch, views)
+
+
+def info_nce(embeddings, temperature):
+    """SimCLR NT-Xent: positives are the sample's other views, noise all other samples' views."""
+    return sincere(np.arange(len(embeddings)), embeddings, temperature)
+
+
+def _decoupled(labels, embeddings, temperature, noise_is):
+    rows, batch, views = _rows(labels, embeddings)
+    anchors = {}
+    for i, (bi, vi, yi, zi) in enumerate(rows):
+        noise = [zn for (bn, _, yn, zn) in rows if noise_is(bi, yi, bn, yn)]
+        positives = [zp for p, (bp, _, _, zp) in enumerate(rows) if p != i and bp == bi]
+        if not noise or not positives:
+            continue
+        denom = sum(np.exp(zi @ zn / temperature) for zn in noise)
+        anchors[(bi, vi)] = np.mean([-np.log(np.exp(zi @ zp / temperature) / denom)
+                                     for zp in positives])
+    return _per_sample(anchors, batch, views)
+
+
+def dcl(embeddings, temperature):
+    """Yeh et al. / NSCL paper eq. 1: noise is every view of every other sample."""
+    labels = np.zeros(len(embeddings))
+    return _decoupled(labels, embeddings, temperature, lambda bi, yi, bn, yn: bn != bi)
+
+
+def nscl(labels, embeddings, temperature):
+    """NSCL paper sec. 3.1: DCL with noise restricted to other classes."""
+    return _decoupled(labels, embeddings, temperature, lambda bi, yi, bn, yn: yn != yi)

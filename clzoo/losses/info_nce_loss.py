@@ -1,0 +1,93 @@
+"""InfoNCE / NT-Xent, the SimCLR instance-discrimination loss."""
+
+import keras
+
+from clzoo.losses import _contrastive as C
+
+
+def _require_views(views, name):
+    if views < 2:
+        raise ValueError(
+            f"{name} needs at least 2 views per sample: its positives are the "
+            f"sample's other views. Received: y_pred with views={views}"
+        )
+
+
+def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
+    """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
+
+    Positives of an anchor are the other views of its own sample; every view
+    of every other sample is noise. Labels are ignored (pass `None` or
+    anything of batch length): InfoNCE is SINCERE with the instance as label.
+
+        l(i, p) = -log(exp(s_ip) / (exp(s_ip) + sum_{n: sample(n) != sample(i)} exp(s_in)))
+
+    Args:
+        y_true: ignored (may be `None`).
+        y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
+        temperature: positive float. Defaults to `0.1`.
+        normalize: L2-normalize `y_pred` first. Defaults to `True`.
+
+    Returns:
+        float32 `(batch,)`.
+
+    Raises:
+        ValueError: for a non-positive temperature, fewer than 2 views or a
+            bad rank.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.info_nce_loss(None, z).shape
+    (4,)
+
+    Reference:
+    - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709);
+      [van den Oord et al., CPC, 2018](https://arxiv.org/abs/1807.03748)
+    """
+    temperature = C.validate_temperature(temperature)
+    z, batch, views = C.standardize_embeddings(y_pred, normalize)
+    _require_views(views, "InfoNCELoss")
+    masks = C.PairMasks(C.standardize_labels(None, batch), views)
+    logits = C.cosine_logits(z, temperature)
+    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
+    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
+    return C.mean_over_views(anchor_loss, has_positive, views)
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class InfoNCELoss(C.ContrastiveLoss):
+    """InfoNCE / NT-Xent (SimCLR): each view must pick out its sample's other views.
+
+    Formula:
+
+    ```
+    l(i, p) = log(exp(s_ip) + sum_{n: sample(n) != sample(i)} exp(s_in)) - s_ip
+    ```
+
+    for `p` another view of anchor `i`'s sample. Labels are ignored.
+
+    Args:
+        temperature: positive float. Defaults to `0.1`.
+        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> float(clzoo.losses.InfoNCELoss()(np.zeros(4), z)) > 0
+    True
+
+    Reference:
+    - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709)
+    """
+
+    def __init__(self, temperature=0.1, normalize=True,
+                 reduction="sum_over_batch_size", name="info_nce_loss", dtype=None):
+        super().__init__(temperature=temperature, normalize=normalize,
+                         reduction=reduction, name=name, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return info_nce_loss(None, y_pred, temperature=self.temperature,
+                             normalize=self.normalize)

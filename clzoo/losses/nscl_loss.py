@@ -1,0 +1,87 @@
+"""Negatives-only supervised contrastive loss (NSCL, Luthra, Yang and Galanti)."""
+
+import keras
+
+from clzoo.losses import _contrastive as C
+from clzoo.losses.dcl_loss import _decoupled
+from clzoo.losses.info_nce_loss import _require_views
+
+
+def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
+    """NSCL per sample (Luthra, Yang and Galanti, sec. 3.1).
+
+    DCL with the denominator restricted to samples of other classes:
+    positives are the anchor's other views, noise is every view of every
+    sample with another label; same-class samples are neither.
+
+        l(i, p) = -log(exp(s_ip) / sum_{n: y_n != y_i} exp(s_in))
+
+    Anchors with no noise (an all-same-class batch) are not valid and
+    contribute 0.
+
+    Args:
+        y_true: integer labels `(batch,)` / `(batch, 1)` or one-hot.
+        y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
+        temperature: positive float. Defaults to `0.1`.
+        normalize: L2-normalize `y_pred` first. Defaults to `True`.
+
+    Returns:
+        float32 `(batch,)`.
+
+    Raises:
+        ValueError: for a non-positive temperature, fewer than 2 views, a
+            bad rank or a label count that does not match the batch.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.nscl_loss(np.array([0, 0, 1, 1]), z).shape
+    (4,)
+
+    Reference:
+    - Luthra, Yang and Galanti, Self-Supervised Contrastive Learning is
+      Approximately Supervised Contrastive Learning, sec. 3.1
+    """
+    temperature = C.validate_temperature(temperature)
+    z, batch, views = C.standardize_embeddings(y_pred, normalize)
+    _require_views(views, "NSCLLoss")
+    masks = C.PairMasks(C.standardize_labels(y_true, batch), views)
+    return _decoupled(C.cosine_logits(z, temperature), masks.same_instance,
+                      masks.other_class, views)
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class NSCLLoss(C.ContrastiveLoss):
+    """Negatives-only supervised contrastive loss: DCL whose noise is other classes only.
+
+    Formula:
+
+    ```
+    l(i, p) = log(sum_{n: y_n != y_i} exp(s_in)) - s_ip,   p another view of i's sample
+    ```
+
+    Args:
+        temperature: positive float. Defaults to `0.1`.
+        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.NSCLLoss()(np.array([0, 0, 1, 1]), z).shape
+    ()
+
+    Reference:
+    - Luthra, Yang and Galanti, Self-Supervised Contrastive Learning is
+      Approximately Supervised Contrastive Learning, sec. 3.1
+    """
+
+    def __init__(self, temperature=0.1, normalize=True,
+                 reduction="sum_over_batch_size", name="nscl_loss", dtype=None):
+        super().__init__(temperature=temperature, normalize=normalize,
+                         reduction=reduction, name=name, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return nscl_loss(y_true, y_pred, temperature=self.temperature,
+                         normalize=self.normalize)
