@@ -4,10 +4,16 @@ from clzoo.losses.dcl_loss import DCLLoss, dcl_loss
 from clzoo.losses.info_nce_loss import InfoNCELoss, info_nce_loss
 from clzoo.losses.nscl_loss import NSCLLoss, nscl_loss
 from clzoo.losses.sincere_loss import SINCERELoss, sincere_loss
+from clzoo.losses.soft_target_info_nce_loss import (
+    SoftTargetInfoNCELoss,
+    soft_target_info_nce_loss,
+)
+from clzoo.losses.spread_loss import SpreadLoss, spread_loss
 from clzoo.losses.sup_con_loss import SupConLoss, sup_con_loss
 from clzoo.losses.sup_info_nce_loss import SupInfoNCELoss, sup_info_nce_loss
 
-ALL_OBJECTS = (InfoNCELoss, DCLLoss, SupConLoss, SINCERELoss, SupInfoNCELoss, NSCLLoss)
+ALL_OBJECTS = (InfoNCELoss, DCLLoss, SupConLoss, SINCERELoss, SupInfoNCELoss, SpreadLoss, NSCLLoss,
+               SoftTargetInfoNCELoss)
 ALL_OBJECTS_DICT = {cls.__name__: cls for cls in ALL_OBJECTS}
 
 
@@ -29,6 +35,6 @@ def get(identifier):
 
 __all__ = [
     "ALL_OBJECTS", "DCLLoss", "InfoNCELoss", "NSCLLoss", "SINCERELoss", "SupConLoss",
-    "SupInfoNCELoss", "dcl_loss", "get", "info_nce_loss", "nscl_loss", "sincere_loss",
-    "sup_con_loss", "sup_info_nce_loss",
+    "SoftTargetInfoNCELoss", "SpreadLoss", "SupInfoNCELoss", "soft_target_info_nce_loss", "dcl_loss", "get", "info_nce_loss", "nscl_loss",
+    "sincere_loss", "spread_loss", "sup_con_loss", "sup_info_nce_loss",
 ]

@@ -129,3 +129,36 @@ def dcl(embeddings, temperature):
 def nscl(labels, embeddings, temperature):
     """NSCL paper sec. 3.1: DCL with noise restricted to other classes."""
     return _decoupled(labels, embeddings, temperature, lambda bi, yi, bn, yn: yn != yi)
+
+
+def spread(labels, embeddings, temperature, alpha):
+    """Perfectly Balanced eqs. 1-3, anchor-row form, per-sample means."""
+    rows, batch, views = _rows(labels, embeddings)
+    attract, repel = {}, {}
+    for i, (bi, vi, yi, zi) in enumerate(rows):
+        e = lambda z: np.exp(zi @ z / temperature)  # noqa: E731
+        other_class = sum(e(zn) for (_, _, yn, zn) in rows if yn != yi)
+        same_class = sum(e(zn) for (bn, _, yn, zn) in rows if yn == yi and bn != bi)
+        a_terms = [-np.log(e(zp) / (e(zp) + other_class))
+                   for p, (_, _, yp, zp) in enumerate(rows) if p != i and yp == yi]
+        r_terms = [-np.log(e(zp) / (e(zp) + same_class))
+                   for p, (bp, _, _, zp) in enumerate(rows) if p != i and bp == bi]
+        attract[(bi, vi)] = np.mean(a_terms)
+        repel[(bi, vi)] = np.mean(r_terms)
+    return alpha * _per_sample(attract, batch, views) + (1 - alpha) * _per_sample(repel, batch, views)
+
+
+def soft_target_info_nce(targets, logits, temperature, noise_probs=None):
+    """Hugger and Uhlmann eq. 12, one sample at a time."""
+    targets = np.asarray(targets, np.float64)
+    logits = np.asarray(logits, np.float64)
+    classes = logits.shape[1]
+    eta = np.full(classes, 1.0 / classes) if noise_probs is None else np.asarray(noise_probs)
+    out = []
+    for b in range(len(logits)):
+        s = [logits[b, k] / temperature - np.log(eta[k]) for k in range(classes)]
+        positive = np.exp(sum(targets[b, i] * s[i] for i in range(classes)))
+        noise = sum(np.exp(sum(targets[l, j] * s[j] for j in range(classes)))
+                    for l in range(len(logits)) if l != b)
+        out.append(-np.log(positive / (positive + noise)))
+    return np.array(out)

@@ -72,7 +72,8 @@ def test_nscl_all_same_class_has_no_valid_anchor():
 
 
 @pytest.mark.parametrize("cls", [clzoo.losses.InfoNCELoss, clzoo.losses.DCLLoss,
-                                 clzoo.losses.NSCLLoss, clzoo.losses.SupInfoNCELoss])
+                                 clzoo.losses.NSCLLoss, clzoo.losses.SupInfoNCELoss,
+                                 clzoo.losses.SpreadLoss])
 def test_gradient_finite_at_low_temperature_and_round_trip(cls):
     labels = np.array([0, 0, 1, 1, 2, 2])
     z = _z(6, 2, dim=16)
@@ -95,3 +96,94 @@ def test_one_view_is_refused(cls):
 def test_bad_epsilon(epsilon):
     with pytest.raises(ValueError, match="epsilon"):
         clzoo.losses.SupInfoNCELoss(epsilon=epsilon)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.25, 1.0])
+@pytest.mark.parametrize("views", [2, 3])
+@pytest.mark.parametrize("labels_name", sorted(LABELS))
+def test_spread_matches_reference(alpha, views, labels_name):
+    labels = LABELS[labels_name]
+    z = _z(len(labels), views)
+    np.testing.assert_allclose(
+        _np(clzoo.losses.spread_loss(labels, z, temperature=0.5, alpha=alpha)),
+        reference.spread(labels, z, 0.5, alpha), rtol=1e-5, atol=1e-5)
+
+
+def test_spread_alpha_one_is_attract_only():
+    # alpha = 1 gives L_attract, which is SINCERE (Perfectly Balanced eq. 2).
+    labels = np.array([0, 0, 1, 1, 1, 2])
+    z = _z(6, 2)
+    np.testing.assert_allclose(_np(clzoo.losses.spread_loss(labels, z, 0.5, alpha=1.0)),
+                               _np(clzoo.losses.sincere_loss(labels, z, 0.5)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.5, float("nan")])
+def test_bad_alpha(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        clzoo.losses.SpreadLoss(alpha=alpha)
+
+
+def test_spread_one_view_is_refused():
+    with pytest.raises(ValueError, match="at least 2 views"):
+        clzoo.losses.SpreadLoss()(np.zeros(4), _z(4, 1))
+
+
+def _soft_targets(batch, classes, smoothing=0.1):
+    hard = np.eye(classes)[RNG.integers(0, classes, batch)]
+    lam = RNG.uniform(0.3, 1.0, size=(batch, 1))
+    mixed = lam * hard + (1 - lam) * hard[RNG.permutation(batch)]  # MixUp of labels
+    return ((1 - smoothing) * mixed + smoothing / classes).astype("float32")
+
+
+@pytest.mark.parametrize("temperature", [0.1, 1.0])
+@pytest.mark.parametrize("noise_probs", [None, [0.5, 0.2, 0.2, 0.1]])
+def test_soft_target_info_nce_matches_reference(temperature, noise_probs):
+    targets = _soft_targets(6, 4)
+    logits = RNG.normal(size=(6, 4)).astype("float32")
+    got = _np(clzoo.losses.soft_target_info_nce_loss(targets, logits, temperature, noise_probs))
+    np.testing.assert_allclose(got, reference.soft_target_info_nce(targets, logits, temperature,
+                                                                   noise_probs), rtol=1e-5)
+
+
+def test_soft_target_info_nce_gradient_and_fit():
+    targets = _soft_targets(8, 3)
+    logits = RNG.normal(size=(8, 3))
+    loss = clzoo.losses.SoftTargetInfoNCELoss(noise_probs=[0.6, 0.3, 0.1])
+    _, grad = value_and_grad(lambda x: loss(targets, x), logits)
+    numeric = np.zeros_like(logits)
+    for idx in np.ndindex(logits.shape):
+        up, down = logits.copy(), logits.copy()
+        up[idx] += 1e-6
+        down[idx] -= 1e-6
+        numeric[idx] = (reference.soft_target_info_nce(targets, up, 1.0, [0.6, 0.3, 0.1]).mean()
+                        - reference.soft_target_info_nce(targets, down, 1.0, [0.6, 0.3, 0.1]).mean()) / 2e-6
+    np.testing.assert_allclose(grad, numeric, atol=1e-4, rtol=1e-3)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))
+    assert restored.get_config() == loss.get_config()
+    model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3)])
+    model.compile(optimizer="sgd", loss=loss)
+    history = model.fit(RNG.normal(size=(16, 5)), _soft_targets(16, 3), epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"noise_probs": [0.5, 0.6]}, "noise_probs=.*sum"),
+    ({"noise_probs": [1.0, 0.0]}, "noise_probs"),
+    ({"temperature": 0}, "temperature=0"),
+])
+def test_soft_target_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        clzoo.losses.SoftTargetInfoNCELoss(**kwargs)
+
+
+def test_soft_target_bad_inputs():
+    loss = clzoo.losses.SoftTargetInfoNCELoss(noise_probs=[0.5, 0.5])
+    logits = np.zeros((2, 3), "float32")
+    with pytest.raises(ValueError, match="one probability per class \\(3\\)"):
+        loss(np.eye(3, dtype="float32")[:2], logits)
+    with pytest.raises(ValueError, match="row 0 sums to 0.5"):
+        clzoo.losses.SoftTargetInfoNCELoss()(np.array([[0.2, 0.3, 0.0], [0, 0, 1]], "float32"), logits)
+    with pytest.raises(ValueError, match="same shape"):
+        clzoo.losses.SoftTargetInfoNCELoss()(np.eye(4, dtype="float32")[:2], logits)
+    with pytest.raises(ValueError, match="\\(batch, classes\\)"):
+        clzoo.losses.SoftTargetInfoNCELoss()(np.zeros(2), logits)

@@ -1,0 +1,118 @@
+"""L_spread of Chen et al. 2022 ("Perfectly Balanced"): attraction plus intra-class repulsion."""
+
+import math
+
+import keras
+from keras import ops
+
+from clzoo.losses import _contrastive as C
+from clzoo.losses.info_nce_loss import _require_views
+
+
+def _validate_alpha(alpha):
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
+            or not math.isfinite(alpha) or not 0 <= alpha <= 1:
+        raise ValueError(f"`alpha` must be a number in [0, 1]. Received: alpha={alpha!r}")
+    return float(alpha)
+
+
+def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True):
+    """L_spread per sample: `alpha * L_attract + (1 - alpha) * L_repel` (Chen et al. 2022, eqs. 1-3).
+
+    - L_attract (eq. 2) is SINCERE-form: for each same-class positive `p`,
+      `-log(exp(s_ip) / (exp(s_ip) + sum_{n: y_n != y_i} exp(s_in)))`.
+    - L_repel (eq. 3) is a class-conditional InfoNCE: the positive is the
+      anchor's own other view, the noise is the other samples of its class,
+      `-log(exp(s_ip) / (exp(s_ip) + sum_{n: y_n == y_i, sample(n) != sample(i)} exp(s_in)))`.
+
+    Each term is the mean over the anchor's positives, then over the
+    sample's views; a sample's value is the weighted sum of the two.
+
+    Args:
+        y_true: integer labels `(batch,)` / `(batch, 1)` or one-hot.
+        y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
+        temperature: positive float. Defaults to `0.5` (the paper's sweeps
+            start there).
+        alpha: weight of L_attract in [0, 1]; `alpha=1` is L_attract alone.
+            Defaults to `0.5`.
+        normalize: L2-normalize `y_pred` first. Defaults to `True`.
+
+    Returns:
+        float32 `(batch,)`.
+
+    Raises:
+        ValueError: for a non-positive temperature, alpha outside [0, 1],
+            fewer than 2 views, a bad rank or a label/batch mismatch.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.spread_loss(np.array([0, 0, 1, 1]), z, alpha=0.25).shape
+    (4,)
+
+    Reference:
+    - Chen et al., Perfectly Balanced: Improving Transfer and Robustness of
+      Supervised Contrastive Learning, ICML 2022, eqs. 1-3
+    """
+    temperature = C.validate_temperature(temperature)
+    alpha = _validate_alpha(alpha)
+    z, batch, views = C.standardize_embeddings(y_pred, normalize)
+    _require_views(views, "SpreadLoss")
+    masks = C.PairMasks(C.standardize_labels(y_true, batch), views)
+    logits = C.cosine_logits(z, temperature)
+
+    attract_pairs = C.noise_contrastive_pair_loss(logits, masks.other_class)
+    attract, has_positive = C.mean_over_positives(attract_pairs, masks.same_class)
+    same_class_other_sample = ops.logical_and(
+        masks.same_class, ops.logical_not(masks.same_instance))
+    repel_pairs = C.noise_contrastive_pair_loss(logits, same_class_other_sample)
+    repel, has_own_view = C.mean_over_positives(repel_pairs, masks.same_instance)
+    return (alpha * C.mean_over_views(attract, has_positive, views)
+            + (1.0 - alpha) * C.mean_over_views(repel, has_own_view, views))
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class SpreadLoss(C.ContrastiveLoss):
+    """L_spread: SINCERE-form class attraction plus class-conditional InfoNCE repulsion.
+
+    Formula:
+
+    ```
+    loss = alpha * L_attract + (1 - alpha) * L_repel
+    L_attract(i, p) = log(exp(s_ip) + sum_{n: y_n != y_i} exp(s_in)) - s_ip,   y_p == y_i
+    L_repel(i, a)   = log(exp(s_ia) + sum_{n: y_n == y_i, other sample} exp(s_in)) - s_ia,
+                      a another view of i's sample
+    ```
+
+    Args:
+        temperature: positive float. Defaults to `0.5`.
+        alpha: weight of L_attract in [0, 1]. Defaults to `0.5`.
+        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    >>> clzoo.losses.SpreadLoss(alpha=0.25)(np.array([0, 0, 1, 1]), z).shape
+    ()
+
+    Reference:
+    - Chen et al., Perfectly Balanced, ICML 2022, eqs. 1-3; app. E.2 for
+      (temperature, alpha) per dataset
+    """
+
+    def __init__(self, temperature=0.5, alpha=0.5, normalize=True,
+                 reduction="sum_over_batch_size", name="spread_loss", dtype=None):
+        super().__init__(temperature=temperature, normalize=normalize,
+                         reduction=reduction, name=name, dtype=dtype)
+        self.alpha = _validate_alpha(alpha)
+
+    def call(self, y_true, y_pred):
+        return spread_loss(y_true, y_pred, temperature=self.temperature, alpha=self.alpha,
+                           normalize=self.normalize)
+
+    def get_config(self):
+        config = super().get_config()
+        config["alpha"] = self.alpha
+        return config
