@@ -108,37 +108,108 @@ def standardize_labels(y_true, batch):
 
 
 class PairMasks:
-    """Boolean `(N, N)` relations between the `N = batch * views` embeddings.
+    """Boolean `(n, N)` relations between the local anchors and every embedding.
+
+    Rows are this device's `n = local_batch * views` anchors; columns are all
+    `N` embeddings of the global batch (equal to the rows on one device).
 
     Attributes:
-        self_pair: `i == j`.
-        same_instance: other views of the same sample (`i != j`).
-        same_class: samples with the anchor's label, other than the anchor
+        self_pair: the anchor itself.
+        same_instance: other views of the anchor's sample.
+        same_class: embeddings with the anchor's label, other than the anchor
             itself (includes `same_instance`).
-        other_class: samples whose label differs from the anchor's.
+        other_class: embeddings whose label differs from the anchor's.
+        not_self: every embedding but the anchor.
     """
 
-    def __init__(self, labels, views):
-        n_rows = ops.shape(labels)[0] * views
-        row_label = ops.repeat(labels, views, axis=0)
-        row_instance = ops.repeat(
-            ops.arange(ops.shape(labels)[0], dtype="int32"), views, axis=0
-        )
-        index = ops.arange(n_rows, dtype="int32")
-        self.self_pair = ops.equal(index[:, None], index[None, :])
-        not_self = ops.logical_not(self.self_pair)
-        equal_label = ops.equal(row_label[:, None], row_label[None, :])
-        self.same_class = ops.logical_and(equal_label, not_self)
+    def __init__(self, row_labels, col_labels, row_offset, views):
+        row_label = ops.repeat(row_labels, views, axis=0)
+        col_label = ops.repeat(col_labels, views, axis=0)
+        rows = ops.arange(ops.shape(row_labels)[0], dtype="int32") + row_offset
+        cols = ops.arange(ops.shape(col_labels)[0], dtype="int32")
+        row_instance = ops.repeat(rows, views, axis=0)
+        col_instance = ops.repeat(cols, views, axis=0)
+        row_index = ops.arange(ops.shape(row_label)[0], dtype="int32") + row_offset * views
+        col_index = ops.arange(ops.shape(col_label)[0], dtype="int32")
+        self.self_pair = ops.equal(row_index[:, None], col_index[None, :])
+        self.not_self = ops.logical_not(self.self_pair)
+        equal_label = ops.equal(row_label[:, None], col_label[None, :])
+        self.same_class = ops.logical_and(equal_label, self.not_self)
         self.same_instance = ops.logical_and(
-            ops.equal(row_instance[:, None], row_instance[None, :]), not_self
+            ops.equal(row_instance[:, None], col_instance[None, :]), self.not_self
         )
         self.other_class = ops.logical_not(equal_label)
-        self.not_self = not_self
 
 
-def cosine_logits(z, temperature):
-    """`(N, N)` float32 matrix of `z_i . z_j / temperature`."""
-    return ops.matmul(z, ops.transpose(z)) / temperature
+def _replica_context():
+    """The `tf.distribute` replica context when running on several replicas, else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None  # JAX DataParallel hands the loss the global batch already.
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None
+    return context
+
+
+def _gather_global_batch(z, labels, views):
+    """All-gather embeddings and labels across `tf.distribute` replicas.
+
+    Returns `(z_all, labels_all, offset)` where `offset` is the index of this
+    replica's first sample in the global batch. Gradients flow back to each
+    replica's own slice through the all-gather.
+    """
+    context = _replica_context()
+    if context is None:
+        return z, labels, 0
+    import tensorflow as tf
+
+    local = tf.shape(labels)[0]
+    sizes = context.all_gather(tf.reshape(local, (1,)), axis=0)
+    replica = context.replica_id_in_sync_group
+    offset = tf.reduce_sum(sizes[:replica])
+    return context.all_gather(z, axis=0), context.all_gather(labels, axis=0), offset
+
+
+def contrastive_logits(y_true, y_pred, temperature, normalize=True, supervised=True,
+                       min_views=1, loss_name="This loss"):
+    """The one entry point of every embedding loss: logits and masks of a batch.
+
+    Standardizes inputs, gathers the global batch across replicas (so each
+    anchor meets every other embedding of the global batch as noise), and
+    returns the float32 logits of the local anchors against all embeddings.
+
+    Args:
+        y_true: labels (ignored when `supervised=False`: each sample is its
+            own class, the instance-discrimination setting).
+        y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
+        temperature: validated positive float.
+        normalize: L2-normalize embeddings.
+        supervised: use `y_true` as class labels.
+        min_views: smallest number of views the loss accepts.
+        loss_name: used in the error message about views.
+
+    Returns:
+        `(logits (n, N), masks PairMasks, views)`.
+    """
+    z, batch, views = standardize_embeddings(y_pred, normalize)
+    if views < min_views:
+        raise ValueError(
+            f"{loss_name} needs at least {min_views} views per sample: its positives are "
+            f"the sample's other views. Received: y_pred with views={views}"
+        )
+    labels = standardize_labels(y_true if supervised else None, batch)
+    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
+    if not supervised:
+        # Instance ids must be unique across replicas: use global positions.
+        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
+        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
+    masks = PairMasks(labels, labels_all, offset, views)
+    logits = ops.matmul(z, ops.transpose(z_all)) / temperature
+    return logits, masks, views
 
 
 def masked_logsumexp(logits, mask):

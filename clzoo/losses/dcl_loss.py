@@ -4,7 +4,6 @@ import keras
 from keras import ops
 
 from clzoo.losses import _contrastive as C
-from clzoo.losses.info_nce_loss import _require_views
 
 
 def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True):
@@ -43,11 +42,10 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True):
       Luthra, Yang and Galanti, eq. 1
     """
     temperature = C.validate_temperature(temperature)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    _require_views(views, "DCLLoss")
-    masks = C.PairMasks(C.standardize_labels(None, batch), views)
-    return _decoupled(C.cosine_logits(z, temperature), masks.same_instance,
-                      masks.other_class, views)
+    logits, masks, views = C.contrastive_logits(
+        None, y_pred, temperature, normalize, supervised=False, min_views=2,
+        loss_name="DCLLoss")
+    return _decoupled(logits, masks.same_instance, masks.other_class, views)
 
 
 def _decoupled(logits, positives, noise, views):

@@ -5,14 +5,6 @@ import keras
 from clzoo.losses import _contrastive as C
 
 
-def _require_views(views, name):
-    if views < 2:
-        raise ValueError(
-            f"{name} needs at least 2 views per sample: its positives are the "
-            f"sample's other views. Received: y_pred with views={views}"
-        )
-
-
 def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
     """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
 
@@ -47,10 +39,9 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
       [van den Oord et al., CPC, 2018](https://arxiv.org/abs/1807.03748)
     """
     temperature = C.validate_temperature(temperature)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    _require_views(views, "InfoNCELoss")
-    masks = C.PairMasks(C.standardize_labels(None, batch), views)
-    logits = C.cosine_logits(z, temperature)
+    logits, masks, views = C.contrastive_logits(
+        None, y_pred, temperature, normalize, supervised=False, min_views=2,
+        loss_name="InfoNCELoss")
     pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
     anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
     return C.mean_over_views(anchor_loss, has_positive, views)

@@ -4,7 +4,6 @@ import keras
 
 from clzoo.losses import _contrastive as C
 from clzoo.losses.dcl_loss import _decoupled
-from clzoo.losses.info_nce_loss import _require_views
 
 
 def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
@@ -44,11 +43,9 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
       Approximately Supervised Contrastive Learning, sec. 3.1
     """
     temperature = C.validate_temperature(temperature)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    _require_views(views, "NSCLLoss")
-    masks = C.PairMasks(C.standardize_labels(y_true, batch), views)
-    return _decoupled(C.cosine_logits(z, temperature), masks.same_instance,
-                      masks.other_class, views)
+    logits, masks, views = C.contrastive_logits(
+        y_true, y_pred, temperature, normalize, min_views=2, loss_name="NSCLLoss")
+    return _decoupled(logits, masks.same_instance, masks.other_class, views)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -46,10 +46,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
     - [Feeney and Hughes, SINCERE, eq. 12](https://arxiv.org/abs/2309.14277)
     """
     temperature = C.validate_temperature(temperature)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    labels = C.standardize_labels(y_true, batch)
-    masks = C.PairMasks(labels, views)
-    logits = C.cosine_logits(z, temperature)
+    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
     pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
     anchor_loss, has_positive = C.mean_over_positives(
         pair_loss, masks.same_class

@@ -6,7 +6,6 @@ import keras
 from keras import ops
 
 from clzoo.losses import _contrastive as C
-from clzoo.losses.info_nce_loss import _require_views
 
 
 def _validate_alpha(alpha):
@@ -57,10 +56,8 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True):
     """
     temperature = C.validate_temperature(temperature)
     alpha = _validate_alpha(alpha)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    _require_views(views, "SpreadLoss")
-    masks = C.PairMasks(C.standardize_labels(y_true, batch), views)
-    logits = C.cosine_logits(z, temperature)
+    logits, masks, views = C.contrastive_logits(
+        y_true, y_pred, temperature, normalize, min_views=2, loss_name="SpreadLoss")
 
     attract_pairs = C.noise_contrastive_pair_loss(logits, masks.other_class)
     attract, has_positive = C.mean_over_positives(attract_pairs, masks.same_class)

@@ -99,10 +99,7 @@ def sup_con_loss(
     """
     temperature = C.validate_temperature(temperature)
     _validate(variant, base_temperature, max_positives)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    labels = C.standardize_labels(y_true, batch)
-    masks = C.PairMasks(labels, views)
-    logits = C.cosine_logits(z, temperature)
+    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
 
     positives = masks.same_class
     denominator = masks.not_self

@@ -54,9 +54,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
     """
     temperature = C.validate_temperature(temperature)
     epsilon = _validate_epsilon(epsilon)
-    z, batch, views = C.standardize_embeddings(y_pred, normalize)
-    masks = C.PairMasks(C.standardize_labels(y_true, batch), views)
-    logits = C.cosine_logits(z, temperature)
+    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
     pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class, epsilon)
     anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_class)
     return C.mean_over_views(anchor_loss, has_positive, views)
