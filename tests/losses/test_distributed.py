@@ -26,3 +26,50 @@ def test_mirrored_strategy_matches_single_device():
         assert row["value_diff"] < 1e-5, row
         assert row["fit_loss_diff"] < 1e-5, row
         assert row["weight_diff"] < 1e-5, row
+
+
+@pytest.mark.slow
+def test_jax_data_parallel_matches_single_device():
+    pytest.importorskip("jax")
+    script = SCRIPT.with_name("jax_data_parallel_check.py")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 7, result.stdout
+    for row in rows:
+        assert row["fit_loss_diff"] < 1e-5, row
+        assert row["weight_diff"] < 1e-5, row
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_strategy_matches_single_device():
+    script = SCRIPT.with_name("multi_worker_check.py")
+    ports = [str(_free_port()), str(_free_port())]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    workers = [subprocess.Popen([sys.executable, str(script), str(i), *ports], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in range(2)]
+    outputs = []
+    try:
+        for worker in workers:
+            out, err = worker.communicate(timeout=600)
+            assert worker.returncode == 0, err[-4000:]
+            outputs.append(out)
+    finally:
+        for worker in workers:
+            worker.kill()
+    rows = [json.loads(line) for out in outputs for line in out.splitlines()
+            if line.startswith("{")]
+    assert len(rows) == 14, outputs
+    for row in rows:
+        assert row["value_diff"] < 1e-5, row
+        assert row["grad_diff"] < 1e-5 and row["grad_scale"] > 1e-3, row
