@@ -108,10 +108,12 @@ def standardize_labels(y_true, batch):
 
 
 class PairMasks:
-    """Boolean `(n, N)` relations between the local anchors and every embedding.
+    """Boolean `(n, N)` relations between anchors (rows) and embeddings (columns).
 
-    Rows are this device's `n = local_batch * views` anchors; columns are all
-    `N` embeddings of the global batch (equal to the rows on one device).
+    Rows are a block of this device's anchors; columns are all `N`
+    embeddings of the global batch. Each side is described by flat int32
+    arrays (one entry per embedding): class label, sample id and position in
+    the global batch.
 
     Attributes:
         self_pair: the anchor itself.
@@ -122,15 +124,8 @@ class PairMasks:
         not_self: every embedding but the anchor.
     """
 
-    def __init__(self, row_labels, col_labels, row_offset, views):
-        row_label = ops.repeat(row_labels, views, axis=0)
-        col_label = ops.repeat(col_labels, views, axis=0)
-        rows = ops.arange(ops.shape(row_labels)[0], dtype="int32") + row_offset
-        cols = ops.arange(ops.shape(col_labels)[0], dtype="int32")
-        row_instance = ops.repeat(rows, views, axis=0)
-        col_instance = ops.repeat(cols, views, axis=0)
-        row_index = ops.arange(ops.shape(row_label)[0], dtype="int32") + row_offset * views
-        col_index = ops.arange(ops.shape(col_label)[0], dtype="int32")
+    def __init__(self, rows, cols):
+        (row_label, row_instance, row_index), (col_label, col_instance, col_index) = rows, cols
         self.self_pair = ops.equal(row_index[:, None], col_index[None, :])
         self.not_self = ops.logical_not(self.self_pair)
         equal_label = ops.equal(row_label[:, None], col_label[None, :])
@@ -139,6 +134,16 @@ class PairMasks:
             ops.equal(row_instance[:, None], col_instance[None, :]), self.not_self
         )
         self.other_class = ops.logical_not(equal_label)
+
+
+def _flat_ids(labels, views, offset):
+    """Per-embedding (label, sample id, global position) for samples starting at `offset`."""
+    samples = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
+    return (
+        ops.repeat(labels, views, axis=0),
+        ops.repeat(samples, views, axis=0),
+        ops.arange(ops.shape(labels)[0] * views, dtype="int32") + offset * views,
+    )
 
 
 def _replica_context():
@@ -174,26 +179,46 @@ def _gather_global_batch(z, labels, views):
     return context.all_gather(z, axis=0), context.all_gather(labels, axis=0), offset
 
 
-def contrastive_logits(y_true, y_pred, temperature, normalize=True, supervised=True,
-                       min_views=1, loss_name="This loss"):
-    """The one entry point of every embedding loss: logits and masks of a batch.
+def validate_chunk_size(chunk_size):
+    """Return `chunk_size` (None or a positive int) or raise a `ValueError` naming it."""
+    if chunk_size is not None and (isinstance(chunk_size, bool)
+                                   or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(
+            f"`chunk_size` must be None or a positive integer. Received: chunk_size={chunk_size!r}"
+        )
+    return chunk_size
 
-    Standardizes inputs, gathers the global batch across replicas (so each
-    anchor meets every other embedding of the global batch as noise), and
-    returns the float32 logits of the local anchors against all embeddings.
+
+def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
+                    supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
+                    chunk_size=None):
+    """The one engine of every embedding loss: anchors against the global batch, per sample.
+
+    Standardizes the inputs, gathers the global batch across `tf.distribute`
+    replicas (each local anchor meets every other embedding of the global
+    batch), builds float32 logits and masks, and lets the loss turn them into
+    per-anchor terms.
 
     Args:
         y_true: labels (ignored when `supervised=False`: each sample is its
             own class, the instance-discrimination setting).
         y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
         temperature: validated positive float.
+        anchor_terms: `fn(logits (n, N), masks) -> [(value (n,), valid (n,)), ...]`,
+            one pair per term of the loss.
         normalize: L2-normalize embeddings.
         supervised: use `y_true` as class labels.
         min_views: smallest number of views the loss accepts.
-        loss_name: used in the error message about views.
+        loss_name: used in error messages.
+        weights: weight of each term in the per-sample value.
+        chunk_size: None (all anchors at once) or anchors per block. Blocks
+            are recomputed in the backward pass (`keras.remat`), so memory is
+            `chunk_size x N` instead of `N x N`; values and gradients are the
+            same.
 
     Returns:
-        `(logits (n, N), masks PairMasks, views)`.
+        float32 `(batch,)`: per term, the mean over each sample's valid
+        anchors (0 when none is valid), weighted and summed.
     """
     z, batch, views = standardize_embeddings(y_pred, normalize)
     if views < min_views:
@@ -207,9 +232,35 @@ def contrastive_logits(y_true, y_pred, temperature, normalize=True, supervised=T
         # Instance ids must be unique across replicas: use global positions.
         labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
         labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
-    masks = PairMasks(labels, labels_all, offset, views)
-    logits = ops.matmul(z, ops.transpose(z_all)) / temperature
-    return logits, masks, views
+    rows = _flat_ids(labels, views, offset)
+    cols = _flat_ids(labels_all, views, 0)
+
+    def block(z_rows, z_cols, start=0, stop=None):
+        masks = PairMasks(tuple(r[start:stop] for r in rows), cols)
+        logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
+        terms = anchor_terms(logits, masks)
+        return tuple(t for value, valid in terms
+                     for t in (value, ops.cast(valid, "float32")))
+
+    if chunk_size is None:
+        outputs = block(z, z_all)
+    else:
+        n_rows = z.shape[0]
+        if n_rows is None:
+            raise ValueError(
+                "`chunk_size` needs a static batch size (e.g. tf.data with "
+                f"drop_remainder=True). Received: y_pred.shape={tuple(y_pred.shape)}"
+            )
+        pieces = [
+            keras.remat(lambda zr, zc, s=start: block(zr, zc, s, s + chunk_size))(
+                z[start:start + chunk_size], z_all)
+            for start in range(0, n_rows, chunk_size)
+        ]
+        outputs = [ops.concatenate(parts, axis=0) for parts in zip(*pieces)]
+    total = 0.0
+    for k, weight in enumerate(weights):
+        total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
+    return total
 
 
 def masked_logsumexp(logits, mask):
@@ -263,13 +314,15 @@ class ContrastiveLoss(keras.losses.Loss):
     """Base class of the embedding losses: validation, config and reduction.
 
     Subclasses implement `call(y_true, y_pred)` returning a `(batch,)` tensor
-    and add their own arguments to `get_config()`.
+    and add their own arguments to `get_config()`. Every embedding loss takes
+    `chunk_size` (see `per_sample_loss`).
     """
 
     def __init__(
         self,
         temperature=0.1,
         normalize=True,
+        chunk_size=None,
         reduction="sum_over_batch_size",
         name=None,
         dtype=None,
@@ -277,10 +330,10 @@ class ContrastiveLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.temperature = validate_temperature(temperature)
         self.normalize = bool(normalize)
+        self.chunk_size = validate_chunk_size(chunk_size)
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {"temperature": self.temperature, "normalize": self.normalize}
-        )
+        config.update({"temperature": self.temperature, "normalize": self.normalize,
+                       "chunk_size": self.chunk_size})
         return config

@@ -6,7 +6,7 @@ from keras import ops
 from clzoo.losses import _contrastive as C
 
 
-def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True):
+def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """Decoupled contrastive loss per sample (NSCL paper eq. 1; Yeh et al. 2022).
 
     InfoNCE without the positive in its own denominator. Positives are the
@@ -22,6 +22,10 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`; may be negative (no positive in the denominator).
@@ -42,16 +46,20 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True):
       Luthra, Yang and Galanti, eq. 1
     """
     temperature = C.validate_temperature(temperature)
-    logits, masks, views = C.contrastive_logits(
-        None, y_pred, temperature, normalize, supervised=False, min_views=2,
-        loss_name="DCLLoss")
-    return _decoupled(logits, masks.same_instance, masks.other_class, views)
+    return C.per_sample_loss(None, y_pred, temperature, decoupled_anchor_terms, normalize,
+                             supervised=False, min_views=2, loss_name="DCLLoss",
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
-def _decoupled(logits, positives, noise, views):
-    pair_loss, has_noise = C.decoupled_pair_loss(logits, noise)
-    anchor_loss, has_positive = C.mean_over_positives(pair_loss, positives)
-    return C.mean_over_views(anchor_loss, ops.logical_and(has_positive, has_noise), views)
+def decoupled_anchor_terms(logits, masks):
+    """DCL / NSCL: positives are the anchor's other views; noise is `other_class`.
+
+    With instance labels `other_class` is every other sample (DCL); with
+    class labels it is every other class (NSCL).
+    """
+    pair_loss, has_noise = C.decoupled_pair_loss(logits, masks.other_class)
+    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
+    return [(anchor_loss, ops.logical_and(has_positive, has_noise))]
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -66,7 +74,8 @@ class DCLLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
-        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+        normalize, chunk_size, reduction, name, dtype: as
+            `clzoo.losses.SINCERELoss` / its function.
 
     Example:
 
@@ -79,10 +88,11 @@ class DCLLoss(C.ContrastiveLoss):
     - [Yeh et al. 2022](https://arxiv.org/abs/2110.06848)
     """
 
-    def __init__(self, temperature=0.1, normalize=True,
+    def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="dcl_loss", dtype=None):
-        super().__init__(temperature=temperature, normalize=normalize,
+        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype)
 
     def call(self, y_true, y_pred):
-        return dcl_loss(None, y_pred, temperature=self.temperature, normalize=self.normalize)
+        return dcl_loss(None, y_pred, temperature=self.temperature, normalize=self.normalize,
+            chunk_size=self.chunk_size)

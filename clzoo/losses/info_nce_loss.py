@@ -5,7 +5,12 @@ import keras
 from clzoo.losses import _contrastive as C
 
 
-def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
+def _anchor_terms(logits, masks):
+    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
+    return [C.mean_over_positives(pair_loss, masks.same_instance)]
+
+
+def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
 
     Positives of an anchor are the other views of its own sample; every view
@@ -19,6 +24,10 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.
@@ -39,12 +48,9 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True):
       [van den Oord et al., CPC, 2018](https://arxiv.org/abs/1807.03748)
     """
     temperature = C.validate_temperature(temperature)
-    logits, masks, views = C.contrastive_logits(
-        None, y_pred, temperature, normalize, supervised=False, min_views=2,
-        loss_name="InfoNCELoss")
-    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
-    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
-    return C.mean_over_views(anchor_loss, has_positive, views)
+    return C.per_sample_loss(None, y_pred, temperature, _anchor_terms, normalize,
+                             supervised=False, min_views=2, loss_name="InfoNCELoss",
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -61,7 +67,8 @@ class InfoNCELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
-        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+        normalize, chunk_size, reduction, name, dtype: as
+            `clzoo.losses.SINCERELoss` / its function.
 
     Example:
 
@@ -74,11 +81,12 @@ class InfoNCELoss(C.ContrastiveLoss):
     - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709)
     """
 
-    def __init__(self, temperature=0.1, normalize=True,
+    def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="info_nce_loss", dtype=None):
-        super().__init__(temperature=temperature, normalize=normalize,
+        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype)
 
     def call(self, y_true, y_pred):
         return info_nce_loss(None, y_pred, temperature=self.temperature,
-                             normalize=self.normalize)
+                             normalize=self.normalize,
+            chunk_size=self.chunk_size)

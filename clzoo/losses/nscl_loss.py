@@ -3,10 +3,10 @@
 import keras
 
 from clzoo.losses import _contrastive as C
-from clzoo.losses.dcl_loss import _decoupled
+from clzoo.losses.dcl_loss import decoupled_anchor_terms
 
 
-def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
+def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """NSCL per sample (Luthra, Yang and Galanti, sec. 3.1).
 
     DCL with the denominator restricted to samples of other classes:
@@ -23,6 +23,10 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.
@@ -43,9 +47,9 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True):
       Approximately Supervised Contrastive Learning, sec. 3.1
     """
     temperature = C.validate_temperature(temperature)
-    logits, masks, views = C.contrastive_logits(
-        y_true, y_pred, temperature, normalize, min_views=2, loss_name="NSCLLoss")
-    return _decoupled(logits, masks.same_instance, masks.other_class, views)
+    return C.per_sample_loss(y_true, y_pred, temperature, decoupled_anchor_terms, normalize,
+                             min_views=2, loss_name="NSCLLoss",
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -60,7 +64,8 @@ class NSCLLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
-        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+        normalize, chunk_size, reduction, name, dtype: as
+            `clzoo.losses.SINCERELoss` / its function.
 
     Example:
 
@@ -74,11 +79,12 @@ class NSCLLoss(C.ContrastiveLoss):
       Approximately Supervised Contrastive Learning, sec. 3.1
     """
 
-    def __init__(self, temperature=0.1, normalize=True,
+    def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="nscl_loss", dtype=None):
-        super().__init__(temperature=temperature, normalize=normalize,
+        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype)
 
     def call(self, y_true, y_pred):
         return nscl_loss(y_true, y_pred, temperature=self.temperature,
-                         normalize=self.normalize)
+                         normalize=self.normalize,
+            chunk_size=self.chunk_size)

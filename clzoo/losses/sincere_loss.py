@@ -4,7 +4,12 @@ import keras
 from clzoo.losses import _contrastive as C
 
 
-def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
+def _anchor_terms(logits, masks):
+    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
+    return [C.mean_over_positives(pair_loss, masks.same_class)]
+
+
+def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """SINCERE loss per sample (Feeney and Hughes, eq. 12).
 
     For anchor `i` and each positive `p` (another embedding with the anchor's
@@ -27,6 +32,10 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
         temperature: positive float dividing the cosine similarities.
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 tensor of shape `(batch,)`, in nats.
@@ -46,12 +55,8 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True):
     - [Feeney and Hughes, SINCERE, eq. 12](https://arxiv.org/abs/2309.14277)
     """
     temperature = C.validate_temperature(temperature)
-    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
-    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
-    anchor_loss, has_positive = C.mean_over_positives(
-        pair_loss, masks.same_class
-    )
-    return C.mean_over_views(anchor_loss, has_positive, views)
+    return C.per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -75,6 +80,10 @@ class SINCERELoss(C.ContrastiveLoss):
     Args:
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
         reduction: Keras reduction of the per-sample values.
             Defaults to `"sum_over_batch_size"`.
         name: optional name.
@@ -106,6 +115,7 @@ class SINCERELoss(C.ContrastiveLoss):
         self,
         temperature=0.1,
         normalize=True,
+        chunk_size=None,
         reduction="sum_over_batch_size",
         name="sincere_loss",
         dtype=None,
@@ -113,6 +123,7 @@ class SINCERELoss(C.ContrastiveLoss):
         super().__init__(
             temperature=temperature,
             normalize=normalize,
+            chunk_size=chunk_size,
             reduction=reduction,
             name=name,
             dtype=dtype,
@@ -122,4 +133,5 @@ class SINCERELoss(C.ContrastiveLoss):
         return sincere_loss(
             y_true, y_pred, temperature=self.temperature,
             normalize=self.normalize,
+            chunk_size=self.chunk_size,
         )

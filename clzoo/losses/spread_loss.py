@@ -15,7 +15,16 @@ def _validate_alpha(alpha):
     return float(alpha)
 
 
-def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True):
+def _anchor_terms(logits, masks):
+    attract = C.noise_contrastive_pair_loss(logits, masks.other_class)
+    same_class_other_sample = ops.logical_and(
+        masks.same_class, ops.logical_not(masks.same_instance))
+    repel = C.noise_contrastive_pair_loss(logits, same_class_other_sample)
+    return [C.mean_over_positives(attract, masks.same_class),
+            C.mean_over_positives(repel, masks.same_instance)]
+
+
+def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None):
     """L_spread per sample: `alpha * L_attract + (1 - alpha) * L_repel` (Chen et al. 2022, eqs. 1-3).
 
     - L_attract (eq. 2) is SINCERE-form: for each same-class positive `p`,
@@ -35,6 +44,10 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True):
         alpha: weight of L_attract in [0, 1]; `alpha=1` is L_attract alone.
             Defaults to `0.5`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.
@@ -56,17 +69,9 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True):
     """
     temperature = C.validate_temperature(temperature)
     alpha = _validate_alpha(alpha)
-    logits, masks, views = C.contrastive_logits(
-        y_true, y_pred, temperature, normalize, min_views=2, loss_name="SpreadLoss")
-
-    attract_pairs = C.noise_contrastive_pair_loss(logits, masks.other_class)
-    attract, has_positive = C.mean_over_positives(attract_pairs, masks.same_class)
-    same_class_other_sample = ops.logical_and(
-        masks.same_class, ops.logical_not(masks.same_instance))
-    repel_pairs = C.noise_contrastive_pair_loss(logits, same_class_other_sample)
-    repel, has_own_view = C.mean_over_positives(repel_pairs, masks.same_instance)
-    return (alpha * C.mean_over_views(attract, has_positive, views)
-            + (1.0 - alpha) * C.mean_over_views(repel, has_own_view, views))
+    return C.per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
+                             min_views=2, loss_name="SpreadLoss", weights=(alpha, 1.0 - alpha),
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -85,7 +90,8 @@ class SpreadLoss(C.ContrastiveLoss):
     Args:
         temperature: positive float. Defaults to `0.5`.
         alpha: weight of L_attract in [0, 1]. Defaults to `0.5`.
-        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+        normalize, chunk_size, reduction, name, dtype: as
+            `clzoo.losses.SINCERELoss` / its function.
 
     Example:
 
@@ -99,15 +105,16 @@ class SpreadLoss(C.ContrastiveLoss):
       (temperature, alpha) per dataset
     """
 
-    def __init__(self, temperature=0.5, alpha=0.5, normalize=True,
+    def __init__(self, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="spread_loss", dtype=None):
-        super().__init__(temperature=temperature, normalize=normalize,
+        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype)
         self.alpha = _validate_alpha(alpha)
 
     def call(self, y_true, y_pred):
         return spread_loss(y_true, y_pred, temperature=self.temperature, alpha=self.alpha,
-                           normalize=self.normalize)
+                           normalize=self.normalize,
+            chunk_size=self.chunk_size)
 
     def get_config(self):
         config = super().get_config()

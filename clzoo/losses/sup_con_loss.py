@@ -52,6 +52,7 @@ def sup_con_loss(
     variant="out",
     max_positives=None,
     normalize=True,
+    chunk_size=None,
 ):
     """SupCon loss per sample (Khosla et al. 2020, supplement eqs. 1-2).
 
@@ -78,6 +79,10 @@ def sup_con_loss(
         variant: `"out"` or `"in"`. Defaults to `"out"`.
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 tensor `(batch,)`.
@@ -99,29 +104,26 @@ def sup_con_loss(
     """
     temperature = C.validate_temperature(temperature)
     _validate(variant, base_temperature, max_positives)
-    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
 
-    positives = masks.same_class
-    denominator = masks.not_self
-    if max_positives is not None:
-        positives = _capped_positives(masks, max_positives)
-        dropped = ops.logical_and(masks.same_class, ops.logical_not(positives))
-        denominator = ops.logical_and(denominator, ops.logical_not(dropped))
-    row_lse = C.masked_logsumexp(logits, denominator)
-
-    if variant == "out":
-        anchor_loss, has_positive = C.mean_over_positives(
-            row_lse - logits, positives
-        )
-    else:
+    def anchor_terms(logits, masks):
+        positives = masks.same_class
+        denominator = masks.not_self
+        if max_positives is not None:
+            positives = _capped_positives(masks, max_positives)
+            dropped = ops.logical_and(masks.same_class, ops.logical_not(positives))
+            denominator = ops.logical_and(denominator, ops.logical_not(dropped))
+        row_lse = C.masked_logsumexp(logits, denominator)
+        if variant == "out":
+            return [C.mean_over_positives(row_lse - logits, positives)]
         count = ops.sum(ops.cast(positives, "float32"), axis=-1, keepdims=True)
         log_mean_positive = C.masked_logsumexp(logits, positives) - ops.log(
-            ops.maximum(count, 1.0)
-        )
-        anchor_loss = ops.squeeze(row_lse - log_mean_positive, axis=-1)
-        has_positive = ops.squeeze(count, axis=-1) > 0
+            ops.maximum(count, 1.0))
+        return [(ops.squeeze(row_lse - log_mean_positive, axis=-1),
+                 ops.squeeze(count, axis=-1) > 0)]
+
     scale = temperature / (base_temperature or temperature)
-    return scale * C.mean_over_views(anchor_loss, has_positive, views)
+    return scale * C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
+                                     chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -151,6 +153,10 @@ class SupConLoss(C.ContrastiveLoss):
         max_positives: None or positive int capping the positives per anchor
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
@@ -178,6 +184,7 @@ class SupConLoss(C.ContrastiveLoss):
         variant="out",
         max_positives=None,
         normalize=True,
+        chunk_size=None,
         reduction="sum_over_batch_size",
         name="sup_con_loss",
         dtype=None,
@@ -185,6 +192,7 @@ class SupConLoss(C.ContrastiveLoss):
         super().__init__(
             temperature=temperature,
             normalize=normalize,
+            chunk_size=chunk_size,
             reduction=reduction,
             name=name,
             dtype=dtype,
@@ -205,6 +213,7 @@ class SupConLoss(C.ContrastiveLoss):
             variant=self.variant,
             max_positives=self.max_positives,
             normalize=self.normalize,
+            chunk_size=self.chunk_size,
         )
 
     def get_config(self):

@@ -16,7 +16,8 @@ def _validate_epsilon(epsilon):
     return float(epsilon)
 
 
-def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True):
+def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,
+                      chunk_size=None):
     """epsilon-SupInfoNCE per sample (SINCERE paper eq. 15; Barbano et al. 2023).
 
     As SINCERE, but the positive's own term in the denominator carries a
@@ -33,6 +34,10 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         temperature: positive float. Defaults to `0.1`.
         epsilon: margin >= 0, in logit units. Defaults to `0.25`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
+        chunk_size: None, or the number of anchors per block: the same loss and
+            gradient computed blockwise in `chunk_size x N` memory instead of
+            `N x N` (`N = batch * views`), blocks recomputed in the backward
+            pass. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.
@@ -54,10 +59,13 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
     """
     temperature = C.validate_temperature(temperature)
     epsilon = _validate_epsilon(epsilon)
-    logits, masks, views = C.contrastive_logits(y_true, y_pred, temperature, normalize)
-    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class, epsilon)
-    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_class)
-    return C.mean_over_views(anchor_loss, has_positive, views)
+
+    def anchor_terms(logits, masks):
+        pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class, epsilon)
+        return [C.mean_over_positives(pair_loss, masks.same_class)]
+
+    return C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
+                             chunk_size=C.validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -74,7 +82,8 @@ class SupInfoNCELoss(C.ContrastiveLoss):
         temperature: positive float. Defaults to `0.1`.
         epsilon: margin >= 0 (the SINCERE paper searched 0.1, 0.25, 0.5).
             Defaults to `0.25`.
-        normalize, reduction, name, dtype: as `clzoo.losses.SINCERELoss`.
+        normalize, chunk_size, reduction, name, dtype: as
+            `clzoo.losses.SINCERELoss` / its function.
 
     Example:
 
@@ -88,15 +97,16 @@ class SupInfoNCELoss(C.ContrastiveLoss):
     - [Barbano et al. 2023](https://arxiv.org/abs/2211.05568); SINCERE eq. 15
     """
 
-    def __init__(self, temperature=0.1, epsilon=0.25, normalize=True,
+    def __init__(self, temperature=0.1, epsilon=0.25, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None):
-        super().__init__(temperature=temperature, normalize=normalize,
+        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype)
         self.epsilon = _validate_epsilon(epsilon)
 
     def call(self, y_true, y_pred):
         return sup_info_nce_loss(y_true, y_pred, temperature=self.temperature,
-                                 epsilon=self.epsilon, normalize=self.normalize)
+                                 epsilon=self.epsilon, normalize=self.normalize,
+            chunk_size=self.chunk_size)
 
     def get_config(self):
         config = super().get_config()

@@ -187,3 +187,35 @@ def test_soft_target_bad_inputs():
         clzoo.losses.SoftTargetInfoNCELoss()(np.eye(4, dtype="float32")[:2], logits)
     with pytest.raises(ValueError, match="\\(batch, classes\\)"):
         clzoo.losses.SoftTargetInfoNCELoss()(np.zeros(2), logits)
+
+
+CHUNKABLE = {
+    "InfoNCELoss": lambda c: clzoo.losses.InfoNCELoss(chunk_size=c),
+    "DCLLoss": lambda c: clzoo.losses.DCLLoss(chunk_size=c),
+    "SupConLoss": lambda c: clzoo.losses.SupConLoss(chunk_size=c, max_positives=3),
+    "SupConLoss_in": lambda c: clzoo.losses.SupConLoss(chunk_size=c, variant="in"),
+    "SINCERELoss": lambda c: clzoo.losses.SINCERELoss(chunk_size=c),
+    "SupInfoNCELoss": lambda c: clzoo.losses.SupInfoNCELoss(chunk_size=c),
+    "SpreadLoss": lambda c: clzoo.losses.SpreadLoss(chunk_size=c, alpha=0.3),
+    "NSCLLoss": lambda c: clzoo.losses.NSCLLoss(chunk_size=c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHUNKABLE))
+@pytest.mark.parametrize("chunk_size", [1, 5, 64])
+def test_chunked_equals_full_in_value_and_gradient(name, chunk_size):
+    labels = np.array([0, 0, 1, 1, 1, 2, 3])
+    z = _z(7, 2, dim=8)
+    full_value, full_grad = value_and_grad(lambda x: CHUNKABLE[name](None)(labels, x), z)
+    value, grad = value_and_grad(lambda x: CHUNKABLE[name](chunk_size)(labels, x), z)
+    np.testing.assert_allclose(value, full_value, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(grad, full_grad, rtol=1e-5, atol=1e-6)
+    per_sample = _np(CHUNKABLE[name](chunk_size).call(labels, z))
+    np.testing.assert_allclose(per_sample, _np(CHUNKABLE[name](None).call(labels, z)),
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk_size", [0, -3, 2.5, True])
+def test_bad_chunk_size(chunk_size):
+    with pytest.raises(ValueError, match="chunk_size"):
+        clzoo.losses.SINCERELoss(chunk_size=chunk_size)
