@@ -219,3 +219,55 @@ def test_chunked_equals_full_in_value_and_gradient(name, chunk_size):
 def test_bad_chunk_size(chunk_size):
     with pytest.raises(ValueError, match="chunk_size"):
         clzoo.losses.SINCERELoss(chunk_size=chunk_size)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("name", sorted(CHUNKABLE))
+def test_mixed_precision_fit_is_finite_at_low_temperature(policy, name):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((2, 8))
+        outputs = keras.layers.Dense(16)(inputs)
+        assert outputs.dtype == policy.split("_")[1]
+        model = keras.Model(inputs, outputs)
+        loss = CHUNKABLE[name](None)
+        loss.temperature = 0.01
+        model.compile(optimizer=keras.optimizers.SGD(0.01), loss=loss)
+        x = RNG.normal(size=(32, 2, 8)).astype("float32")
+        y = RNG.integers(0, 4, size=32)
+        history = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        assert np.all(np.isfinite(history.history["loss"]))
+        assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+REFERENCES = {
+    "InfoNCELoss": (lambda: clzoo.losses.InfoNCELoss(temperature=0.5),
+                    lambda y, z: reference.info_nce(z, 0.5)),
+    "DCLLoss": (lambda: clzoo.losses.DCLLoss(temperature=0.5),
+                lambda y, z: reference.dcl(z, 0.5)),
+    "NSCLLoss": (lambda: clzoo.losses.NSCLLoss(temperature=0.5),
+                 lambda y, z: reference.nscl(y, z, 0.5)),
+    "SupInfoNCELoss": (lambda: clzoo.losses.SupInfoNCELoss(temperature=0.5, epsilon=0.25),
+                       lambda y, z: reference.sup_info_nce(y, z, 0.5, 0.25)),
+    "SpreadLoss": (lambda: clzoo.losses.SpreadLoss(temperature=0.5, alpha=0.3),
+                   lambda y, z: reference.spread(y, z, 0.5, 0.3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_gradient_matches_finite_differences(name):
+    make, ref = REFERENCES[name]
+    labels = np.array([0, 0, 1, 2, 2])
+    z = _z(5, 2, dim=3).astype("float64")
+    _, grad = value_and_grad(lambda x: make()(labels, x), z)
+    numeric = np.zeros_like(z)
+    for idx in np.ndindex(z.shape):
+        up, down = z.copy(), z.copy()
+        up[idx] += 1e-6
+        down[idx] -= 1e-6
+        numeric[idx] = (ref(labels, up).mean() - ref(labels, down).mean()) / 2e-6
+    np.testing.assert_allclose(grad, numeric, atol=2e-4, rtol=2e-3)
