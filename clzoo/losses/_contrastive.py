@@ -332,6 +332,19 @@ class ContrastiveLoss(keras.losses.Loss):
         self.normalize = bool(normalize)
         self.chunk_size = validate_chunk_size(chunk_size)
 
+    # Self-supervised losses set this to False and accept `y_true=None`.
+    uses_labels = True
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if y_true is None:
+            if self.uses_labels:
+                raise ValueError(
+                    f"{type(self).__name__} needs class labels. Received: y_true=None"
+                )
+            # Keras' base class needs a tensor; the labels are ignored.
+            y_true = ops.zeros((ops.shape(y_pred)[0],), dtype="int32")
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+
     def get_config(self):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,

@@ -40,7 +40,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.info_nce_loss(None, z).shape
+    >>> tuple(clzoo.losses.info_nce_loss(None, z).shape)
     (4,)
 
     Reference:
@@ -80,6 +80,8 @@ class InfoNCELoss(C.ContrastiveLoss):
     Reference:
     - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709)
     """
+
+    uses_labels = False
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="info_nce_loss", dtype=None):

@@ -39,7 +39,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.nscl_loss(np.array([0, 0, 1, 1]), z).shape
+    >>> tuple(clzoo.losses.nscl_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
 
     Reference:
@@ -71,7 +71,7 @@ class NSCLLoss(C.ContrastiveLoss):
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.NSCLLoss()(np.array([0, 0, 1, 1]), z).shape
+    >>> tuple(clzoo.losses.NSCLLoss()(np.array([0, 0, 1, 1]), z).shape)
     ()
 
     Reference:

@@ -48,7 +48,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.sincere_loss(np.array([0, 0, 1, 1]), z).shape
+    >>> tuple(clzoo.losses.sincere_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
 
     Reference:

@@ -62,7 +62,7 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None)
     >>> import numpy as np, clzoo
     >>> targets = np.eye(3, dtype="float32")[[0, 1, 2, 0]]
     >>> logits = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
-    >>> clzoo.losses.soft_target_info_nce_loss(targets, logits).shape
+    >>> tuple(clzoo.losses.soft_target_info_nce_loss(targets, logits).shape)
     (4,)
 
     Reference:

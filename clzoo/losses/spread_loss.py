@@ -60,7 +60,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.spread_loss(np.array([0, 0, 1, 1]), z, alpha=0.25).shape
+    >>> tuple(clzoo.losses.spread_loss(np.array([0, 0, 1, 1]), z, alpha=0.25).shape)
     (4,)
 
     Reference:
@@ -97,7 +97,7 @@ class SpreadLoss(C.ContrastiveLoss):
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.SpreadLoss(alpha=0.25)(np.array([0, 0, 1, 1]), z).shape
+    >>> tuple(clzoo.losses.SpreadLoss(alpha=0.25)(np.array([0, 0, 1, 1]), z).shape)
     ()
 
     Reference:

@@ -95,7 +95,7 @@ def sup_con_loss(
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.sup_con_loss(np.array([0, 0, 1, 1]), z).shape
+    >>> tuple(clzoo.losses.sup_con_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
 
     Reference:

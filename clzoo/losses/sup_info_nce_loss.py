@@ -50,7 +50,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
 
     >>> import numpy as np, clzoo
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
-    >>> clzoo.losses.sup_info_nce_loss(np.array([0, 0, 1, 1]), z, epsilon=0.1).shape
+    >>> tuple(clzoo.losses.sup_info_nce_loss(np.array([0, 0, 1, 1]), z, epsilon=0.1).shape)
     (4,)
 
     Reference:

@@ -18,18 +18,9 @@ import jax  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-import clzoo  # noqa: E402
+from tests.losses.distributed_cases import LOSSES  # noqa: E402
 
 assert len(jax.devices()) == 2, jax.devices()
-LOSSES = {
-    "InfoNCELoss": lambda: clzoo.losses.InfoNCELoss(temperature=0.2),
-    "DCLLoss": lambda: clzoo.losses.DCLLoss(temperature=0.2),
-    "SupConLoss": lambda: clzoo.losses.SupConLoss(temperature=0.2, max_positives=3),
-    "SINCERELoss": lambda: clzoo.losses.SINCERELoss(temperature=0.2),
-    "SupInfoNCELoss": lambda: clzoo.losses.SupInfoNCELoss(temperature=0.2),
-    "SpreadLoss": lambda: clzoo.losses.SpreadLoss(temperature=0.5, alpha=0.3),
-    "NSCLLoss": lambda: clzoo.losses.NSCLLoss(temperature=0.2),
-}
 rng = np.random.default_rng(0)
 x = rng.normal(size=(16, 2, 8)).astype("float32")
 y = rng.integers(0, 3, size=(16,)).astype("int32")

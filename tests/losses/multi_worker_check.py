@@ -29,17 +29,8 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-import clzoo  # noqa: E402
+from tests.losses.distributed_cases import LOSSES  # noqa: E402
 
-LOSSES = {
-    "InfoNCELoss": lambda: clzoo.losses.InfoNCELoss(temperature=0.2),
-    "DCLLoss": lambda: clzoo.losses.DCLLoss(temperature=0.2),
-    "SupConLoss": lambda: clzoo.losses.SupConLoss(temperature=0.2, max_positives=3),
-    "SINCERELoss": lambda: clzoo.losses.SINCERELoss(temperature=0.2),
-    "SupInfoNCELoss": lambda: clzoo.losses.SupInfoNCELoss(temperature=0.2),
-    "SpreadLoss": lambda: clzoo.losses.SpreadLoss(temperature=0.5, alpha=0.3),
-    "NSCLLoss": lambda: clzoo.losses.NSCLLoss(temperature=0.2),
-}
 GLOBAL, LOCAL = 16, 8
 rng = np.random.default_rng(0)
 x = rng.normal(size=(GLOBAL, 2, 8)).astype("float32")

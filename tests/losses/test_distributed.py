@@ -36,7 +36,7 @@ def test_jax_data_parallel_matches_single_device():
                             timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 7, result.stdout
+    assert len(rows) == 8, result.stdout
     for row in rows:
         assert row["fit_loss_diff"] < 1e-5, row
         assert row["weight_diff"] < 1e-5, row
@@ -69,7 +69,7 @@ def test_multi_worker_mirrored_strategy_matches_single_device():
             worker.kill()
     rows = [json.loads(line) for out in outputs for line in out.splitlines()
             if line.startswith("{")]
-    assert len(rows) == 14, outputs
+    assert len(rows) == 16, outputs
     for row in rows:
         assert row["value_diff"] < 1e-5, row
         assert row["grad_diff"] < 1e-5 and row["grad_scale"] > 1e-3, row

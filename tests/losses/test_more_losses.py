@@ -271,3 +271,12 @@ def test_gradient_matches_finite_differences(name):
         down[idx] -= 1e-6
         numeric[idx] = (ref(labels, up).mean() - ref(labels, down).mean()) / 2e-6
     np.testing.assert_allclose(grad, numeric, atol=2e-4, rtol=2e-3)
+
+
+def test_none_labels():
+    z = _z(4, 2)
+    np.testing.assert_allclose(_np(clzoo.losses.InfoNCELoss()(None, z)),
+                               _np(clzoo.losses.InfoNCELoss()(np.arange(4), z)), rtol=1e-6)
+    assert np.isfinite(_np(clzoo.losses.DCLLoss()(None, z)))
+    with pytest.raises(ValueError, match="needs class labels. Received: y_true=None"):
+        clzoo.losses.SINCERELoss()(None, z)
