@@ -129,7 +129,7 @@ def train(config, output_dir, verbose=1):
             atomic_write_text(history_path, previous + line + "\n")
 
     fit_start = time.perf_counter()
-    history = model.fit(dataset, epochs=spec["epochs"], verbose=verbose,
+    history = model.fit(dataset, epochs=spec["epochs"], verbose=verbose, shuffle=False,
                         callbacks=[nan_guard, throughput, checkpoint, _History()])
     fit_seconds = time.perf_counter() - fit_start
     if nan_guard.failed_at is not None:
