@@ -8,6 +8,7 @@ Layout: `y_pred` of shape `(batch, views, dim)` is flattened sample-major, so
 row `b * views + v` is view `v` of sample `b`. Every row is an anchor once.
 """
 
+import functools
 import math
 
 import keras
@@ -125,15 +126,36 @@ class PairMasks:
     """
 
     def __init__(self, rows, cols):
-        (row_label, row_instance, row_index), (col_label, col_instance, col_index) = rows, cols
-        self.self_pair = ops.equal(row_index[:, None], col_index[None, :])
-        self.not_self = ops.logical_not(self.self_pair)
-        equal_label = ops.equal(row_label[:, None], col_label[None, :])
-        self.same_class = ops.logical_and(equal_label, self.not_self)
-        self.same_instance = ops.logical_and(
-            ops.equal(row_instance[:, None], col_instance[None, :]), self.not_self
-        )
-        self.other_class = ops.logical_not(equal_label)
+        self._rows, self._cols = rows, cols
+
+    # Built on first use: a loss pays only for the relations it reads (this
+    # matters on eager backends, where nothing fuses them away).
+    def _pair(self, k):
+        return ops.equal(self._rows[k][:, None], self._cols[k][None, :])
+
+    @functools.cached_property
+    def self_pair(self):
+        return self._pair(2)
+
+    @functools.cached_property
+    def not_self(self):
+        return ops.logical_not(self.self_pair)
+
+    @functools.cached_property
+    def _equal_label(self):
+        return self._pair(0)
+
+    @functools.cached_property
+    def same_class(self):
+        return ops.logical_and(self._equal_label, self.not_self)
+
+    @functools.cached_property
+    def same_instance(self):
+        return ops.logical_and(self._pair(1), self.not_self)
+
+    @functools.cached_property
+    def other_class(self):
+        return ops.logical_not(self._equal_label)
 
 
 def _flat_ids(labels, views, offset):
@@ -275,8 +297,9 @@ def noise_contrastive_pair_loss(logits, noise_mask, positive_shift=0.0):
     The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
     margin (`positive_shift=epsilon`); valid where `(i, p)` is a positive.
     """
+    # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
     noise_lse = masked_logsumexp(logits, noise_mask)
-    return ops.logaddexp(logits - positive_shift, noise_lse) - logits
+    return ops.softplus(noise_lse - logits + positive_shift) - positive_shift
 
 
 def decoupled_pair_loss(logits, noise_mask):
