@@ -226,8 +226,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             own class, the instance-discrimination setting).
         y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
         temperature: validated positive float.
-        anchor_terms: `fn(logits (n, N), masks) -> [(value (n,), valid (n,)), ...]`,
-            one pair per term of the loss.
+        anchor_terms: `fn(similarities, masks) -> [(value (n,), valid (n,)), ...]`,
+            one pair per term of the loss (`Similarities`, `PairMasks`).
         normalize: L2-normalize embeddings.
         supervised: use `y_true` as class labels.
         min_views: smallest number of views the loss accepts.
@@ -257,10 +257,12 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     rows = _flat_ids(labels, views, offset)
     cols = _flat_ids(labels_all, views, 0)
 
+    bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
+
     def block(z_rows, z_cols, start=0, stop=None):
         masks = PairMasks(tuple(r[start:stop] for r in rows), cols)
         logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
-        terms = anchor_terms(logits, masks)
+        terms = anchor_terms(Similarities(logits, bound), masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
 
@@ -291,25 +293,64 @@ def masked_logsumexp(logits, mask):
     return ops.logsumexp(masked, axis=-1, keepdims=True)
 
 
-def noise_contrastive_pair_loss(logits, noise_mask, positive_shift=0.0):
-    """`(N, N)` pair terms `-log(exp(s_ip) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
+# With unit vectors every logit lies in [-1/t, 1/t], so exp(logit - 1/t) lies
+# in [exp(-2/t), 1]: no overflow, and no float32 underflow while 2/t <= 80.
+_MAX_EXP_RANGE = 80.0
 
-    The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
-    margin (`positive_shift=epsilon`); valid where `(i, p)` is a positive.
+
+class Similarities:
+    """Anchor-by-embedding logits and the log-sum-exps every loss builds from them.
+
+    Two exact ways to evaluate the same formulas: when the logits are known
+    to lie in `[bound - 80, bound]` (unit vectors, temperature >= 0.025),
+    one matrix `exp(logits - bound)` serves every sum and pair term, which
+    saves an exponential per entry; otherwise row maxima are subtracted
+    (temperatures down to 0.01 and below, unnormalized embeddings).
+
+    Args:
+        logits: float32 `(n, N)`.
+        bound: None, or a float with `bound - 80 <= logits <= bound`.
     """
-    # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
-    noise_lse = masked_logsumexp(logits, noise_mask)
-    return ops.softplus(noise_lse - logits + positive_shift) - positive_shift
 
+    def __init__(self, logits, bound=None):
+        self.logits = logits
+        self.bound = bound
+        self._exp = None if bound is None else ops.exp(logits - bound)
 
-def decoupled_pair_loss(logits, noise_mask):
-    """`(N, N)` pair terms `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
+    def _masked_sum(self, mask):
+        return ops.sum(ops.where(mask, self._exp, 0.0), axis=-1, keepdims=True)
 
-    Returns `(pair_loss, has_noise)`; anchors with an empty noise set are not
-    valid anchors (`has_noise` `(N,)` is False) and must be masked out.
-    """
-    has_noise = ops.any(noise_mask, axis=-1)
-    return masked_logsumexp(logits, noise_mask) - logits, has_noise
+    def logsumexp(self, mask):
+        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
+        if self.bound is None:
+            return masked_logsumexp(self.logits, mask)
+        total = self._masked_sum(mask)
+        nonempty = total > 0
+        # log only of positive values, so the unused branch has a finite gradient.
+        log_total = ops.log(ops.where(nonempty, total, 1.0)) + self.bound
+        return ops.where(nonempty, log_total, _MASKED_LOGIT)
+
+    def noise_contrastive(self, noise_mask, positive_shift=0.0):
+        """`(n, N)` pair terms `-log(exp(s_ip) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
+
+        The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
+        margin (`positive_shift=epsilon`); read where `(i, p)` is a positive.
+        """
+        if self.bound is None:
+            # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
+            noise_lse = masked_logsumexp(self.logits, noise_mask)
+            return ops.softplus(noise_lse - self.logits + positive_shift) - positive_shift
+        noise = self._masked_sum(noise_mask)
+        positive = self._exp if positive_shift == 0 else self._exp * math.exp(-positive_shift)
+        return ops.log(positive + noise) - (self.logits - self.bound)
+
+    def decoupled(self, noise_mask):
+        """`(n, N)` pair terms `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
+
+        Returns `(pair_loss, has_noise)`; anchors with an empty noise set are
+        not valid anchors (`has_noise` `(n,)` is False).
+        """
+        return self.logsumexp(noise_mask) - self.logits, ops.any(noise_mask, axis=-1)
 
 
 def mean_over_positives(pair_loss, positive_mask):

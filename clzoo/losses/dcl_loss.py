@@ -51,13 +51,13 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
                              chunk_size=C.validate_chunk_size(chunk_size))
 
 
-def decoupled_anchor_terms(logits, masks):
+def decoupled_anchor_terms(sims, masks):
     """DCL / NSCL: positives are the anchor's other views; noise is `other_class`.
 
     With instance labels `other_class` is every other sample (DCL); with
     class labels it is every other class (NSCL).
     """
-    pair_loss, has_noise = C.decoupled_pair_loss(logits, masks.other_class)
+    pair_loss, has_noise = sims.decoupled(masks.other_class)
     anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
     return [(anchor_loss, ops.logical_and(has_positive, has_noise))]
 

@@ -5,8 +5,8 @@ import keras
 from clzoo.losses import _contrastive as C
 
 
-def _anchor_terms(logits, masks):
-    pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class)
+def _anchor_terms(sims, masks):
+    pair_loss = sims.noise_contrastive(masks.other_class)
     return [C.mean_over_positives(pair_loss, masks.same_instance)]
 
 

@@ -15,11 +15,11 @@ def _validate_alpha(alpha):
     return float(alpha)
 
 
-def _anchor_terms(logits, masks):
-    attract = C.noise_contrastive_pair_loss(logits, masks.other_class)
+def _anchor_terms(sims, masks):
+    attract = sims.noise_contrastive(masks.other_class)
     same_class_other_sample = ops.logical_and(
         masks.same_class, ops.logical_not(masks.same_instance))
-    repel = C.noise_contrastive_pair_loss(logits, same_class_other_sample)
+    repel = sims.noise_contrastive(same_class_other_sample)
     return [C.mean_over_positives(attract, masks.same_class),
             C.mean_over_positives(repel, masks.same_instance)]
 

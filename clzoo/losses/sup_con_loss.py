@@ -105,18 +105,18 @@ def sup_con_loss(
     temperature = C.validate_temperature(temperature)
     _validate(variant, base_temperature, max_positives)
 
-    def anchor_terms(logits, masks):
+    def anchor_terms(sims, masks):
         positives = masks.same_class
         denominator = masks.not_self
         if max_positives is not None:
             positives = _capped_positives(masks, max_positives)
             dropped = ops.logical_and(masks.same_class, ops.logical_not(positives))
             denominator = ops.logical_and(denominator, ops.logical_not(dropped))
-        row_lse = C.masked_logsumexp(logits, denominator)
+        row_lse = sims.logsumexp(denominator)
         if variant == "out":
-            return [C.mean_over_positives(row_lse - logits, positives)]
+            return [C.mean_over_positives(row_lse - sims.logits, positives)]
         count = ops.sum(ops.cast(positives, "float32"), axis=-1, keepdims=True)
-        log_mean_positive = C.masked_logsumexp(logits, positives) - ops.log(
+        log_mean_positive = sims.logsumexp(positives) - ops.log(
             ops.maximum(count, 1.0))
         return [(ops.squeeze(row_lse - log_mean_positive, axis=-1),
                  ops.squeeze(count, axis=-1) > 0)]

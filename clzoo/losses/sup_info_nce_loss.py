@@ -60,8 +60,8 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
     temperature = C.validate_temperature(temperature)
     epsilon = _validate_epsilon(epsilon)
 
-    def anchor_terms(logits, masks):
-        pair_loss = C.noise_contrastive_pair_loss(logits, masks.other_class, epsilon)
+    def anchor_terms(sims, masks):
+        pair_loss = sims.noise_contrastive(masks.other_class, epsilon)
         return [C.mean_over_positives(pair_loss, masks.same_class)]
 
     return C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
