@@ -97,7 +97,7 @@ def _worker(args):
     start = time.perf_counter()
     run()  # warm-up / compile
     compile_s = time.perf_counter() - start
-    repeats = 5 if args.n <= 4096 else 2
+    repeats = 10 if args.n <= 4096 else (2 if args.n <= 16384 else 1)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

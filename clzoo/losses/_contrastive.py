@@ -234,9 +234,10 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         loss_name: used in error messages.
         weights: weight of each term in the per-sample value.
         chunk_size: None (all anchors at once) or anchors per block. Blocks
-            are recomputed in the backward pass (`keras.remat`), so memory is
-            `chunk_size x N` instead of `N x N`; values and gradients are the
-            same.
+            are recomputed in the backward pass (`keras.remat`), so an eager
+            pass holds `chunk_size x N` instead of `N x N`; values and
+            gradients are the same. XLA / `jax.jit` currently keep every
+            block's intermediates alive, so compiled steps are not bounded.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid

@@ -24,9 +24,10 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.

@@ -33,9 +33,10 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
 
     Returns:
         float32 tensor of shape `(batch,)`, in nats.
@@ -81,9 +82,10 @@ class SINCERELoss(C.ContrastiveLoss):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
         reduction: Keras reduction of the per-sample values.
             Defaults to `"sum_over_batch_size"`.
         name: optional name.

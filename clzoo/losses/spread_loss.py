@@ -45,9 +45,10 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
             Defaults to `0.5`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.

@@ -80,9 +80,10 @@ def sup_con_loss(
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
 
     Returns:
         float32 tensor `(batch,)`.
@@ -154,9 +155,10 @@ class SupConLoss(C.ContrastiveLoss):
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise in `chunk_size x N` memory instead of
-            `N x N` (`N = batch * views`), blocks recomputed in the backward
-            pass. Defaults to `None`.
+            gradient computed blockwise, blocks recomputed in the backward
+            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
+            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
