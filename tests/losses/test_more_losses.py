@@ -280,3 +280,16 @@ def test_none_labels():
     assert np.isfinite(_np(clzoo.losses.DCLLoss()(None, z)))
     with pytest.raises(ValueError, match="needs class labels. Received: y_true=None"):
         clzoo.losses.SINCERELoss()(None, z)
+
+
+# SupCon with max_positives keeps positives in batch order, so it is left out.
+@pytest.mark.parametrize("name", sorted(set(CHUNKABLE) - {"SupConLoss"}))
+def test_permutation_and_view_order_invariance_all(name):
+    labels = np.array([0, 0, 1, 1, 2, 2, 2])
+    z = _z(7, 3)
+    loss = CHUNKABLE[name](None)
+    base = _np(loss.call(labels, z))
+    perm = RNG.permutation(7)
+    np.testing.assert_allclose(_np(loss.call(labels[perm], z[perm])), base[perm],
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(loss.call(labels, z[:, ::-1])), base, rtol=1e-5, atol=1e-5)
