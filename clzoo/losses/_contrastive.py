@@ -20,21 +20,22 @@ from keras import ops
 _MASKED_LOGIT = -1e9
 
 
+def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):
+    """Return `value` as a float in `[low, high]` (or `(low, high]`), else a `ValueError` naming it."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        raise ValueError(f"`{name}` must be {what}. Received: {name}={value!r}")
+    return float(value)
+
+
 def validate_temperature(temperature, name="temperature"):
     """Return `temperature` as a float, or raise a `ValueError` naming it."""
-    if isinstance(temperature, bool) or not isinstance(
-        temperature, (int, float)
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive number. "
-            f"Received: {name}={temperature!r}"
-        )
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive, finite number. "
-            f"Received: {name}={temperature!r}"
-        )
-    return float(temperature)
+    return validate_number(temperature, name, low=0.0, low_open=True,
+                           what="a positive, finite number")
 
 
 def standardize_embeddings(y_pred, normalize=True):

@@ -1,7 +1,5 @@
 """L_spread of Chen et al. 2022 ("Perfectly Balanced"): attraction plus intra-class repulsion."""
 
-import math
-
 import keras
 from keras import ops
 
@@ -9,10 +7,7 @@ from clzoo.losses import _contrastive as C
 
 
 def _validate_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
-            or not math.isfinite(alpha) or not 0 <= alpha <= 1:
-        raise ValueError(f"`alpha` must be a number in [0, 1]. Received: alpha={alpha!r}")
-    return float(alpha)
+    return C.validate_number(alpha, "alpha", 0.0, 1.0, what="a number in [0, 1]")
 
 
 def _anchor_terms(sims, masks):

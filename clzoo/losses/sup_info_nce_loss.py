@@ -1,19 +1,12 @@
 """epsilon-SupInfoNCE (Barbano et al. 2023), in the SINCERE paper's notation."""
 
-import math
-
 import keras
 
 from clzoo.losses import _contrastive as C
 
 
 def _validate_epsilon(epsilon):
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) \
-            or not math.isfinite(epsilon) or epsilon < 0:
-        raise ValueError(
-            f"`epsilon` must be a finite number >= 0. Received: epsilon={epsilon!r}"
-        )
-    return float(epsilon)
+    return C.validate_number(epsilon, "epsilon", low=0.0, what="a finite number >= 0")
 
 
 def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,

@@ -74,9 +74,13 @@ def build_optimizer(config, steps_per_epoch):
     raise ValueError(f"`training.optimizer` must be 'sgd' or 'adamw'. Received: {name!r}")
 
 
-def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True):
-    """Weighted-kNN top-1 of `encoder` on `data`'s test split, with its train split as memory."""
-    train, test = load_split(data, "train"), load_split(data, "test")
+def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None):
+    """Weighted-kNN top-1 of `encoder` on `data`'s test split, with its train split as memory.
+
+    `train` may pass the already loaded training `Split` so it is not read again.
+    """
+    train = train if train is not None else load_split(data, "train")
+    test = load_split(data, "test")
     size = encoder.input_shape[1]
     train_emb = embed(encoder, train.images, size=size, verbose=verbose)
     test_emb = embed(encoder, test.images, size=size, verbose=verbose)
@@ -144,7 +148,7 @@ def train(config, output_dir, verbose=1):
     encoder = model.encoder
     atomic_write(output / "encoder.keras", lambda tmp: encoder.save(tmp), suffix=".keras")
     knn = evaluate_encoder(encoder, config["data"], ks=config["eval"]["knn_k"],
-                           verbose=verbose)
+                           verbose=verbose, train=train_split)
     headline = f"k{config['eval']['knn_headline_k']}"
     metrics = {
         "knn_top1": knn.get(headline, next(iter(knn.values()))),
