@@ -2,7 +2,7 @@
 
 Usage (one configuration per process, so peak RSS is its own):
     KERAS_BACKEND=tensorflow python benchmarks/chunked_memory.py --samples 32768 --views 2 \
-        --dim 128 --chunk-size 1024 --loss SINCERELoss
+        --dim 128 --chunk-size 1024 --loss SINCERELoss [--compiled]
 
 Prints a JSON line: embeddings N = samples * views, chunk size, seconds, and
 peak resident memory of the process in MiB (`resource.getrusage`), which
@@ -32,6 +32,8 @@ def main():
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--chunk-size", type=int, default=None)
     parser.add_argument("--loss", default="SINCERELoss")
+    parser.add_argument("--compiled", action="store_true",
+                        help="trace the pass with tf.function / jax.jit, as fit's train step does")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     z = rng.normal(size=(args.samples, args.views, args.dim)).astype("float32")
@@ -43,14 +45,18 @@ def main():
     if backend == "tensorflow":
         import tensorflow as tf
 
-        v = tf.Variable(z)
-        with tf.GradientTape() as tape:
-            value = loss(y, v)
-        grad = tape.gradient(value, v)
+        def step(v):
+            with tf.GradientTape() as tape:
+                tape.watch(v)
+                value = loss(y, v)
+            return value, tape.gradient(value, v)
+
+        value, grad = (tf.function(step) if args.compiled else step)(tf.constant(z))
     elif backend == "jax":
         import jax
 
-        value, grad = jax.value_and_grad(lambda a: loss(y, a))(z)
+        step = jax.value_and_grad(lambda a: loss(y, a))
+        value, grad = (jax.jit(step) if args.compiled else step)(z)
     else:
         import torch
 
@@ -62,7 +68,8 @@ def main():
     seconds = time.perf_counter() - start
     print(json.dumps({
         "backend": backend, "loss": args.loss, "embeddings": args.samples * args.views,
-        "dim": args.dim, "chunk_size": args.chunk_size, "seconds": round(seconds, 1),
+        "dim": args.dim, "chunk_size": args.chunk_size,
+        "compiled": args.compiled, "seconds": round(seconds, 1),
         "loss_value": float(keras.ops.convert_to_numpy(value)),
         "grad_finite": bool(np.all(np.isfinite(grad))),
         "baseline_mib": round(baseline), "peak_mib": round(peak_mib()),

@@ -235,10 +235,10 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         loss_name: used in error messages.
         weights: weight of each term in the per-sample value.
         chunk_size: None (all anchors at once) or anchors per block. Blocks
-            are recomputed in the backward pass (`keras.remat`), so an eager
-            pass holds `chunk_size x N` instead of `N x N`; values and
-            gradients are the same. XLA / `jax.jit` currently keep every
-            block's intermediates alive, so compiled steps are not bounded.
+            run in a loop and are recomputed in the backward pass, so a
+            forward + backward pass holds `chunk_size x N` similarities
+            instead of `N x N`, eagerly or compiled; values and gradients
+            are the same.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -261,32 +261,62 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
     bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 
-    def block(z_rows, z_cols, start=0, stop=None):
-        masks = PairMasks(tuple(r[start:stop] for r in rows), cols)
+    def block(z_rows, z_cols, row_ids):
+        masks = PairMasks(row_ids, cols)
         logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
         terms = anchor_terms(Similarities(logits, bound), masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
 
     if chunk_size is None:
-        outputs = block(z, z_all)
+        outputs = block(z, z_all, rows)
     else:
-        n_rows = z.shape[0]
-        if n_rows is None:
-            raise ValueError(
-                "`chunk_size` needs a static batch size (e.g. tf.data with "
-                f"drop_remainder=True). Received: y_pred.shape={tuple(y_pred.shape)}"
-            )
-        pieces = [
-            keras.remat(lambda zr, zc, s=start: block(zr, zc, s, s + chunk_size))(
-                z[start:start + chunk_size], z_all)
-            for start in range(0, n_rows, chunk_size)
-        ]
-        outputs = [ops.concatenate(parts, axis=0) for parts in zip(*pieces)]
+        outputs = _blockwise(block, z, z_all, rows, chunk_size, y_pred.shape)
     total = 0.0
     for k, weight in enumerate(weights):
         total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
     return total
+
+
+def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
+    """`block` over consecutive row blocks of `chunk_size` anchors, concatenated.
+
+    The full blocks run in one `ops.map` (a `tf.map_fn` / `lax.map` loop the
+    compiler cannot unroll) whose body is wrapped in `keras.remat`: a pass
+    keeps only the block inputs and per-anchor outputs, and the backward pass
+    recomputes one `chunk_size x N` block at a time, in eager mode and inside
+    `tf.function` / `jax.jit` alike. A shorter last block runs on its own.
+    """
+    n_rows = z.shape[0]
+    if n_rows is None:
+        raise ValueError(
+            "`chunk_size` needs a static batch size (e.g. tf.data with "
+            f"drop_remainder=True). Received: y_pred.shape={tuple(input_shape)}"
+        )
+    n_full, rest = divmod(n_rows, chunk_size)
+
+    def remat_block(z_rows, row_ids):
+        # z_all is an explicit argument so that its gradient is recomputed too.
+        return keras.remat(lambda zr, zc: block(zr, zc, row_ids))(z_rows, z_all)
+
+    pieces = []
+    if n_full:
+        stop = n_full * chunk_size
+
+        def blocked(t):
+            return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
+
+        mapped = ops.map(
+            lambda x: remat_block(x[0], tuple(x[1:])),
+            (blocked(z),) + tuple(blocked(r) for r in rows),
+        )
+        pieces.append([ops.reshape(m, (stop,)) for m in mapped])
+    if rest:
+        start = n_full * chunk_size
+        pieces.append(remat_block(z[start:], tuple(r[start:] for r in rows)))
+    if len(pieces) == 1:
+        return tuple(pieces[0])
+    return tuple(ops.concatenate(parts, axis=0) for parts in zip(*pieces))
 
 
 def masked_logsumexp(logits, mask):

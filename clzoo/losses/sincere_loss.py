@@ -34,9 +34,9 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
-            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
-            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
+            pass, so a pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`), eager or compiled. Needs a static batch
+            size. Defaults to `None`.
 
     Returns:
         float32 tensor of shape `(batch,)`, in nats.
@@ -83,9 +83,9 @@ class SINCERELoss(C.ContrastiveLoss):
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
-            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
-            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
+            pass, so a pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`), eager or compiled. Needs a static batch
+            size. Defaults to `None`.
         reduction: Keras reduction of the per-sample values.
             Defaults to `"sum_over_batch_size"`.
         name: optional name.

@@ -81,9 +81,9 @@ def sup_con_loss(
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
-            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
-            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
+            pass, so a pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`), eager or compiled. Needs a static batch
+            size. Defaults to `None`.
 
     Returns:
         float32 tensor `(batch,)`.
@@ -156,9 +156,9 @@ class SupConLoss(C.ContrastiveLoss):
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
-            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
-            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
+            pass, so a pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`), eager or compiled. Needs a static batch
+            size. Defaults to `None`.
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`

@@ -29,9 +29,9 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
-            pass, so an eager pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`). Compiled steps (XLA, `jax.jit`) do not keep
-            that bound yet: see `benchmarks/README.md`. Defaults to `None`.
+            pass, so a pass holds `chunk_size x N` instead of `N x N`
+            (`N = batch * views`), eager or compiled. Needs a static batch
+            size. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.

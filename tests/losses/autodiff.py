@@ -4,21 +4,32 @@ import keras
 import numpy as np
 
 
-def value_and_grad(fn, x):
-    """Return `(fn(x), d fn / d x)` as NumPy arrays, `x` float32."""
+def value_and_grad(fn, x, compiled=False):
+    """Return `(fn(x), d fn / d x)` as NumPy arrays, `x` float32.
+
+    `compiled=True` traces the pass with `tf.function` / `jax.jit` (PyTorch
+    stays eager).
+    """
     backend = keras.backend.backend()
     x = np.asarray(x, dtype=np.float32)
     if backend == "tensorflow":
         import tensorflow as tf
 
-        v = tf.Variable(x)
-        with tf.GradientTape() as tape:
-            out = fn(v)
-        return np.asarray(out), np.asarray(tape.gradient(out, v))
+        def step(v):
+            with tf.GradientTape() as tape:
+                tape.watch(v)
+                out = fn(v)
+            return out, tape.gradient(out, v)
+
+        if compiled:
+            step = tf.function(step)
+        out, grad = step(tf.constant(x))
+        return np.asarray(out), np.asarray(grad)
     if backend == "jax":
         import jax
 
-        out, grad = jax.value_and_grad(lambda a: fn(a))(x)
+        step = jax.value_and_grad(lambda a: fn(a))
+        out, grad = (jax.jit(step) if compiled else step)(x)
         return np.asarray(out), np.asarray(grad)
     if backend == "torch":
         import torch

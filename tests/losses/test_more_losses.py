@@ -203,11 +203,13 @@ CHUNKABLE = {
 
 @pytest.mark.parametrize("name", sorted(CHUNKABLE))
 @pytest.mark.parametrize("chunk_size", [1, 5, 64])
-def test_chunked_equals_full_in_value_and_gradient(name, chunk_size):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_chunked_equals_full_in_value_and_gradient(name, chunk_size, compiled):
     labels = np.array([0, 0, 1, 1, 1, 2, 3])
     z = _z(7, 2, dim=8)
     full_value, full_grad = value_and_grad(lambda x: CHUNKABLE[name](None)(labels, x), z)
-    value, grad = value_and_grad(lambda x: CHUNKABLE[name](chunk_size)(labels, x), z)
+    value, grad = value_and_grad(lambda x: CHUNKABLE[name](chunk_size)(labels, x), z,
+                                 compiled=compiled)
     np.testing.assert_allclose(value, full_value, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(grad, full_grad, rtol=1e-5, atol=1e-6)
     per_sample = _np(CHUNKABLE[name](chunk_size).call(labels, z))
