@@ -115,7 +115,7 @@ def main():
     parser.add_argument("--sincere", help="checkout of tufts-ml/SupContrast (SINCERE code)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"])
-    parser.add_argument("--chunk-size", type=int, default=2048,
+    parser.add_argument("--chunk-size", type=int, default=256,
                         help="clzoo chunk size at N > 16384 (full matrix below)")
     parser.add_argument("--reference-max-n", type=int, default=16384,
                         help="largest N for the references (N x N float32 matrices, many of them)")

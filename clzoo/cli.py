@@ -1,4 +1,4 @@
-"""Command line: `clzoo train` and `clzoo eval`."""
+"""Command line: `clzoo train`, `clzoo eval` and `clzoo compare`."""
 
 import argparse
 import json
@@ -38,28 +38,109 @@ def _train(args):
     return 0
 
 
-def _eval(args):
+def _load_encoder(target, space="encoder"):
+    """The feature extractor of a run folder or `.keras` file, and the file it came from.
+
+    `space="encoder"`: encoder features (what probes and transfer use).
+    `space="projection"`: the projection head's L2-normalized embeddings, the
+    space the loss shapes; needs the full model (a run's `checkpoint.keras`).
+    """
     import keras
 
     import clzoo  # noqa: F401  (registers clzoo classes for loading)
-    from clzoo.data.cache import atomic_write_text
-    from clzoo.train import evaluate_encoder
 
-    target = Path(args.model)
-    path = target / "encoder.keras" if target.is_dir() else target
+    target = Path(target)
+    name = "encoder.keras" if space == "encoder" else "checkpoint.keras"
+    path = target / name if target.is_dir() else target
     if not path.is_file():
-        print(f"error: no encoder at {path} (expected a run folder or a .keras file)",
-              file=sys.stderr)
-        return 2
+        raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
     model = keras.saving.load_model(path)
     encoder = getattr(model, "encoder", model)
-    ks = [int(k) for k in args.k.split(",")]
-    knn = evaluate_encoder(encoder, args.data, ks=ks)
-    result = {"model": str(path), "data": args.data, "knn_top1_by_k": knn}
-    print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in knn.items()))
-    out = Path(args.output) if args.output else (target if target.is_dir() else path.parent)
-    atomic_write_text(out / "eval_metrics.json", json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out / 'eval_metrics.json'}")
+    if space == "encoder":
+        return encoder, path
+    head = getattr(model, "projection_head", None)
+    if head is None:
+        raise ValueError(f"--space projection needs a model with a projection head; {path} has none")
+    inputs = keras.Input(encoder.input_shape[1:])
+    return keras.Model(inputs, head(encoder(inputs)), name="encoder_and_projection_head"), path
+
+
+def _default_output(target, path, name):
+    target = Path(target)
+    return (target if target.is_dir() else path.parent / path.stem) / name
+
+
+def _eval(args):
+    from clzoo.eval import evaluate, parse_metrics
+
+    metrics = parse_metrics(args.metrics)
+    encoder, path = _load_encoder(args.model, args.space)
+    out = Path(args.output) if args.output else _default_output(
+        args.model, path, "eval" if args.space == "encoder" else "eval_projection")
+    result = evaluate(encoder, args.data, metrics, output_dir=out,
+                      ks=[int(k) for k in args.k.split(",")],
+                      shots=[int(m) for m in args.shots.split(",")],
+                      probe_epochs=args.probe_epochs,
+                      info={"model": str(path), "space": args.space})
+    m = result.metrics
+    if "knn" in m:
+        print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in m["knn"].items()))
+    if "linear_probe" in m:
+        print(f"linear probe top-1: {m['linear_probe']['accuracy']:.2%}")
+    if "separation" in m:
+        print(f"target-noise margin: {m['separation']['margin']:.4f}")
+    print(f"wrote {out / 'report.md'}, metrics.json and {len(result.files) - 2} plots")
+    return 0
+
+
+def _compare(args):
+    from clzoo.data import load_split
+    from clzoo.data.cache import atomic_write_text
+    from clzoo.eval import compare_results, evaluate, parse_metrics
+
+    metrics = parse_metrics(args.metrics)
+    out = Path(args.output or "compare")
+    train = load_split(args.data, "train")
+    results, names = [], []
+    for label, target in (("A", args.model_a), ("B", args.model_b)):
+        encoder, path = _load_encoder(target, args.space)
+        names.append(f"{label}: {path}")
+        results.append(evaluate(encoder, args.data, metrics, output_dir=out / label, train=train,
+                                ks=[int(k) for k in args.k.split(",")],
+                                info={"model": str(path), "space": args.space}))
+    table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
+    lines = [f"# clzoo compare on {args.data} ({args.space} space)", "", f"- {names[0]}", f"- {names[1]}", "",
+             "Top-1 of each classifier and the 95% percentile bootstrap interval of A - B "
+             f"({args.resamples} resamples of the test set, SINCERE sec. 4).", "",
+             "| classifier | A | B | A - B | 95% interval | excludes 0 |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key, row in table.items():
+        lines.append(f"| {key} | {row['A']:.2%} | {row['B']:.2%} | {row['difference']:+.2%} | "
+                     f"[{row['low']:+.2%}, {row['high']:+.2%}] | {'yes' if row['significant'] else 'no'} |")
+    scalar = [("target-noise margin", ("separation", "margin")),
+              ("CDNV (test)", ("geometry", "test", "cdnv")),
+              ("directional CDNV (test)", ("geometry", "test", "directional_cdnv")),
+              ("probe ECE", ("calibration", "ece")),
+              ("DCL - NSCL gap (test)", ("loss_gap", "gap"))]
+    rows = []
+    for label, keys in scalar:
+        values = []
+        for r in results:
+            v = r.metrics
+            for k in keys:
+                v = v.get(k, {}) if isinstance(v, dict) else {}
+            values.append(v)
+        if all(isinstance(v, float) for v in values):
+            rows.append(f"| {label} | {values[0]:.4g} | {values[1]:.4g} |")
+    if rows:
+        lines += ["", "| metric | A | B |", "| --- | --- | --- |"] + rows
+    lines += ["", "Full reports: [A](A/report.md), [B](B/report.md)", ""]
+    atomic_write_text(out / "compare.md", "\n".join(lines))
+    atomic_write_text(out / "compare.json", json.dumps(
+        {"data": args.data, "models": names, "bootstrap": table,
+         "A": results[0].metrics, "B": results[1].metrics}, indent=2) + "\n")
+    print("\n".join(lines[6:]))
+    print(f"wrote {out / 'compare.md'}")
     return 0
 
 
@@ -77,17 +158,36 @@ def main(argv=None):
                    help="override a recipe value, e.g. --set loss.temperature=0.2")
     p.set_defaults(func=_train)
 
-    p = commands.add_parser("eval", help="weighted-kNN top-1 of a trained encoder")
+    from clzoo.eval.report import DEFAULT_METRICS, METRICS
+
+    p = commands.add_parser("eval", help="evaluate a trained encoder: metrics.json, report.md, plots")
     p.add_argument("model", help="run folder or .keras file")
-    p.add_argument("--data", required=True)
-    p.add_argument("--k", default="1,5,20,200", help="comma-separated k values")
-    p.add_argument("--output", help="folder for eval_metrics.json (default: beside the model)")
+    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                   help=f"comma-separated, from {', '.join(METRICS)} (default: all but sgd_probe)")
+    p.add_argument("--k", default="1,5,20,200", help="comma-separated kNN k values")
+    p.add_argument("--shots", default="10,100", help="comma-separated m for m-shot errors")
+    p.add_argument("--probe-epochs", type=int, default=100, help="epochs of sgd_probe (app. J: 100)")
+    p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
+                   help="evaluate encoder features, or the projection head's embeddings")
+    p.add_argument("--output", help="report folder (default: <run>/eval)")
     p.set_defaults(func=_eval)
+
+    p = commands.add_parser("compare", help="evaluate two encoders with bootstrap intervals")
+    p.add_argument("model_a", help="run folder or .keras file")
+    p.add_argument("model_b", help="run folder or .keras file")
+    p.add_argument("--data", required=True)
+    p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap")
+    p.add_argument("--k", default="1,5,20,200")
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--space", choices=("encoder", "projection"), default="encoder")
+    p.add_argument("--output", help="folder (default: ./compare)")
+    p.set_defaults(func=_compare)
 
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as error:
+    except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

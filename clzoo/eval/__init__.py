@@ -1,6 +1,38 @@
-"""Evaluation of frozen encoders."""
+"""Evaluation of frozen encoders: the measurements of the five papers.
 
+- kNN: `knn_accuracy`, `knn_predict` (SINCERE app. M, Wu et al. 2018)
+- linear probes: `logistic_regression_probe` (SimCLR), `sgd_linear_probe` (SINCERE app. J)
+- class geometry: `nearest_class_center_accuracy`, `cdnv`, `directional_cdnv`,
+  `few_shot_error_bound`, `few_shot_errors` (NSCL paper)
+- `target_noise_separation` (SINCERE sec. 4.1), `expected_calibration_error` /
+  `reliability`, `bootstrap_accuracy_difference`, `dcl_nscl_gap` (NSCL Thm. 1),
+  `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2)
+- `evaluate` / `evaluate_embeddings`: all of them, with `report.md` and plots;
+  `KNNMonitor`: kNN accuracy during `fit`.
+"""
+
+from clzoo.eval.bootstrap import BootstrapInterval, bootstrap_accuracy_difference
+from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
 from clzoo.eval.embed import embed
+from clzoo.eval.few_shot import few_shot_errors
+from clzoo.eval.geometry import (cdnv, class_centers, directional_cdnv, few_shot_error_bound,
+                                 nearest_class_center_accuracy, nearest_class_center_predict)
 from clzoo.eval.knn import knn_accuracy, knn_predict
+from clzoo.eval.linear_probe import ProbeResult, logistic_regression_probe, sgd_linear_probe
+from clzoo.eval.loss_gap import dcl_nscl_gap
+from clzoo.eval.monitor import KNNMonitor
+from clzoo.eval.noisy_labels import NoisyLabelRanking, rank_suspected_mislabeled
+from clzoo.eval.report import (DEFAULT_METRICS, METRICS, EvaluationResult, compare_results,
+                               evaluate, evaluate_embeddings, parse_metrics)
+from clzoo.eval.separation import Separation, target_noise_separation
 
-__all__ = ["embed", "knn_accuracy", "knn_predict"]
+__all__ = [
+    "DEFAULT_METRICS", "METRICS", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
+    "NoisyLabelRanking", "ProbeResult", "Reliability", "Separation",
+    "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
+    "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
+    "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
+    "knn_predict", "logistic_regression_probe", "nearest_class_center_accuracy",
+    "nearest_class_center_predict", "parse_metrics", "rank_suspected_mislabeled",
+    "reliability", "sgd_linear_probe", "target_noise_separation",
+]

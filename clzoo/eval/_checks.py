@@ -1,0 +1,47 @@
+"""Input checks shared by the evaluation functions: clear errors instead of NaNs."""
+
+import numpy as np
+
+
+def features(x, name="embeddings", normalize=False):
+    """float64 `(N, D)` array, finite, optionally L2-normalized."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"`{name}` must have shape (N, D). Received: shape={x.shape}")
+    if x.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"`{name}` contains NaN or inf.")
+    if normalize:
+        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return x
+
+
+def labels(y, n, name="labels", min_classes=1):
+    """int64 `(n,)` labels; one per embedding and at least `min_classes` distinct values."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.bool_)):
+        raise ValueError(
+            f"`{name}` must be integer class ids of shape (N,). "
+            f"Received: dtype={y.dtype}, shape={y.shape}"
+        )
+    if y.shape[0] != n:
+        raise ValueError(f"`{name}` must have one label per embedding ({n}). Received: {y.shape[0]}")
+    if np.any(y < 0):
+        raise ValueError(f"`{name}` must be non-negative class ids. Received: min={y.min()}")
+    if len(np.unique(y)) < min_classes:
+        raise ValueError(
+            f"`{name}` must contain at least {min_classes} classes. "
+            f"Received: {len(np.unique(y))}"
+        )
+    return y.astype(np.int64)
+
+
+def same_dimension(a, b, names=("train_embeddings", "test_embeddings")):
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(
+            f"`{names[0]}` and `{names[1]}` must have the same dimension. "
+            f"Received: {a.shape[1]} and {b.shape[1]}"
+        )

@@ -1,0 +1,186 @@
+"""Class geometry of embeddings: class centers, nearest-class-center accuracy, CDNV,
+directional CDNV and the few-shot error bound built from them.
+
+Source: Luthra, Yang & Galanti, "Self-Supervised Contrastive Learning is
+Approximately Supervised Contrastive Learning", sec. 3.2, Prop. 1 and app. C
+(eq. 13); CDNV from Galanti et al. 2022.
+"""
+
+import numpy as np
+from scipy import optimize
+
+from clzoo.eval import _checks
+
+
+def class_centers(embeddings, labels):
+    """Mean embedding of each class present in `labels`.
+
+    Args:
+        embeddings: float `(N, D)`.
+        labels: int `(N,)`.
+
+    Returns:
+        `(classes, centers)`: the sorted class ids `(C,)` and float64 `(C, D)`.
+    """
+    x = _checks.features(embeddings)
+    y = _checks.labels(labels, x.shape[0])
+    classes, index = np.unique(y, return_inverse=True)
+    sums = np.zeros((len(classes), x.shape[1]))
+    np.add.at(sums, index, x)
+    return classes, sums / np.bincount(index)[:, None]
+
+
+def nearest_class_center_predict(train_embeddings, train_labels, test_embeddings):
+    """Nearest-class-center classifier (NCCC): `argmin_c ||f(x) - mu_c||_2`.
+
+    Centers are the class means of the training embeddings (NSCL paper sec. 3.2).
+
+    Returns:
+        int64 `(M,)` predicted class ids.
+    """
+    classes, centers = class_centers(train_embeddings, train_labels)
+    test = _checks.features(test_embeddings, "test_embeddings")
+    _checks.same_dimension(centers, test)
+    # ||x - mu||^2 = ||x||^2 - 2 x.mu + ||mu||^2; the first term is shared by all classes.
+    distances = -2.0 * test @ centers.T + np.sum(centers**2, axis=1)[None, :]
+    return classes[np.argmin(distances, axis=1)]
+
+
+def nearest_class_center_accuracy(train_embeddings, train_labels, test_embeddings, test_labels):
+    """Top-1 accuracy of `nearest_class_center_predict`, in [0, 1].
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> train = np.array([[0.0, 1.0], [0.0, 3.0], [2.0, 0.0]])
+    >>> clzoo.eval.nearest_class_center_accuracy(train, [0, 0, 1], [[0.1, 2.0], [3.0, 0.0]], [0, 1])
+    1.0
+    """
+    predictions = nearest_class_center_predict(train_embeddings, train_labels, test_embeddings)
+    y = _checks.labels(test_labels, predictions.shape[0], "test_labels")
+    return float(np.mean(predictions == y))
+
+
+def _class_statistics(embeddings, labels):
+    x = _checks.features(embeddings)
+    y = _checks.labels(labels, x.shape[0], min_classes=2)
+    classes, centers = class_centers(x, y)
+    covariances = []
+    for c in classes:
+        members = x[y == c] - centers[classes == c]
+        covariances.append(members.T @ members / members.shape[0])
+    return centers, np.stack(covariances)
+
+
+def _pairwise(centers):
+    diff = centers[:, None, :] - centers[None, :, :]  # mu_i - mu_j
+    squared = np.sum(diff**2, axis=-1)
+    off = ~np.eye(len(centers), dtype=bool)
+    if np.any(squared[off] == 0):
+        raise ValueError("Two classes have identical centers; CDNV is undefined.")
+    return diff, np.where(off, squared, 1.0), off
+
+
+def cdnv(embeddings, labels):
+    """Class-distance-normalized variance `Avg_{i != j} sigma_i^2 / ||mu_i - mu_j||^2`.
+
+    `sigma_i^2` is the mean squared distance of class `i`'s embeddings to
+    their center `mu_i` (NSCL paper sec. 3.2; Galanti et al. 2022). Averaged
+    over ordered pairs this equals the symmetric form
+    `(sigma_i^2 + sigma_j^2) / (2 ||mu_i - mu_j||^2)`. 0 when every class has
+    collapsed to its center; lower is more clustered.
+
+    Args:
+        embeddings: float `(N, D)` (use them as the metric's user does: the
+            papers use unnormalized encoder features).
+        labels: int `(N,)` with at least two classes.
+
+    Returns:
+        float.
+
+    Raises:
+        ValueError: fewer than two classes, or two identical class centers.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x = np.array([[-1.0, 0], [1, 0], [9, 0], [11, 0]])
+    >>> clzoo.eval.cdnv(x, [0, 0, 1, 1])  # variance 1, center distance 10
+    0.01
+    """
+    centers, covariances = _class_statistics(embeddings, labels)
+    _, squared, off = _pairwise(centers)
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    return float(np.mean((variances[:, None] / squared)[off]))
+
+
+def directional_cdnv(embeddings, labels):
+    """Directional CDNV `Avg_{i != j} Var_i[<f(x) - mu_i, u_ij>] / ||mu_i - mu_j||^2`.
+
+    `u_ij` is the unit vector from `mu_j` to `mu_i`: only the variation along
+    the line between the two centers counts (NSCL paper sec. 3.2, Fig. 2).
+    Never larger than `cdnv`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x = np.array([[10.0, -1], [10, 1], [0, -1], [0, 1]])  # spread across the center line
+    >>> clzoo.eval.directional_cdnv(x, [0, 0, 1, 1])
+    0.0
+    """
+    centers, covariances = _class_statistics(embeddings, labels)
+    diff, squared, off = _pairwise(centers)
+    u = diff / np.sqrt(squared)[..., None]
+    directional = np.einsum("ijd,ide,ije->ij", u, covariances, u)
+    return float(np.mean((directional / squared)[off]))
+
+
+def few_shot_error_bound(embeddings, labels, shots):
+    """Upper bound on the m-shot nearest-class-center (and linear-probe) error.
+
+    The NSCL paper's eq. 13 (app. C, the general form of Prop. 1), minimized
+    over its free parameter `a >= 5` (the optimum that Cor. 1 writes in
+    closed form):
+
+        (C - 1) * inf_a [ (1/2 - 2/a - 2^(3/2)/(a m))^-2 V~
+                          + a/4 (2/sqrt(m) V^s + 2/sqrt(m) V + V/m) ]
+
+    with, over ordered class pairs, `V~` the directional CDNV, `V` the mean of
+    `(v_i + v_j) / ||mu_i - mu_j||^2` (`v` the trace of a class covariance)
+    and `V^s` the mean of its square root, as in the proof. Classes play the
+    role of the distributions `D_i`, as the paper does on train and test sets.
+    The bound can exceed 1 (it is then vacuous).
+
+    Args:
+        embeddings: float `(N, D)`.
+        labels: int `(N,)`, at least two classes.
+        shots: labelled samples per class `m`, at least 6 (eq. 13's range).
+
+    Returns:
+        float.
+    """
+    if isinstance(shots, bool) or not isinstance(shots, (int, np.integer)) or shots < 6:
+        raise ValueError(f"`shots` must be an integer >= 6 (eq. 13's range). Received: shots={shots!r}")
+    centers, covariances = _class_statistics(embeddings, labels)
+    diff, squared, off = _pairwise(centers)
+    u = diff / np.sqrt(squared)[..., None]
+    v_dir = np.mean((np.einsum("ijd,ide,ije->ij", u, covariances, u) / squared)[off])
+    trace = np.trace(covariances, axis1=1, axis2=2)
+    pair = ((trace[:, None] + trace[None, :]) / squared)[off]
+    v, v_s = np.mean(pair), np.mean(np.sqrt(pair))
+    m = float(shots)
+    rest = (2 / np.sqrt(m)) * v_s + (2 / np.sqrt(m)) * v + v / m
+
+    def bound(a):
+        tau = 0.5 - 2 / a - 2**1.5 / (a * m)
+        return tau**-2 * v_dir + a / 4 * rest
+
+    # tau > 0 needs a > 4 + 2^(5/2)/m; eq. 13 asks a >= 5 as well.
+    low = max(5.0, 4 + 2**2.5 / m + 1e-9)
+    if rest == 0:
+        best = 4 * v_dir  # the a -> infinity limit (Cor. 1)
+    else:
+        result = optimize.minimize_scalar(lambda t: bound(low + np.exp(t)),
+                                          bounds=(-20, 20), method="bounded")
+        best = min(float(result.fun), bound(low))
+    return float((len(centers) - 1) * best)
