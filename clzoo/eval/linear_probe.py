@@ -87,21 +87,27 @@ def _augmenter(size, seed):
     ], name="probe_augmentation")
 
 
-def _probe_model(encoder, num_classes, weight_decay, augment, seed):
+def _probe_models(encoder, num_classes, weight_decay, augment, seed):
+    """(training model with augmentation, inference model) sharing one linear layer."""
     encoder.trainable = False
-    inputs = keras.Input(encoder.input_shape[1:])
-    x = _augmenter(encoder.input_shape[1:3], seed)(inputs) if augment else inputs
-    features = encoder(x, training=False)
     # torch-style weight decay wd * w in the gradient == L2 penalty wd/2 ||w||^2.
-    logits = keras.layers.Dense(num_classes, kernel_regularizer=keras.regularizers.L2(weight_decay / 2),
-                                name="linear_probe")(features)
-    return keras.Model(inputs, logits)
+    linear = keras.layers.Dense(num_classes, kernel_regularizer=keras.regularizers.L2(weight_decay / 2),
+                                name="linear_probe")
+    inputs = keras.Input(encoder.input_shape[1:])
+    predict = keras.Model(inputs, linear(encoder(inputs, training=False)))
+    if not augment:
+        return predict, predict
+    # Augmentation layers only in the training graph: at inference Keras' RandomCrop
+    # would resize instead of passing the image through.
+    train_inputs = keras.Input(encoder.input_shape[1:])
+    x = _augmenter(encoder.input_shape[1:3], seed)(train_inputs)
+    return keras.Model(train_inputs, linear(encoder(x, training=False))), predict
 
 
 def _fit_probe(encoder, images, labels, num_classes, learning_rate, epochs, batch_size,
                weight_decay, augment, seed, verbose):
     keras.utils.set_random_seed(seed)
-    model = _probe_model(encoder, num_classes, weight_decay, augment, seed)
+    model, predict = _probe_models(encoder, num_classes, weight_decay, augment, seed)
     steps = epochs * int(np.ceil(len(images) / batch_size))
     schedule = keras.optimizers.schedules.CosineDecay(learning_rate, max(steps, 1))
     model.compile(optimizer=keras.optimizers.SGD(schedule, momentum=0.9),
@@ -109,7 +115,7 @@ def _fit_probe(encoder, images, labels, num_classes, learning_rate, epochs, batc
                   metrics=["accuracy"])
     model.fit(images, labels, batch_size=batch_size, epochs=epochs, shuffle=True,
               verbose=verbose)
-    return model
+    return predict
 
 
 def _scaled(images):

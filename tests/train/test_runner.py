@@ -34,9 +34,26 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     assert len((out / "history.jsonl").read_text().splitlines()) == 2
     assert not list(out.glob(".*tmp*"))  # no temporary files left behind
 
-    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5"]) == 0
-    evaluated = json.loads((out / "eval_metrics.json").read_text())
-    assert evaluated["knn_top1_by_k"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
+    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5",
+                     "--metrics", "knn,probe,separation"]) == 0
+    evaluated = json.loads((out / "eval" / "metrics.json").read_text())
+    assert evaluated["knn"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
+    assert evaluated["linear_probe"]["accuracy"] > 0.5
+    assert (out / "eval" / "report.md").is_file() and (out / "eval" / "separation.png").is_file()
+
+    # The projection head's space, from the full model in checkpoint.keras.
+    assert cli.main(["eval", str(out), "--data", "digits", "--metrics", "separation",
+                     "--space", "projection"]) == 0
+    projected = json.loads((out / "eval_projection" / "metrics.json").read_text())
+    assert projected["feature_dim"] == 16 and projected["space"] == "projection"
+
+    # A model compared with itself: identical accuracies, intervals [0, 0].
+    assert cli.main(["compare", str(out), str(out), "--data", "digits", "--metrics", "knn,ncc",
+                     "--k", "1,5", "--output", str(tmp_path / "cmp")]) == 0
+    compared = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert set(compared["bootstrap"]) == {"knn_k1", "knn_k5", "ncc"}
+    assert all(r["low"] == r["high"] == 0.0 for r in compared["bootstrap"].values())
+    assert "excludes 0" in (tmp_path / "cmp" / "compare.md").read_text()
 
 
 def test_train_cli_bad_data_path(tmp_path, capsys):
@@ -54,7 +71,7 @@ def test_train_cli_empty_folder(tmp_path, capsys):
 
 def test_eval_cli_missing_model(tmp_path, capsys):
     assert cli.main(["eval", str(tmp_path), "--data", "digits"]) == 2
-    assert "no encoder" in capsys.readouterr().err
+    assert "no model at" in capsys.readouterr().err
 
 
 class _NaNAfter(keras.losses.Loss):
