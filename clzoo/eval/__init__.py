@@ -6,7 +6,8 @@
   `few_shot_error_bound`, `few_shot_errors` (NSCL paper)
 - `target_noise_separation` (SINCERE sec. 4.1), `expected_calibration_error` /
   `reliability`, `bootstrap_accuracy_difference`, `dcl_nscl_gap` (NSCL Thm. 1),
-  `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2)
+  `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2),
+  `coarse_to_fine_transfer` (Perfectly Balanced sec. 5.2)
 - `evaluate` / `evaluate_embeddings`: all of them, with `report.md` and plots;
   `KNNMonitor`: kNN accuracy during `fit`.
 """
@@ -25,9 +26,10 @@ from clzoo.eval.noisy_labels import NoisyLabelRanking, rank_suspected_mislabeled
 from clzoo.eval.report import (DEFAULT_METRICS, METRICS, EvaluationResult, compare_results,
                                evaluate, evaluate_embeddings, parse_metrics)
 from clzoo.eval.separation import Separation, target_noise_separation
+from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
 
 __all__ = [
-    "DEFAULT_METRICS", "METRICS", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
+    "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "coarse_labels", "coarse_to_fine_transfer", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
     "NoisyLabelRanking", "ProbeResult", "Reliability", "Separation",
     "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",

@@ -29,6 +29,14 @@ def _save(fig, path):
     return path
 
 
+def _bins(separation, count):
+    """Bins over the observed range: encoder features can all lie within a few hundredths."""
+    values = np.concatenate([separation.target, separation.noise])
+    low, high = float(values.min()), float(values.max())
+    pad = max(1e-3, 0.02 * (high - low))
+    return np.linspace(low - pad, min(high + pad, 1.0 + pad), count)
+
+
 def separation_histogram(separation, path, title="Target-noise separation", class_names=None):
     """SINCERE Fig. 2: histograms of nearest-target and nearest-noise cosine similarity.
 
@@ -37,7 +45,7 @@ def separation_histogram(separation, path, title="Target-noise separation", clas
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    bins = np.linspace(min(separation.noise.min(), separation.target.min(), 0.0), 1.0, 60)
+    bins = _bins(separation, 60)
     for values, label, color in ((separation.target, "nearest target", "tab:blue"),
                                  (separation.noise, "nearest noise", "tab:red")):
         ax.hist(values, bins=bins, alpha=0.55, color=color, label=label)
@@ -56,7 +64,7 @@ def per_class_separation(separation, path, class_names=None):
     cols = min(5, len(classes))
     rows = int(np.ceil(len(classes) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
-    bins = np.linspace(min(separation.noise.min(), 0.0), 1.0, 40)
+    bins = _bins(separation, 40)
     for ax, c in zip(axes.flat, classes):
         members = separation.labels == c
         for values, color in ((separation.target[members], "tab:blue"),

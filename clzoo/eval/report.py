@@ -25,12 +25,14 @@ from clzoo.eval.linear_probe import logistic_regression_probe, sgd_linear_probe
 from clzoo.eval.loss_gap import dcl_nscl_gap
 from clzoo.eval.noisy_labels import rank_suspected_mislabeled
 from clzoo.eval.separation import target_noise_separation
+from clzoo.eval.transfer import coarse_labels, coarse_to_fine_transfer
 
 METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
-           "loss_gap", "noisy_labels", "map", "sgd_probe")
+           "loss_gap", "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
 # The SINCERE app. J probe retrains through the encoder for 100 epochs per
-# learning rate: hours on a CPU, so it is asked for by name.
-DEFAULT_METRICS = tuple(m for m in METRICS if m != "sgd_probe")
+# learning rate (hours on a CPU), and coarse-to-fine only means something for an
+# encoder trained on coarse labels: both are asked for by name.
+DEFAULT_METRICS = tuple(m for m in METRICS if m not in ("sgd_probe", "coarse_to_fine"))
 
 
 @dataclasses.dataclass
@@ -175,7 +177,14 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         out["sgd_linear_probe"] = {"accuracy": result.accuracy, **result.details}
         correct["sgd_probe"] = result.predictions == y_test
 
-    for name, fn in (("knn", knn), ("ncc", ncc), ("probe", probe), ("calibration", calibration),
+    def coarse_to_fine():
+        if class_names is None:
+            raise ValueError("The 'coarse_to_fine' metric needs the class names (CIFAR-10's).")
+        coarse, names = coarse_labels(np.arange(len(class_names)), class_names)
+        out["coarse_to_fine"] = {**coarse_to_fine_transfer(train, y_train, test, y_test, coarse),
+                                 "coarse_classes": names}
+
+    for name, fn in (("coarse_to_fine", coarse_to_fine), ("knn", knn), ("ncc", ncc), ("probe", probe), ("calibration", calibration),
                      ("few_shot", few_shot), ("geometry", geometry), ("separation", separation),
                      ("loss_gap", loss_gap), ("noisy_labels", noisy_labels),
                      ("sgd_probe", sgd_probe)):
@@ -248,6 +257,11 @@ def write_report(result, output_dir, extras=None, test=None, y_test=None, class_
     if "sgd_linear_probe" in m:
         p = m["sgd_linear_probe"]
         rows.append((f"linear probe top-1 (SINCERE app. J, lr {p['learning_rate']})", _fmt(p["accuracy"])))
+    if "coarse_to_fine" in m:
+        c = m["coarse_to_fine"]
+        rows.append(("coarse-to-fine: fine-label probe top-1 (Perfectly Balanced Table 2)",
+                     _fmt(c["fine_accuracy"])))
+        rows.append(("coarse-to-fine: fine top-1 within the true coarse class", _fmt(c["within_coarse_accuracy"])))
     if "calibration" in m:
         rows.append(("expected calibration error of the probe (15 bins)", f"{m['calibration']['ece']:.4f}"))
     if "separation" in m:
@@ -302,7 +316,7 @@ def compare_results(a, b, names=("A", "B"), resamples=1000, seed=0):
         dict `{classifier: {names[0]: acc, names[1]: acc, "difference", "low", "high", "significant"}}`.
     """
     table = {}
-    for key in sorted(set(a.correct) & set(b.correct)):
+    for key in [k for k in a.correct if k in b.correct]:  # kNN by k, then the others
         interval = bootstrap_accuracy_difference(a.correct[key], b.correct[key], resamples, seed=seed)
         table[key] = {names[0]: float(np.mean(a.correct[key])), names[1]: float(np.mean(b.correct[key])),
                       "difference": interval.difference, "low": interval.low, "high": interval.high,

@@ -276,3 +276,27 @@ def test_bad_inputs_raise_clear_errors():
         E.target_noise_separation(x, y, x[:2], np.array([9, 9]))
     with pytest.raises(ValueError, match="integer class ids"):
         E.cdnv(x, y.astype(float))
+
+
+# --- coarse-to-fine transfer -------------------------------------------------------------
+
+
+def test_coarse_to_fine_separates_strata_only_when_the_embedding_keeps_them():
+    from clzoo.eval.transfer import coarse_labels, coarse_to_fine_transfer
+
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    fine = np.repeat(np.arange(10), 30)
+    coarse, coarse_names = coarse_labels(fine, names)
+    assert coarse_names == ["animal", "vehicle"]
+    assert set(coarse[fine == 0]) == {1} and set(coarse[fine == 3]) == {0}
+    lookup = np.array([coarse[fine == f][0] for f in range(10)])
+    spread = RNG.normal(size=(10, 12)) * 3  # each fine class its own center
+    kept = spread[fine] + 0.3 * RNG.normal(size=(300, 12))
+    collapsed_x = np.eye(12)[coarse] * 3 + 0.3 * RNG.normal(size=(300, 12))  # class collapse
+    good = coarse_to_fine_transfer(kept[::2], fine[::2], kept[1::2], fine[1::2], lookup)
+    bad = coarse_to_fine_transfer(collapsed_x[::2], fine[::2], collapsed_x[1::2], fine[1::2], lookup)
+    assert good["fine_accuracy"] > 0.95 and good["coarse_accuracy"] > 0.95
+    assert bad["coarse_accuracy"] > 0.95  # the coarse task is still solved ...
+    assert bad["fine_accuracy"] < 0.4  # ... but the strata are gone (about 1/6 or 1/4 left)
+    with pytest.raises(ValueError, match="no coarse class"):
+        coarse_labels([0], ["unicorn"])
