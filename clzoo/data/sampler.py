@@ -1,0 +1,113 @@
+"""Class-balanced P x K batches in tf.data: P classes, K images of each, so every anchor has positives.
+
+Used for supervised contrastive losses on data with many classes (ImageNet-100,
+CIFAR-100), where a uniformly drawn batch often holds a class once and that
+anchor has no positive.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from clzoo.data.views import ViewConfig, multi_view
+
+
+def _check(labels, classes_per_batch, samples_per_class):
+    labels = np.asarray(labels).reshape(-1)
+    if labels.size == 0 or labels.min() < 0:
+        raise ValueError("`labels` must be a non-empty array of non-negative class ids.")
+    present = np.unique(labels)
+    for name, value in (("classes_per_batch", classes_per_batch),
+                        ("samples_per_class", samples_per_class)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    if classes_per_batch > len(present):
+        raise ValueError(
+            f"`classes_per_batch` ({classes_per_batch}) exceeds the {len(present)} classes present."
+        )
+    return labels, present
+
+
+def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0):
+    """Endless `tf.data.Dataset` of index batches: P distinct classes x K samples each.
+
+    Batch `s` depends only on `(seed, s)` (stateless draws): P classes drawn
+    without replacement among those present, then K samples of each class
+    without replacement, or with replacement when the class has fewer than K.
+    Rows are grouped by class: `batch[p*K:(p+1)*K]` share a label.
+
+    Args:
+        labels: int `(N,)`.
+        classes_per_batch: P.
+        samples_per_class: K (use K >= 2 so each anchor has a positive).
+        seed: int.
+
+    Returns:
+        `tf.data.Dataset` of int64 `(P * K,)` indices into `labels`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.data.sampler import class_balanced_indices
+    >>> labels = np.repeat(np.arange(5), 4)
+    >>> batch = next(iter(class_balanced_indices(labels, 2, 3))).numpy()
+    >>> np.bincount(labels[batch], minlength=5).tolist().count(3)
+    2
+    """
+    labels, present = _check(labels, classes_per_batch, samples_per_class)
+    members = [np.flatnonzero(labels == c) for c in present]
+    width = max(len(m) for m in members)
+    table = np.full((len(present), width), -1, dtype=np.int64)
+    for row, m in enumerate(members):
+        table[row, :len(m)] = m
+    table = tf.constant(table)
+    counts = tf.constant([len(m) for m in members], dtype=tf.int64)
+    n_classes, p, k = len(present), int(classes_per_batch), int(samples_per_class)
+
+    def draw(step):
+        seeds = tf.random.experimental.stateless_split(tf.stack([tf.cast(seed, tf.int64), step]), 3)
+        chosen = tf.random.experimental.stateless_shuffle(tf.range(n_classes, dtype=tf.int64),
+                                                          seeds[0])[:p]
+        rows = tf.gather(table, chosen)  # (P, width), -1 = padding
+        count = tf.gather(counts, chosen)
+        keys = tf.random.stateless_uniform((p, width), seeds[1])
+        keys = tf.where(rows >= 0, keys, 2.0)  # padding sorts last
+        without = tf.argsort(keys, axis=1)[:, :k]  # needs count >= K
+        with_replacement = tf.cast(
+            tf.random.stateless_uniform((p, k), seeds[2]) * tf.cast(count[:, None], tf.float32),
+            tf.int32)
+        columns = tf.where(count[:, None] >= k, without[:, :k] if width >= k else with_replacement,
+                           with_replacement)
+        return tf.reshape(tf.gather(rows, columns, batch_dims=1), (p * k,))
+
+    return tf.data.Dataset.counter().map(draw)
+
+
+def balanced_contrastive_dataset(split, config=None, classes_per_batch=8, samples_per_class=4,
+                                 seed=0):
+    """Endless P x K batches of `(views, labels)` for `ContrastiveModel.fit` (pass `steps_per_epoch`).
+
+    Args:
+        split: `clzoo.data.Split`.
+        config: `ViewConfig`. Defaults to the SupCon CIFAR views.
+        classes_per_batch, samples_per_class: P and K; the batch holds P * K images.
+        seed: fixes the batches and every augmentation draw.
+
+    Returns:
+        `tf.data.Dataset` of `(float32 (P*K, views, size, size, 3), int32 (P*K,))`.
+    """
+    config = config or ViewConfig()
+    images = tf.convert_to_tensor(split.images)
+    labels = tf.convert_to_tensor(np.asarray(split.labels, dtype=np.int32))
+
+    def load(step, indices):
+        image_seeds = tf.random.experimental.stateless_split(
+            tf.stack([tf.cast(seed, tf.int64) + 1, step]), tf.shape(indices)[0])
+        views = tf.map_fn(lambda pair: multi_view(tf.gather(images, pair[0]), pair[1], config),
+                          (indices, image_seeds),
+                          fn_output_signature=tf.TensorSpec(
+                              (config.views, config.size, config.size, 3), tf.float32))
+        return views, tf.gather(labels, indices)
+
+    batches = class_balanced_indices(split.labels, classes_per_batch, samples_per_class, seed)
+    return batches.enumerate().map(load, num_parallel_calls=tf.data.AUTOTUNE,
+                                   deterministic=True).prefetch(tf.data.AUTOTUNE)
