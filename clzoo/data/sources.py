@@ -28,11 +28,16 @@ class Split:
         images: uint8 array `(N, H, W, 3)`.
         labels: int32 array `(N,)`, values in `[0, len(class_names))`.
         class_names: list of class names, index = label.
+        fine_labels: for a derived coarse label set, the original labels
+            `(N,)`; else None.
+        fine_class_names: names of the fine labels, or None.
     """
 
     images: np.ndarray
     labels: np.ndarray
     class_names: list
+    fine_labels: np.ndarray = None
+    fine_class_names: list = None
 
     def __len__(self):
         return len(self.labels)
@@ -50,6 +55,9 @@ def load_split(data, split="train"):
               `PATH/{train,test}/<class>/<image>`; classes sorted by name.
             - `"tfds:NAME"` (e.g. `"tfds:cifar10"`): a TensorFlow Datasets
               name with `train` and `test` splits (downloads on first use).
+            Any of them may end in `@LABEL_SET` for a derived label set:
+            `@cifar2`, `@cifar10_coarse` (CIFAR-10 by class name) or
+            `tfds:cifar100@cifar100_coarse` (`clzoo.data.label_sets`).
         split: `"train"` or `"test"`. Defaults to `"train"`.
 
     Returns:
@@ -69,6 +77,18 @@ def load_split(data, split="train"):
     if split not in ("train", "test"):
         raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
     data = str(data)
+    if "@" in data:
+        from clzoo.data.label_sets import LABEL_SETS, derive_label_set
+
+        data, label_set = data.rsplit("@", 1)
+        if label_set not in LABEL_SETS:
+            raise ValueError(f"Unknown label set {label_set!r}. Choose from: {', '.join(LABEL_SETS)}")
+        if label_set == "cifar100_coarse":
+            if data != "tfds:cifar100":
+                raise ValueError("The cifar100_coarse label set reads tfds:cifar100's coarse labels; "
+                                 f"Received: {data!r}")
+            return _load_tfds("cifar100", split, coarse_key="coarse_label")
+        return derive_label_set(load_split(data, split), label_set)
     if data in EMBEDDED:
         return _load_digits(split)
     if data.startswith("tfds:"):
@@ -96,7 +116,7 @@ def _load_digits(split):
     return Split(images[idx], labels[idx], [str(i) for i in range(10)])
 
 
-def _load_tfds(name, split):
+def _load_tfds(name, split, coarse_key=None):
     try:
         import tensorflow_datasets as tfds
     except ImportError as error:
@@ -104,11 +124,14 @@ def _load_tfds(name, split):
             "Reading a tfds dataset needs tensorflow-datasets: "
             "pip install 'clzoo[tfds]'"
         ) from error
-    dataset, info = tfds.load(name, split=split, as_supervised=True, with_info=True)
-    images, labels = [], []
-    for image, label in tfds.as_numpy(dataset):
-        images.append(image)
-        labels.append(label)
+    dataset, info = tfds.load(name, split=split, with_info=True)
+    image_key, label_key = info.supervised_keys
+    images, labels, coarse = [], [], []
+    for example in tfds.as_numpy(dataset):
+        images.append(example[image_key])
+        labels.append(example[label_key])
+        if coarse_key:
+            coarse.append(example[coarse_key])
     if not images:
         raise ValueError(f"tfds dataset {name!r} has no examples in split {split!r}.")
     shapes = {image.shape for image in images}
@@ -123,6 +146,10 @@ def _load_tfds(name, split):
     label_feature = info.features[info.supervised_keys[1]]
     names = list(getattr(label_feature, "names", None) or
                  [str(i) for i in range(int(np.max(labels)) + 1)])
+    if coarse_key:
+        coarse_names = list(info.features[coarse_key].names)
+        return Split(images.astype(np.uint8), np.asarray(coarse, np.int32), coarse_names,
+                     fine_labels=np.asarray(labels, np.int32), fine_class_names=names)
     return Split(images.astype(np.uint8), np.asarray(labels, np.int32), names)
 
 

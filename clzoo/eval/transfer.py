@@ -8,15 +8,9 @@ inside each coarse class apart transfer better.
 
 import numpy as np
 
+from clzoo.data.label_sets import CIFAR10_COARSE
 from clzoo.eval import _checks
 from clzoo.eval.linear_probe import logistic_regression_probe
-
-# Perfectly Balanced Table 2 / ../shared/data/README.md: CIFAR-10 class -> coarse class.
-CIFAR10_COARSE = {
-    "airplane": "vehicle", "automobile": "vehicle", "ship": "vehicle", "truck": "vehicle",
-    "bird": "animal", "cat": "animal", "deer": "animal", "dog": "animal", "frog": "animal",
-    "horse": "animal",
-}
 
 
 def coarse_labels(fine_labels, class_names, mapping=None):
