@@ -17,6 +17,9 @@ class ProjectionHead(keras.layers.Layer):
         output_dim: embedding size. Defaults to `128`.
         normalize: L2-normalize the output along its last axis.
             Defaults to `True`.
+        batch_norm: batch normalization after each hidden `Dense` (before
+            the ReLU), as SimCLR's ImageNet head has. Defaults to `False`
+            (SupCon's CIFAR head).
 
     Input shape: `(..., features)`. Output shape: `(..., output_dim)`.
 
@@ -32,7 +35,7 @@ class ProjectionHead(keras.layers.Layer):
     - [Chen et al., SimCLR, 2020, sec. 2.1](https://arxiv.org/abs/2002.05709)
     """
 
-    def __init__(self, hidden_dims=(512,), output_dim=128, normalize=True,
+    def __init__(self, hidden_dims=(512,), output_dim=128, normalize=True, batch_norm=False,
                  **kwargs):
         super().__init__(**kwargs)
         if output_dim is None or int(output_dim) < 1:
@@ -42,23 +45,31 @@ class ProjectionHead(keras.layers.Layer):
         self.hidden_dims = tuple(int(d) for d in hidden_dims)
         self.output_dim = int(output_dim)
         self.normalize = bool(normalize)
+        self.batch_norm = bool(batch_norm)
         self.hidden = [
-            layers.Dense(d, activation="relu", name=f"hidden_{i}")
+            layers.Dense(d, activation=None if self.batch_norm else "relu",
+                         use_bias=not self.batch_norm, name=f"hidden_{i}")
             for i, d in enumerate(self.hidden_dims)
         ]
+        self.norms = [layers.BatchNormalization(name=f"hidden_bn_{i}")
+                      for i in range(len(self.hidden_dims))] if self.batch_norm else []
         self.out = layers.Dense(self.output_dim, name="output")
 
     def build(self, input_shape):
         shape = tuple(input_shape)
-        for layer in self.hidden:
+        for i, layer in enumerate(self.hidden):
             layer.build(shape)
             shape = shape[:-1] + (layer.units,)
+            if self.batch_norm:
+                self.norms[i].build(shape)
         self.out.build(shape)
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         x = inputs
-        for layer in self.hidden:
+        for i, layer in enumerate(self.hidden):
             x = layer(x)
+            if self.batch_norm:
+                x = ops.relu(self.norms[i](x, training=training))
         x = self.out(x)
         if self.normalize:
             x = x / ops.sqrt(
@@ -75,5 +86,6 @@ class ProjectionHead(keras.layers.Layer):
             "hidden_dims": list(self.hidden_dims),
             "output_dim": self.output_dim,
             "normalize": self.normalize,
+            "batch_norm": self.batch_norm,
         })
         return config

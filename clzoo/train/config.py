@@ -10,8 +10,9 @@ DEFAULTS = {
     "seed": 0,
     "data": "digits",
     "model": {
-        "architecture": "resnet20",
+        "architecture": "resnet20",  # any name of clzoo.models.list_encoders()
         "head_hidden_dims": None,  # None: one hidden layer as wide as the encoder
+        "head_batch_norm": False,
         "embedding_dim": 128,
     },
     "loss": {"name": "SINCERELoss", "temperature": 0.1},

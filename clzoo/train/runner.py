@@ -14,7 +14,7 @@ from clzoo import losses
 from clzoo.data import ViewConfig, contrastive_dataset, load_split
 from clzoo.data.cache import atomic_write, atomic_write_text
 from clzoo.eval import embed, knn_accuracy
-from clzoo.models import ContrastiveModel, ProjectionHead, cifar_resnet
+from clzoo.models import ContrastiveModel, ProjectionHead, get_encoder
 from clzoo.train.callbacks import AtomicCheckpoint, StopOnNaN, Throughput
 from clzoo.version import __version__
 
@@ -26,12 +26,12 @@ class TrainingDiverged(RuntimeError):
 def build_model(config, input_shape):
     """Encoder + projection head from the recipe's `model` section."""
     spec = config["model"]
-    encoder = cifar_resnet(spec["architecture"], input_shape=input_shape, name="encoder")
+    encoder = get_encoder(spec["architecture"], input_shape=input_shape, name="encoder")
     width = encoder.output_shape[-1]
     hidden = spec["head_hidden_dims"]
     hidden = (width,) if hidden is None else tuple(hidden)
     head = ProjectionHead(hidden_dims=hidden, output_dim=spec["embedding_dim"],
-                          name="projection_head")
+                          batch_norm=bool(spec.get("head_batch_norm", False)), name="projection_head")
     return ContrastiveModel(encoder, head, name="contrastive_model")
 
 

@@ -1,0 +1,51 @@
+"""One registry of encoders by name: `get_encoder("resnet18")`, `list_encoders()`."""
+
+import functools
+
+from clzoo.models import backbones
+from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
+
+_CIFAR_DESCRIPTIONS = {
+    "resnet18": "CIFAR-stem ResNet-18 (SupCon / SINCERE CIFAR encoder), 512-d, 11.2M params",
+    "resnet34": "CIFAR-stem ResNet-34, 512-d, 21.3M params",
+    "resnet50": "CIFAR-stem ResNet-50 (bottleneck, SupCon's CIFAR encoder), 2048-d, 23.5M params",
+    "resnet20": "He et al. CIFAR ResNet-20, 64-d, 0.27M params (trains on a CPU)",
+    "resnet10_narrow": "narrow ResNet-10, 256-d, 1.2M params (trains on a CPU)",
+}
+
+ENCODERS = {
+    **{name: (functools.partial(cifar_resnet, name), _CIFAR_DESCRIPTIONS[name]) for name in ARCHITECTURES},
+    "hub_resnet18": (functools.partial(backbones.hub_resnet, 18),
+                     "ImageNet-stem ResNet-18 from keras-hub, 512-d"),
+    "hub_resnet50": (functools.partial(backbones.hub_resnet, 50),
+                     "ImageNet-stem ResNet-50 from keras-hub, 2048-d"),
+    "vit_small_patch4": (backbones.vit,
+                         "ViT with 4x4 patches (6 layers, 3 heads, width 192) from keras-hub"),
+}
+
+
+def list_encoders():
+    """`{name: description}` of every registered encoder."""
+    return {name: description for name, (_, description) in ENCODERS.items()}
+
+
+def get_encoder(name, input_shape=(32, 32, 3), **kwargs):
+    """Build a registered encoder: float images in [0, 1] `(B, H, W, 3)` -> features `(B, D)`.
+
+    Args:
+        name: a key of `ENCODERS` (see `list_encoders()`).
+        input_shape: `(H, W, 3)`. Defaults to `(32, 32, 3)`.
+        **kwargs: passed to the builder (e.g. `preset=` for keras-hub ones).
+
+    Raises:
+        ValueError: for an unknown name (the message lists the known ones).
+
+    Example:
+
+    >>> import clzoo
+    >>> clzoo.models.get_encoder("resnet20").output_shape
+    (None, 64)
+    """
+    if name not in ENCODERS:
+        raise ValueError(f"Unknown encoder {name!r}. Known: {', '.join(ENCODERS)}")
+    return ENCODERS[name][0](input_shape=tuple(input_shape), **kwargs)
