@@ -1,4 +1,4 @@
-"""Command line: `clzoo train`, `clzoo eval` and `clzoo compare`."""
+"""Command line: `clzoo train`, `clzoo eval`, `clzoo compare` and `clzoo show-views`."""
 
 import argparse
 import json
@@ -144,6 +144,16 @@ def _compare(args):
     return 0
 
 
+def _show_views(args):
+    from clzoo.data import load_split, show_views
+
+    split = load_split(args.data, "train")
+    path = show_views(split, args.output, recipe=args.recipe, images=args.images, views=args.views,
+                      seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="clzoo", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -183,6 +193,17 @@ def main(argv=None):
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder")
     p.add_argument("--output", help="folder (default: ./compare)")
     p.set_defaults(func=_compare)
+
+    from clzoo.data.views import VIEW_RECIPES
+
+    p = commands.add_parser("show-views", help="PNG grid of training images and their augmented views")
+    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--recipe", default="supcon", choices=sorted(VIEW_RECIPES))
+    p.add_argument("--images", type=int, default=8)
+    p.add_argument("--views", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", default="views.png")
+    p.set_defaults(func=_show_views)
 
     args = parser.parse_args(argv)
     try:

@@ -21,7 +21,8 @@ Every draw uses a seed of its own derived from a per-image seed, so views
 differ per image and per view, and a run is repeatable given the seed.
 """
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import tensorflow as tf
 
@@ -41,6 +42,18 @@ class ViewConfig:
             torchvision's `ColorJitter`. Defaults to `(0.4, 0.4, 0.4, 0.1)`.
         jitter_p: probability of applying the colour jitter. Defaults to `0.8`.
         grayscale_p: probability of converting to grayscale. Defaults to `0.2`.
+        randaugment_ops: RandAugment operations per view (0: off), drawn
+            after the flip and before the colour jitter ("Stacked
+            RandAugment", SupCon supp. sec. 10.2). Defaults to `0`.
+        randaugment_magnitude: RandAugment magnitude on its 0-30 scale.
+            Defaults to `9`.
+        blur_p: probability of a Gaussian blur (sigma U[0.1, 2.0] pixels of a
+            224 image scaled to `size`, kernel 10% of the side; SimCLR app. A).
+            Defaults to `0`.
+        solarize_p: probability of solarization at 0.5 (BYOL). Defaults to `0`.
+        per_view: overrides per view index, e.g. `({"blur_p": 1.0},
+            {"blur_p": 0.1, "solarize_p": 0.2})` for asymmetric views; view
+            `v` uses `per_view[v % len(per_view)]`. Defaults to `()`.
     """
 
     views: int = 2
@@ -51,6 +64,11 @@ class ViewConfig:
     jitter: tuple = field(default=(0.4, 0.4, 0.4, 0.1))
     jitter_p: float = 0.8
     grayscale_p: float = 0.2
+    randaugment_ops: int = 0
+    randaugment_magnitude: float = 9.0
+    blur_p: float = 0.0
+    solarize_p: float = 0.0
+    per_view: tuple = ()
 
     def __post_init__(self):
         if int(self.views) < 1:
@@ -61,7 +79,7 @@ class ViewConfig:
                 "`crop_scale` must satisfy 0 < low <= high <= 1. "
                 f"Received: crop_scale={tuple(self.crop_scale)!r}"
             )
-        for name in ("jitter_p", "grayscale_p"):
+        for name in ("jitter_p", "grayscale_p", "blur_p", "solarize_p"):
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ValueError(f"`{name}` must be in [0, 1]. Received: {name}={value!r}")
@@ -70,6 +88,24 @@ class ViewConfig:
                 "`jitter` must be (brightness, contrast, saturation, hue) with "
                 f"non-negative values and hue <= 0.5. Received: jitter={tuple(self.jitter)!r}"
             )
+
+        if not 0 <= self.randaugment_magnitude <= 30 or int(self.randaugment_ops) < 0:
+            raise ValueError(
+                "`randaugment_ops` must be >= 0 and `randaugment_magnitude` in [0, 30]. "
+                f"Received: {self.randaugment_ops!r}, {self.randaugment_magnitude!r}"
+            )
+        self.per_view = tuple(dict(o) for o in self.per_view)
+        for override in self.per_view:
+            unknown = set(override) - {f.name for f in fields(self)} | ({"views", "size", "per_view"} & set(override))
+            if unknown:
+                raise ValueError(f"`per_view` can override view settings only. Received: {sorted(unknown)}")
+            replace(self, per_view=(), **override)  # validates the values
+
+    def for_view(self, view):
+        """The settings of view number `view` (applies `per_view`)."""
+        if not self.per_view:
+            return self
+        return replace(self, per_view=(), **self.per_view[view % len(self.per_view)])
 
     def to_dict(self):
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -130,25 +166,158 @@ def color_jitter(image, seed, brightness, contrast, saturation, hue):
     return image
 
 
+def gaussian_blur(image, seed, size):
+    """SimCLR's blur: sigma ~ U[0.1, 2.0] (for 224 px, scaled to `size`), kernel 10% of the side."""
+    sigma = _uniform(seed, 0.1, 2.0) * size / 224.0
+    radius = max(1, int(size * 0.1) // 2)
+    offsets = tf.range(-radius, radius + 1, dtype=tf.float32)
+    kernel = tf.exp(-0.5 * tf.square(offsets / tf.maximum(sigma, 1e-3)))
+    kernel = kernel / tf.reduce_sum(kernel)
+    x = image[None]
+    horizontal = tf.tile(tf.reshape(kernel, (1, -1, 1, 1)), (1, 1, 3, 1))
+    vertical = tf.tile(tf.reshape(kernel, (-1, 1, 1, 1)), (1, 1, 3, 1))
+    x = tf.pad(x, [[0, 0], [radius, radius], [radius, radius], [0, 0]], mode="REFLECT")
+    x = tf.nn.depthwise_conv2d(x, horizontal, (1, 1, 1, 1), "VALID")
+    x = tf.nn.depthwise_conv2d(x, vertical, (1, 1, 1, 1), "VALID")
+    return x[0]
+
+
+def _affine(image, matrix):
+    """Warp about the image centre; `matrix` (2, 2) maps output offsets to input offsets."""
+    h, w = tf.cast(tf.shape(image)[0], tf.float32), tf.cast(tf.shape(image)[1], tf.float32)
+    cy, cx = (h - 1) / 2, (w - 1) / 2
+    a, b, c, d = matrix[0][0], matrix[0][1], matrix[1][0], matrix[1][1]
+    shift = [0.0, 0.0] if len(matrix) == 2 else matrix[2]
+    transform = tf.stack([a, b, cx - a * cx - b * cy + shift[0], c, d, cy - c * cx - d * cy + shift[1],
+                          0.0, 0.0])
+    out = tf.raw_ops.ImageProjectiveTransformV3(
+        images=image[None], transforms=transform[None], output_shape=tf.shape(image)[:2],
+        fill_value=0.5, interpolation="BILINEAR", fill_mode="CONSTANT")
+    return out[0]
+
+
+def rand_augment(image, seed, num_ops, magnitude):
+    """RandAugment (Cubuk et al. 2020): `num_ops` operations drawn uniformly per image.
+
+    Operations at strength `magnitude / 30`, each with a random sign where it
+    has one: identity, auto-contrast, brightness, contrast, colour
+    (saturation), sharpness-free posterize (bits 8 -> 4), solarize
+    (threshold 1 -> 0), rotate (up to 30 degrees), shear x / y (up to 0.3),
+    translate x / y (up to 45% of 100 px, i.e. 0.45 of the side scaled).
+    Equalize and sharpness have no stateless tf op and are left out.
+    """
+    level = magnitude / 30.0
+    seeds = tf.random.experimental.stateless_split(seed, num=2 * num_ops)
+
+    def signed(s, scale):
+        return scale * level * tf.where(_uniform(s, 0.0, 1.0) < 0.5, -1.0, 1.0)
+
+    def op(index, x, s):
+        mean = tf.reduce_mean(x)
+        gray = _grayscale(x)
+        low = tf.reduce_min(x, axis=[0, 1], keepdims=True)
+        high = tf.reduce_max(x, axis=[0, 1], keepdims=True)
+        bits = tf.cast(8 - tf.round(4 * level), tf.int32)
+        angle = signed(s, 30.0) * math.pi / 180.0
+        shear = signed(s, 0.3)
+        shift = signed(s, 0.45) * tf.cast(tf.shape(x)[0], tf.float32)
+        branches = [
+            lambda: x,
+            lambda: (x - low) / tf.maximum(high - low, 1e-3),
+            lambda: x * (1.0 + signed(s, 0.9)),
+            lambda: (x - mean) * (1.0 + signed(s, 0.9)) + mean,
+            lambda: gray + (x - gray) * (1.0 + signed(s, 0.9)),
+            lambda: tf.cast(tf.bitwise.left_shift(tf.bitwise.right_shift(
+                tf.cast(x * 255, tf.int32), 8 - bits), 8 - bits), tf.float32) / 255.0,
+            lambda: tf.where(x < 1.0 - level, x, 1.0 - x),
+            lambda: _affine(x, [[tf.cos(angle), -tf.sin(angle)], [tf.sin(angle), tf.cos(angle)]]),
+            lambda: _affine(x, [[1.0, shear], [0.0, 1.0]]),
+            lambda: _affine(x, [[1.0, 0.0], [shear, 1.0]]),
+            lambda: _affine(x, [[1.0, 0.0], [0.0, 1.0], [shift, 0.0]]),
+            lambda: _affine(x, [[1.0, 0.0], [0.0, 1.0], [0.0, shift]]),
+        ]
+        return tf.clip_by_value(tf.switch_case(index, branches), 0.0, 1.0)
+
+    for i in range(num_ops):
+        index = tf.random.stateless_uniform([], seeds[2 * i], 0, 12, dtype=tf.int32)
+        image = op(index, image, seeds[2 * i + 1])
+    return image
+
+
 def augment_view(image, seed, config):
     """One augmented view of a uint8 `(H, W, 3)` image -> float32 `(size, size, 3)` in [0, 1]."""
-    seeds = tf.random.experimental.stateless_split(seed, num=5)
+    seeds = tf.random.experimental.stateless_split(seed, num=9)
     x = tf.image.convert_image_dtype(image, tf.float32)
     x = random_resized_crop(x, seeds[0], config.size, tuple(config.crop_scale),
                             tuple(config.crop_ratio))
     if config.flip:
         x = tf.cond(_uniform(seeds[1], 0.0, 1.0) < 0.5,
                     lambda: tf.image.flip_left_right(x), lambda: x)
+    if config.randaugment_ops > 0:
+        x = rand_augment(x, seeds[5], int(config.randaugment_ops), config.randaugment_magnitude)
     if config.jitter_p > 0 and any(config.jitter):
         x = tf.cond(_uniform(seeds[2], 0.0, 1.0) < config.jitter_p,
                     lambda: color_jitter(x, seeds[3], *config.jitter), lambda: x)
     if config.grayscale_p > 0:
         x = tf.cond(_uniform(seeds[4], 0.0, 1.0) < config.grayscale_p,
                     lambda: _grayscale(x), lambda: x)
+    if config.blur_p > 0:
+        x = tf.cond(_uniform(seeds[6], 0.0, 1.0) < config.blur_p,
+                    lambda: gaussian_blur(x, seeds[7], config.size), lambda: x)
+    if config.solarize_p > 0:
+        x = tf.cond(_uniform(seeds[8], 0.0, 1.0) < config.solarize_p,
+                    lambda: tf.where(x < 0.5, x, 1.0 - x), lambda: x)
     return tf.ensure_shape(tf.clip_by_value(x, 0.0, 1.0), (config.size, config.size, 3))
 
 
 def multi_view(image, seed, config):
     """`config.views` independent views of one image: float32 `(views, size, size, 3)`."""
     seeds = tf.random.experimental.stateless_split(seed, num=config.views)
-    return tf.stack([augment_view(image, seeds[v], config) for v in range(config.views)])
+    return tf.stack([augment_view(image, seeds[v], config.for_view(v)) for v in range(config.views)])
+
+
+# Named view recipes: (description with source, ViewConfig fields; `size` filled in).
+VIEW_RECIPES = {
+    "supcon": ("SupCon / SINCERE CIFAR views: crop 0.2-1, flip, jitter 0.4/0.4/0.4/0.1 p=0.8, "
+               "grayscale p=0.2 (SupCon reference code)", {}),
+    "simclr": ("SimCLR views: crop 0.08-1, flip, jitter 0.8/0.8/0.8/0.2 p=0.8, grayscale p=0.2, "
+               "Gaussian blur p=0.5 for images of 96 px and up (SimCLR app. A)",
+               {"crop_scale": (0.08, 1.0), "jitter": (0.8, 0.8, 0.8, 0.2)}),
+    "randaugment": ("crop 0.2-1, flip, RandAugment N=2 M=9 (SupCon supp. sec. 10.2)",
+                    {"jitter_p": 0.0, "grayscale_p": 0.0, "randaugment_ops": 2}),
+    "stacked_randaugment": ("Stacked RandAugment: RandAugment N=2 M=9 before the SupCon jitter and "
+                            "grayscale (SupCon supp. sec. 10.2)", {"randaugment_ops": 2}),
+    "asymmetric": ("BYOL-style asymmetric pair: SimCLR views, view 1 always blurred, view 2 blurred "
+                   "p=0.1 and solarized p=0.2 (Grill et al. 2020, Table 6)",
+                   {"crop_scale": (0.08, 1.0), "jitter": (0.4, 0.4, 0.2, 0.1),
+                    "per_view": ({"blur_p": 1.0}, {"blur_p": 0.1, "solarize_p": 0.2})}),
+}
+
+
+def view_recipe(name, size=32, views=2):
+    """The `ViewConfig` of a named view recipe.
+
+    Deviations from the papers' pipelines: crops and colour ops are
+    `tf.image` ops with stateless seeds (repeatable per image and view);
+    RandAugment leaves out equalize and sharpness (no stateless TF op) and
+    fills warped borders with grey; the blur is skipped below 96 px for
+    `simclr`, as SimCLR does on CIFAR.
+
+    Args:
+        name: a key of `VIEW_RECIPES` (`supcon`, `simclr`, `randaugment`,
+            `stacked_randaugment`, `asymmetric`).
+        size: output side in pixels. Defaults to `32`.
+        views: views per image. Defaults to `2`.
+
+    Example:
+
+    >>> from clzoo.data.views import view_recipe
+    >>> view_recipe("simclr", size=96).blur_p
+    0.5
+    """
+    if name not in VIEW_RECIPES:
+        raise ValueError(f"Unknown view recipe {name!r}. Known: {', '.join(VIEW_RECIPES)}")
+    settings = dict(VIEW_RECIPES[name][1])
+    if name == "simclr" and size >= 96:
+        settings["blur_p"] = 0.5
+    return ViewConfig(views=views, size=size, **settings)

@@ -11,7 +11,7 @@ import numpy as np
 import yaml
 
 from clzoo import losses
-from clzoo.data import ViewConfig, contrastive_dataset, load_split
+from clzoo.data import ViewConfig, contrastive_dataset, load_split, view_recipe
 from clzoo.data.cache import atomic_write, atomic_write_text
 from clzoo.eval import embed, knn_accuracy
 from clzoo.models import ContrastiveModel, ProjectionHead, get_encoder
@@ -21,6 +21,16 @@ from clzoo.version import __version__
 
 class TrainingDiverged(RuntimeError):
     """Raised when the loss becomes NaN or infinite during training."""
+
+
+def views_from_config(spec):
+    """`ViewConfig` from a recipe's `views` section: fields, optionally on top of `recipe: <name>`."""
+    spec = dict(spec or {})
+    name = spec.pop("recipe", None)
+    if name is None:
+        return ViewConfig(**spec)
+    base = view_recipe(name, size=spec.get("size", 32), views=spec.get("views", 2)).to_dict()
+    return ViewConfig(**{**base, **spec})
 
 
 def build_model(config, input_shape):
@@ -103,7 +113,7 @@ def train(config, output_dir, verbose=1):
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(int(config["seed"]))
-    view_config = ViewConfig(**config["views"])
+    view_config = views_from_config(config["views"])
     atomic_write_text(output / "recipe.yaml", yaml.safe_dump(config, sort_keys=False))
 
     started = time.perf_counter()
