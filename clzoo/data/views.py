@@ -71,6 +71,8 @@ class ViewConfig:
     per_view: tuple = ()
 
     def __post_init__(self):
+        self.crop_scale, self.crop_ratio = tuple(self.crop_scale), tuple(self.crop_ratio)
+        self.jitter = tuple(self.jitter)
         if int(self.views) < 1:
             raise ValueError(f"`views` must be >= 1. Received: views={self.views!r}")
         lo, hi = self.crop_scale
