@@ -29,13 +29,13 @@ def list_encoders():
     return {name: description for name, (_, description) in ENCODERS.items()}
 
 
-def get_encoder(name, input_shape=(32, 32, 3), **kwargs):
+def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     """Build a registered encoder: float images in [0, 1] `(B, H, W, 3)` -> features `(B, D)`.
 
     Args:
-        name: a key of `ENCODERS` (see `list_encoders()`).
+        architecture: a key of `ENCODERS` (see `list_encoders()`).
         input_shape: `(H, W, 3)`. Defaults to `(32, 32, 3)`.
-        **kwargs: passed to the builder (e.g. `preset=` for keras-hub ones).
+        **kwargs: passed to the builder (`name=`, and `preset=` for keras-hub ones).
 
     Raises:
         ValueError: for an unknown name (the message lists the known ones).
@@ -46,6 +46,6 @@ def get_encoder(name, input_shape=(32, 32, 3), **kwargs):
     >>> clzoo.models.get_encoder("resnet20").output_shape
     (None, 64)
     """
-    if name not in ENCODERS:
-        raise ValueError(f"Unknown encoder {name!r}. Known: {', '.join(ENCODERS)}")
-    return ENCODERS[name][0](input_shape=tuple(input_shape), **kwargs)
+    if architecture not in ENCODERS:
+        raise ValueError(f"Unknown encoder {architecture!r}. Known: {', '.join(ENCODERS)}")
+    return ENCODERS[architecture][0](input_shape=tuple(input_shape), **kwargs)

@@ -1,0 +1,66 @@
+"""Is the tf.data view pipeline fast enough to keep the trainer busy?
+
+Usage:
+    python benchmarks/view_pipeline.py --data ../shared/data/cifar10 --batch-size 128 \
+        --recipes supcon simclr stacked_randaugment asymmetric
+
+For each view recipe: images/s of `contrastive_dataset` alone (2 views per
+image, decoded CIFAR-10 from the image folder's cache, 40 batches after 5 of
+warm-up), and images/s of the trainer (`train_on_batch` of the
+`sincere_cifar10_small` model, ResNet-20 + SINCERE, on one fixed batch, 10 steps
+after 3 of warm-up), then their ratio. Prints one JSON line per recipe.
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--recipes", nargs="+",
+                        default=["supcon", "simclr", "stacked_randaugment", "asymmetric"])
+    parser.add_argument("--batches", type=int, default=40)
+    args = parser.parse_args()
+
+    import keras
+
+    import clzoo
+    from clzoo.data import contrastive_dataset, load_split, view_recipe
+    from clzoo.train import build_model, load_recipe
+
+    split = load_split(args.data, "train")
+    config = load_recipe("recipes/sincere_cifar10_small.yaml", [])
+    trainer_rate = None
+    for name in args.recipes:
+        views = view_recipe(name, size=32, views=2)
+        dataset = iter(contrastive_dataset(split, views, batch_size=args.batch_size, seed=0))
+        for _ in range(5):
+            batch = next(dataset)
+        start = time.perf_counter()
+        for _ in range(args.batches):
+            next(dataset)
+        pipeline_rate = args.batches * args.batch_size / (time.perf_counter() - start)
+        if trainer_rate is None:  # the model's cost does not depend on the views
+            model = build_model(config, (32, 32, 3))
+            model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss=clzoo.losses.SINCERELoss())
+            x, y = batch
+            for _ in range(3):
+                model.train_on_batch(x, y)
+            start = time.perf_counter()
+            for _ in range(10):
+                model.train_on_batch(x, y)
+            trainer_rate = 10 * args.batch_size / (time.perf_counter() - start)
+        print(json.dumps({"recipe": name, "pipeline_images_per_s": round(pipeline_rate),
+                          "trainer_images_per_s": round(trainer_rate),
+                          "ratio": round(pipeline_rate / trainer_rate, 2),
+                          "backend": keras.backend.backend(), "cpus": os.cpu_count()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
