@@ -5,9 +5,11 @@ Every source gives the same thing: uint8 images `(N, H, W, 3)`, int32 labels
 `clzoo.data.cache_dir()`; the source folder is only read.
 """
 
+import functools
 import hashlib
 import json
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +44,58 @@ class Split:
     def __len__(self):
         return len(self.labels)
 
+    def as_dataset(self):
+        """`tf.data.Dataset` of `(uint8 (H, W, 3) image, int32 label)` pairs (class names: `class_names`)."""
+        import tensorflow as tf
 
-def load_split(data, split="train"):
+        return tf.data.Dataset.from_tensor_slices((self.images, self.labels))
+
+
+def from_arrays(images, labels, class_names=None):
+    """A `Split` from in-memory arrays, checked.
+
+    Args:
+        images: uint8 `(N, H, W, 3)` (or `(N, H, W)` / `(N, H, W, 1)` grey,
+            repeated to RGB).
+        labels: int `(N,)` in `[0, len(class_names))`.
+        class_names: Defaults to `["0", "1", ...]` up to the largest label.
+
+    Raises:
+        ValueError: wrong dtype or rank, label/image count mismatch, labels
+            out of range.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> split = clzoo.data.from_arrays(np.zeros((2, 8, 8, 3), np.uint8), [0, 1])
+    >>> len(split), split.class_names
+    (2, ['0', '1'])
+    """
+    images = np.asarray(images)
+    if images.dtype != np.uint8:
+        raise ValueError(f"`images` must be uint8 in [0, 255]. Received: dtype={images.dtype}")
+    if images.ndim == 3:
+        images = images[..., None]
+    if images.ndim != 4 or images.shape[-1] not in (1, 3):
+        raise ValueError(f"`images` must have shape (N, H, W, 3). Received: shape={images.shape}")
+    if images.shape[-1] == 1:
+        images = np.repeat(images, 3, axis=-1)
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"`labels` must be integers of shape (N,). Received: {labels.dtype} {labels.shape}")
+    if len(labels) != len(images):
+        raise ValueError(f"{len(images)} images but {len(labels)} labels.")
+    classes = list(class_names) if class_names is not None else [
+        str(i) for i in range(int(labels.max()) + 1 if labels.size else 0)]
+    if labels.size and (labels.min() < 0 or labels.max() >= len(classes)):
+        raise ValueError(
+            f"Labels must lie in [0, {len(classes)}) (one per class name). "
+            f"Received: min={labels.min()}, max={labels.max()}"
+        )
+    return Split(images, labels.astype(np.int32), classes)
+
+
+def load_split(data, split="train", on_unreadable="error"):
     """Load a split of a dataset given by a spec string.
 
     Args:
@@ -59,6 +111,9 @@ def load_split(data, split="train"):
             `@cifar2`, `@cifar10_coarse` (CIFAR-10 by class name) or
             `tfds:cifar100@cifar100_coarse` (`clzoo.data.label_sets`).
         split: `"train"` or `"test"`. Defaults to `"train"`.
+        on_unreadable: for image folders, `"error"` (default) stops at the
+            first file that cannot be decoded and names it; `"skip"` leaves
+            such files out and warns with their count.
 
     Returns:
         `Split` with uint8 images `(N, H, W, 3)` and int32 labels `(N,)`.
@@ -76,6 +131,8 @@ def load_split(data, split="train"):
     """
     if split not in ("train", "test"):
         raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
+    if on_unreadable not in ("error", "skip"):
+        raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
     data = str(data)
     if "@" in data:
         from clzoo.data.label_sets import LABEL_SETS, derive_label_set
@@ -88,14 +145,14 @@ def load_split(data, split="train"):
                 raise ValueError("The cifar100_coarse label set reads tfds:cifar100's coarse labels; "
                                  f"Received: {data!r}")
             return _load_tfds("cifar100", split, coarse_key="coarse_label")
-        return derive_label_set(load_split(data, split), label_set)
+        return derive_label_set(load_split(data, split, on_unreadable), label_set)
     if data in EMBEDDED:
         return _load_digits(split)
     if data.startswith("tfds:"):
         return _load_tfds(data[len("tfds:"):], split)
     if data.startswith("folder:"):
         data = data[len("folder:"):]
-    return _load_folder(data, split)
+    return _load_folder(data, split, on_unreadable)
 
 
 def _load_digits(split):
@@ -181,17 +238,22 @@ def _list_folder(root, split):
     return files, np.asarray(labels, np.int32), classes
 
 
-def _decode(path):
+def _decode(path, skip=False):
     from PIL import Image
 
     try:
         with Image.open(path) as image:
             return np.asarray(image.convert("RGB"), dtype=np.uint8)
     except Exception as error:  # PIL raises several types for bad files.
-        raise ValueError(f"Cannot read image {path}: {error}") from error
+        if skip:
+            return None
+        raise ValueError(
+            f"Cannot read image {path}: {error} (load_split(..., on_unreadable='skip') leaves such "
+            "files out)"
+        ) from error
 
 
-def _load_folder(path, split):
+def _load_folder(path, split, on_unreadable="error"):
     root = Path(path).expanduser()
     if not root.exists():
         raise ValueError(
@@ -201,7 +263,7 @@ def _load_folder(path, split):
     root = root.resolve()
     files, labels, classes = _list_folder(root, split)
     stats = [(str(f.relative_to(root)), f.stat().st_size, int(f.stat().st_mtime)) for f in files]
-    key = hashlib.sha256(json.dumps([str(root), split, stats]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([str(root), split, stats, on_unreadable]).encode()).hexdigest()[:16]
     cached = cache_dir("datasets") / f"{root.name}-{split}-{key}.npz"
     if cached.exists():
         with np.load(cached, allow_pickle=False) as archive:
@@ -210,8 +272,17 @@ def _load_folder(path, split):
     from tqdm.auto import tqdm
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        images = list(tqdm(pool.map(_decode, files, chunksize=256), total=len(files),
+        decode = functools.partial(_decode, skip=on_unreadable == "skip")
+        images = list(tqdm(pool.map(decode, files, chunksize=256), total=len(files),
                            desc=f"decoding {root.name}/{split}", unit="img"))
+    unreadable = [f for f, image in zip(files, images) if image is None]
+    if unreadable:
+        warnings.warn(f"Skipped {len(unreadable)} unreadable image(s) in {root / split}, "
+                      f"e.g. {unreadable[0]}", stacklevel=3)
+        keep = [i for i, image in enumerate(images) if image is not None]
+        files, images, labels = [files[i] for i in keep], [images[i] for i in keep], labels[keep]
+        if not images:
+            raise ValueError(f"No readable images in {root / split}.")
     shapes = {image.shape for image in images}
     if len(shapes) > 1:
         first = images[0].shape

@@ -79,6 +79,26 @@ def test_unreadable_image_is_named(tmp_path):
     (root / "train" / "cat" / "broken.png").write_bytes(b"not an image")
     with pytest.raises(ValueError, match="broken.png"):
         load_split(str(root))
+    with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):
+        split = load_split(str(root), on_unreadable="skip")
+    assert len(split) == 6 and split.labels.tolist() == [0, 0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="broken.png"):  # the skipping cache is not reused
+        load_split(str(root))
+
+
+def test_from_arrays_checks_and_wraps_in_tf_data():
+    from clzoo.data import from_arrays
+
+    split = from_arrays(np.zeros((3, 4, 4), np.uint8), [0, 2, 1], ["a", "b", "c"])
+    assert split.images.shape == (3, 4, 4, 3)
+    image, label = next(iter(split.as_dataset()))
+    assert image.dtype.name == "uint8" and int(label) == 0
+    with pytest.raises(ValueError, match="Labels must lie in \\[0, 2\\)"):
+        from_arrays(np.zeros((2, 4, 4, 3), np.uint8), [0, 2], ["a", "b"])
+    with pytest.raises(ValueError, match="uint8"):
+        from_arrays(np.zeros((2, 4, 4, 3)), [0, 1])
+    with pytest.raises(ValueError, match="2 images but 3 labels"):
+        from_arrays(np.zeros((2, 4, 4, 3), np.uint8), [0, 1, 1])
 
 
 def test_mixed_sizes(tmp_path):
