@@ -1,8 +1,8 @@
-"""Run the data-pipeline and model tests under every other Keras backend too.
+"""Run the model tests and the view / soft-target pipeline tests under every other Keras backend.
 
-The backend is fixed per process, so `tests/data` and `tests/models` are
-re-run in a subprocess per backend (the loss suite has its own runner in
-`tests/losses/test_other_backends.py`).
+The backend is fixed per process, so they are re-run in a subprocess per
+backend (the loss suite has its own runner in `tests/losses/test_other_backends.py`).
+The other data tests exercise only TensorFlow ops and run once.
 """
 
 import os
@@ -23,7 +23,8 @@ def test_data_and_model_suites_on_backend(backend):
     env = dict(os.environ, KERAS_BACKEND=backend)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-         str(TESTS / "data"), str(TESTS / "models")],
+         str(TESTS / "models"), str(TESTS / "data" / "test_view_recipes.py"),
+         str(TESTS / "data" / "test_soft_targets.py"), str(TESTS / "data" / "test_views.py")],
         cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, (
