@@ -1,4 +1,4 @@
-"""Command line: `clzoo train`, `clzoo eval`, `clzoo compare` and `clzoo show-views`."""
+"""Command line: `clzoo train | eval | compare | show-views | push | transfer`."""
 
 import argparse
 import json
@@ -48,7 +48,11 @@ def _load_encoder(target, space="encoder"):
     import keras
 
     import clzoo  # noqa: F401  (registers clzoo classes for loading)
+    from clzoo.presets import BUILTIN_PRESETS, load_preset
 
+    if space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
+                               or (Path(target) / "checksums.json").is_file()):
+        return load_preset(target), Path(str(target))
     target = Path(target)
     name = "encoder.keras" if space == "encoder" else "checkpoint.keras"
     path = target / name if target.is_dir() else target
@@ -154,6 +158,47 @@ def _show_views(args):
     return 0
 
 
+def _push(args):
+    from clzoo.presets import push_preset
+
+    result = push_preset(args.run, args.handle, dry_run=args.dry_run, private=args.private)
+    print(f"wrote the preset to {result} (nothing uploaded)" if args.dry_run else f"uploaded: {result}")
+    return 0
+
+
+def _transfer(args):
+    from clzoo.data import load_split
+    from clzoo.data.cache import atomic_write_text
+    from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
+    from clzoo.presets import load_preset
+
+    encoder = load_preset(args.preset)
+    train, test = load_split(args.data, "train"), load_split(args.data, "test")
+    size = encoder.input_shape[1]
+    if tuple(train.images.shape[1:3]) != (size, size):
+        raise ValueError(f"The preset takes {size}x{size} images; {args.data} has "
+                         f"{train.images.shape[1]}x{train.images.shape[2]}.")
+    if args.protocol == "sgd":
+        result = sgd_linear_probe(encoder, train.images, train.labels, test.images, test.labels,
+                                  learning_rates=[float(v) for v in args.learning_rates.split(",")],
+                                  epochs=args.epochs, verbose=1)
+    else:
+        result = logistic_regression_probe(
+            embed(encoder, train.images, normalize=False), train.labels,
+            embed(encoder, test.images, normalize=False), test.labels)
+    interval = bootstrap_accuracy(result.predictions == test.labels)
+    report = {"preset": args.preset, "data": args.data, "protocol": args.protocol,
+              "top1": result.accuracy, "ci95": [interval.low, interval.high], **{
+                  k: v for k, v in result.details.items() if k != "protocol"},
+              "test_images": int(len(test))}
+    print(f"linear-probe top-1 on {args.data}: {result.accuracy:.2%} "
+          f"(95% bootstrap interval {interval.low:.2%} - {interval.high:.2%}, {len(test)} test images)")
+    if args.output:
+        atomic_write_text(Path(args.output), json.dumps(report, indent=2, default=float) + "\n")
+        print(f"wrote {args.output}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="clzoo", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -205,10 +250,27 @@ def main(argv=None):
     p.add_argument("--output", default="views.png")
     p.set_defaults(func=_show_views)
 
+    p = commands.add_parser("push", help="publish a run as a preset on the Hugging Face Hub")
+    p.add_argument("run", help="run folder from clzoo train (with eval/ if you ran clzoo eval)")
+    p.add_argument("handle", help="hf://owner/repo")
+    p.add_argument("--dry-run", metavar="DIR", help="write the exact folder to DIR; upload nothing")
+    p.add_argument("--private", action="store_true")
+    p.set_defaults(func=_push)
+
+    p = commands.add_parser("transfer", help="linear-probe transfer from a pretrained encoder")
+    p.add_argument("preset", help="built-in preset name, hf://owner/repo or a preset folder")
+    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="sgd",
+                   help="sgd: SINCERE app. J (default); lbfgs: logistic regression on features")
+    p.add_argument("--epochs", type=int, default=100, help="sgd protocol epochs (app. J: 100)")
+    p.add_argument("--learning-rates", default="0.01,0.1,1.0")
+    p.add_argument("--output", help="JSON file for the result")
+    p.set_defaults(func=_transfer)
+
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,4 @@
-"""Run the model tests and the view / soft-target pipeline tests under every other Keras backend.
+"""Run the model, preset round-trip and view / soft-target tests under every other Keras backend.
 
 The backend is fixed per process, so they are re-run in a subprocess per
 backend (the loss suite has its own runner in `tests/losses/test_other_backends.py`).
@@ -24,7 +24,9 @@ def test_data_and_model_suites_on_backend(backend):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          str(TESTS / "models"), str(TESTS / "data" / "test_view_recipes.py"),
-         str(TESTS / "data" / "test_soft_targets.py"), str(TESTS / "data" / "test_views.py")],
+         str(TESTS / "data" / "test_soft_targets.py"), str(TESTS / "data" / "test_views.py"),
+         str(TESTS / "presets" / "test_presets.py") + "::test_round_trip_gives_identical_embeddings",
+         str(TESTS / "presets" / "test_presets.py") + "::test_builtin_preset_loads_offline_and_matches_its_registry"],
         cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, (

@@ -12,7 +12,7 @@
   `KNNMonitor`: kNN accuracy during `fit`.
 """
 
-from clzoo.eval.bootstrap import BootstrapInterval, bootstrap_accuracy_difference
+from clzoo.eval.bootstrap import BootstrapInterval, bootstrap_accuracy, bootstrap_accuracy_difference
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
 from clzoo.eval.embed import embed
 from clzoo.eval.few_shot import few_shot_errors
@@ -31,7 +31,7 @@ from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_tr
 __all__ = [
     "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "coarse_labels", "coarse_to_fine_transfer", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
     "NoisyLabelRanking", "ProbeResult", "Reliability", "Separation",
-    "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
+    "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
     "knn_predict", "logistic_regression_probe", "nearest_class_center_accuracy",

@@ -68,3 +68,22 @@ def bootstrap_accuracy_difference(correct_a, correct_b, resamples=1000, confiden
     low, high = np.quantile(stats, [tail, 1 - tail])
     low, high = float(low), float(high)
     return BootstrapInterval(float(diff.mean()), low, high, confidence, not low <= 0.0 <= high)
+
+
+def bootstrap_accuracy(correct, resamples=1000, confidence=0.95, seed=0):
+    """Accuracy of one model with its percentile bootstrap interval over the test examples.
+
+    Returns:
+        `BootstrapInterval` whose `difference` is the accuracy itself and
+        `significant` says whether the interval excludes 0.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> r = clzoo.eval.bootstrap_accuracy(np.array([True] * 90 + [False] * 10))
+    >>> round(r.difference, 2), r.low < 0.9 < r.high
+    (0.9, True)
+    """
+    correct = np.asarray(correct).reshape(-1)
+    return bootstrap_accuracy_difference(correct, np.zeros_like(correct, dtype=bool), resamples,
+                                         confidence, seed)

@@ -1,0 +1,76 @@
+"""Hugging Face model card (`README.md`) of a preset, generated from its metadata."""
+
+import yaml
+
+_PAPERS = {
+    "SINCERELoss": ("SINCERE: Supervised Information Noise-Contrastive Estimation REvisited",
+                    "Feeney, P. and Hughes, M. C."),
+    "SupConLoss": ("Supervised Contrastive Learning", "Khosla, P. et al. (2020)"),
+    "SupInfoNCELoss": ("Unbiased Supervised Contrastive Learning", "Barbano, C. A. et al. (2023)"),
+    "SpreadLoss": ("Perfectly Balanced: Improving Transfer and Robustness of Supervised "
+                   "Contrastive Learning", "Chen, M. F. et al. (2022)"),
+    "NSCLLoss": ("Self-Supervised Contrastive Learning is Approximately Supervised Contrastive "
+                 "Learning", "Luthra, A., Yang, T. and Galanti, T."),
+    "DCLLoss": ("Decoupled Contrastive Learning", "Yeh, C.-H. et al. (2022)"),
+    "InfoNCELoss": ("A Simple Framework for Contrastive Learning of Visual Representations",
+                    "Chen, T. et al. (2020)"),
+}
+
+
+def dataset_id(spec):
+    """`tfds:cifar10` / `../shared/data/cifar10` / `...@cifar2` -> a dataset name for the card."""
+    spec = str(spec)
+    base, _, label_set = spec.partition("@")
+    name = base[len("tfds:"):] if base.startswith("tfds:") else base.rstrip("/").split("/")[-1]
+    return f"{name}-{label_set}" if label_set else name
+
+
+def _model_index(metadata):
+    train = metadata.get("metrics", {}).get("train", {})
+    dataset = dataset_id(metadata.get("dataset"))
+    metrics = [{"type": "accuracy", "value": round(100 * value, 2),
+                "name": f"weighted kNN top-1 ({k}, cosine)"}
+               for k, value in train.get("knn_top1_by_k", {}).items()]
+    probe = metadata.get("metrics", {}).get("eval", {}).get("linear_probe")
+    if probe:
+        metrics.append({"type": "accuracy", "value": round(100 * probe["accuracy"], 2),
+                        "name": "linear probe top-1 (logistic regression)"})
+    return [{"name": metadata["name"], "results": [{
+        "task": {"type": "image-classification"},
+        "dataset": {"name": dataset, "type": dataset, "split": "test"}, "metrics": metrics}]}]
+
+
+def model_card(metadata, license="apache-2.0"):
+    """Markdown model card with Hugging Face YAML metadata (`library_name: keras`, `model-index`)."""
+    loss = metadata.get("loss", {}).get("name", "unknown")
+    title, authors = _PAPERS.get(loss, (loss, ""))
+    header = {
+        "library_name": "keras", "license": license,
+        "tags": ["clzoo", "contrastive-learning", "image-feature-extraction", loss],
+        "datasets": [dataset_id(metadata.get("dataset"))], "pipeline_tag": "image-feature-extraction",
+        "model-index": _model_index(metadata),
+    }
+    train = metadata.get("metrics", {}).get("train", {})
+    knn = ", ".join(f"{k}: {v:.2%}" for k, v in train.get("knn_top1_by_k", {}).items())
+    lines = [
+        "---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
+        f"# {metadata['name']}", "",
+        f"A {metadata.get('architecture')} image encoder trained with `{loss}` "
+        f"({title}) on {dataset_id(metadata.get('dataset'))} by [clzoo](https://github.com/clzoo).",
+        "", "```python", "import clzoo",
+        f"encoder = clzoo.models.Encoder.from_preset(\"{metadata['name']}\")  # images in [0, 1]",
+        "features = encoder.predict(images)  # (N, %d)" % metadata.get("feature_dim", 0),
+        "```", "",
+        "## Evaluation", "",
+        f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
+    ]
+    probe = metadata.get("metrics", {}).get("eval", {}).get("linear_probe")
+    if probe:
+        lines += [f"Linear probe (logistic regression on frozen features): {probe['accuracy']:.2%}.", ""]
+    lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
+              yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
+              f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
+              f"commit `{metadata.get('commit')}`.", "",
+              "## Citation", "", f"{authors}. *{title}*." if authors else title, "",
+              "Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""Publish a run as a preset on the Hugging Face Hub (`clzoo push`)."""
+
+import shutil
+from pathlib import Path
+
+from clzoo.presets.format import PresetError, build_preset, temporary_folder
+
+
+def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
+    """Build a preset from `run_dir` and upload it to `hf://owner/repo`.
+
+    Args:
+        run_dir: a `clzoo train` run folder (optionally with `eval/`).
+        handle: `"hf://owner/repo"`.
+        dry_run: a folder: write there exactly what would be uploaded and
+            stop before any network call. Defaults to `None` (upload).
+        private: create the repository private.
+        name: preset name in the card. Defaults to the repository name.
+
+    Returns:
+        The dry-run folder, or the URL of the uploaded commit.
+
+    Raises:
+        PresetError: bad handle, incomplete run, or the Hub could not be
+            reached (with the underlying error).
+    """
+    handle = str(handle)
+    if not handle.startswith("hf://") or handle.count("/") != 3:
+        raise PresetError(f"`handle` must look like hf://owner/repo. Received: {handle!r}")
+    repo = handle[len("hf://"):]
+    name = name or repo.split("/")[1]
+    if dry_run is not None:
+        out = Path(dry_run)
+        if out.exists() and any(out.iterdir()):
+            raise PresetError(f"Dry-run folder {out} is not empty.")
+        return build_preset(run_dir, out, name=name)
+    try:
+        from huggingface_hub import HfApi
+    except ImportError as error:
+        raise ImportError("Publishing needs huggingface_hub: pip install 'clzoo[hub]'") from error
+    with temporary_folder() as tmp:
+        folder = build_preset(run_dir, Path(tmp) / name, name=name)
+        api = HfApi()
+        try:
+            api.create_repo(repo, exist_ok=True, private=private)
+            info = api.upload_folder(repo_id=repo, folder_path=str(folder),
+                                     commit_message=f"clzoo preset {name}")
+        except Exception as error:  # network errors come in many types
+            raise PresetError(
+                f"Could not upload to the Hugging Face Hub ({handle}): {type(error).__name__}: "
+                f"{error}. Check the network and `huggingface-cli login`; "
+                "`--dry-run DIR` writes the folder without uploading."
+            ) from error
+        shutil.rmtree(folder, ignore_errors=True)
+    return getattr(info, "commit_url", str(info))

@@ -1,0 +1,159 @@
+"""Presets: run -> preset -> load round trip, hf:// from an offline cache, dry-run push, refusals."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import yaml
+
+import clzoo
+from clzoo.presets import PresetError, build_preset, load_preset, push_preset
+from clzoo.presets.format import sha256
+
+X = np.random.default_rng(0).uniform(size=(3, 32, 32, 3)).astype("float32")
+
+
+def _run(tmp_path):
+    """A minimal clzoo run folder (no training needed to test the format)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    encoder = clzoo.models.get_encoder("resnet10_narrow", name="encoder")
+    encoder.save(run / "encoder.keras")
+    (run / "recipe.yaml").write_text(yaml.safe_dump(
+        {"name": "tiny", "data": "tfds:cifar10", "model": {"architecture": "resnet10_narrow"},
+         "loss": {"name": "SINCERELoss", "temperature": 0.1}}))
+    (run / "metrics.json").write_text(json.dumps({"knn_top1_by_k": {"k20": 0.5}, "knn_top1": 0.5}))
+    return run, encoder
+
+
+def _rehash(folder):
+    from clzoo.presets.format import PRESET_FILES
+
+    (folder / "checksums.json").write_text(json.dumps({f: sha256(folder / f) for f in PRESET_FILES}))
+
+
+def test_round_trip_gives_identical_embeddings(tmp_path):
+    run, encoder = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset", name="tiny")
+    loaded = clzoo.models.Encoder.from_preset(str(folder))
+    np.testing.assert_array_equal(loaded.predict(X, verbose=0), encoder.predict(X, verbose=0))
+    assert loaded.trainable is False
+    card = (folder / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: keras\n") and "model-index" in card
+    assert "SINCERE" in card and "value: 50.0" in card
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["loss"]["name"] == "SINCERELoss" and meta["feature_dim"] == 256
+    pre = json.loads((folder / "preprocessing.json").read_text())
+    assert pre["image_size"] == [32, 32] and pre["value_range"] == [0.0, 1.0] and len(pre["mean"]) == 3
+
+
+def test_builtin_preset_loads_offline_and_matches_its_registry():
+    name = "sincere_resnet20_cifar10"
+    assert name in clzoo.models.Encoder.presets()
+    encoder = clzoo.models.Encoder.from_preset(name)
+    features = encoder.predict(X, verbose=0)
+    assert features.shape == (3, 64) and np.all(np.isfinite(features))
+
+
+def test_readme_example_runs_offline():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    code = readme.split("<!-- preset-example -->")[1].split("```python")[1].split("```")[0]
+    assert len([line for line in code.strip().splitlines() if line.strip()]) == 3
+    exec(compile(code, "README.md", "exec"), {})
+
+
+@pytest.mark.parametrize("tamper, match", [
+    (lambda f: (f / "model.weights.h5").write_bytes((f / "model.weights.h5").read_bytes()[:-100]),
+     "model.weights.h5 .* does not match its SHA-256"),
+    (lambda f: (f / "config.json").unlink(), "config.json is missing"),
+    (lambda f: (f / "checksums.json").unlink(), "checksums.json is missing"),
+])
+def test_tampered_truncated_or_missing_files_are_refused(tmp_path, tamper, match):
+    run, _ = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset")
+    tamper(folder)
+    with pytest.raises(PresetError, match=match):
+        load_preset(str(folder))
+
+
+def test_lambda_layer_is_refused_even_with_valid_checksums(tmp_path):
+    run, _ = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset")
+    inputs = keras.Input((32, 32, 3))
+    evil = keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs))
+    (folder / "config.json").write_text(json.dumps(keras.saving.serialize_keras_object(evil)))
+    _rehash(folder)
+    with pytest.raises(PresetError, match="Lambda layer"):
+        load_preset(str(folder))
+
+
+def test_unknown_class_is_refused(tmp_path):
+    run, _ = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset")
+    config = json.loads((folder / "config.json").read_text())
+    config["config"]["layers"][1]["class_name"] = "TotallyUnknownLayer"
+    (folder / "config.json").write_text(json.dumps(config))
+    _rehash(folder)
+    with pytest.raises(PresetError, match="config.json cannot be built.*TotallyUnknownLayer"):
+        load_preset(str(folder))
+
+
+def test_pinned_checksums_of_builtin_presets(tmp_path, monkeypatch):
+    from clzoo.presets import loading
+
+    copy = tmp_path / "pretrained" / "p"
+    shutil.copytree(loading.PRETRAINED / "sincere_resnet20_cifar10", copy)
+    monkeypatch.setattr(loading, "PRETRAINED", tmp_path / "pretrained")
+    monkeypatch.setattr(loading, "BUILTIN_PRESETS", {"p": {"path": "p", "handle": "hf://x/p",
+                                                           "checksums_sha256": "0" * 64}})
+    with pytest.raises(PresetError, match="pinned SHA-256"):
+        load_preset("p")
+
+
+def test_unknown_handle():
+    with pytest.raises(PresetError, match="Unknown preset 'nope'"):
+        load_preset("nope")
+
+
+def test_push_dry_run_writes_the_exact_folder_and_upload_fails_clearly(tmp_path):
+    run, _ = _run(tmp_path)
+    out = push_preset(run, "hf://someone/tiny", dry_run=tmp_path / "dry")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["README.md", "checksums.json", "config.json", "metadata.json", "model.weights.h5",
+         "preprocessing.json"])
+    load_preset(str(out))
+    with pytest.raises(PresetError, match="hf://owner/repo"):
+        push_preset(run, "someone/tiny", dry_run=tmp_path / "dry2")
+    # An unreachable Hub: a closed local port instead of huggingface.co.
+    code = ("import sys; from clzoo.presets import push_preset, PresetError\n"
+            "try:\n    push_preset(sys.argv[1], 'hf://someone/tiny')\n"
+            "except PresetError as e:\n    print('REFUSED', e)\n")
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", HF_TOKEN="hf_dummy")
+    result = subprocess.run([sys.executable, "-c", code, str(run)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert "REFUSED Could not upload to the Hugging Face Hub" in result.stdout, result.stderr[-2000:]
+
+
+def test_hf_handle_loads_from_a_prepopulated_offline_cache(tmp_path):
+    run, encoder = _run(tmp_path)
+    snapshot = tmp_path / "hf" / "hub" / "models--someone--tiny" / "snapshots" / ("a" * 40)
+    build_preset(run, snapshot, name="tiny")
+    refs = tmp_path / "hf" / "hub" / "models--someone--tiny" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("a" * 40)
+    np.save(tmp_path / "x.npy", X)
+    code = ("import sys, numpy as np, clzoo\n"
+            "e = clzoo.models.Encoder.from_preset('hf://someone/tiny')\n"
+            "np.save(sys.argv[1], e.predict(np.load(sys.argv[2]), verbose=0))\n")
+    env = dict(os.environ, HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.npy"),
+                             str(tmp_path / "x.npy")], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), encoder.predict(X, verbose=0))
