@@ -71,6 +71,8 @@ def _load_encoder(target, space="encoder"):
 
 def _default_output(target, path, name):
     target = Path(target)
+    if not path.exists():  # a preset name or hf:// handle: a folder here named after it
+        return Path(f"{name}-{str(target).replace('hf://', '').replace('/', '_')}")
     return (target if target.is_dir() else path.parent / path.stem) / name
 
 
