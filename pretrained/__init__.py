@@ -1,0 +1,1 @@
+"""clzoo's built-in encoder presets (registry.json and one folder per preset), shipped as package data."""
