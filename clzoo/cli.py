@@ -39,8 +39,10 @@ def _train(args):
 
 
 def _load_encoder(target, space="encoder"):
-    """The feature extractor of a run folder or `.keras` file, and the file it came from.
+    """The feature extractor of a preset, run folder or `.keras` file, and where it came from.
 
+    Presets (built-in name, `hf://owner/repo`, preset folder) are loaded
+    with `clzoo.presets.load_preset` and its checks.
     `space="encoder"`: encoder features (what probes and transfer use).
     `space="projection"`: the projection head's L2-normalized embeddings, the
     space the loss shapes; needs the full model (a run's `checkpoint.keras`).
@@ -99,6 +101,13 @@ def _eval(args):
     return 0
 
 
+def _nested(metrics, keys):
+    """`metrics[k0][k1]...`, or None when a metric was not computed."""
+    for key in keys:
+        metrics = metrics.get(key) if isinstance(metrics, dict) else None
+    return metrics
+
+
 def _compare(args):
     from clzoo.data import load_split
     from clzoo.data.cache import atomic_write_text
@@ -130,12 +139,7 @@ def _compare(args):
               ("DCL - NSCL gap (test)", ("loss_gap", "gap"))]
     rows = []
     for label, keys in scalar:
-        values = []
-        for r in results:
-            v = r.metrics
-            for k in keys:
-                v = v.get(k, {}) if isinstance(v, dict) else {}
-            values.append(v)
+        values = [_nested(r.metrics, keys) for r in results]
         if all(isinstance(v, float) for v in values):
             rows.append(f"| {label} | {values[0]:.4g} | {values[1]:.4g} |")
     if rows:

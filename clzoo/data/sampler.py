@@ -69,14 +69,16 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
                                                           seeds[0])[:p]
         rows = tf.gather(table, chosen)  # (P, width), -1 = padding
         count = tf.gather(counts, chosen)
-        keys = tf.random.stateless_uniform((p, width), seeds[1])
-        keys = tf.where(rows >= 0, keys, 2.0)  # padding sorts last
-        without = tf.argsort(keys, axis=1)[:, :k]  # needs count >= K
         with_replacement = tf.cast(
             tf.random.stateless_uniform((p, k), seeds[2]) * tf.cast(count[:, None], tf.float32),
             tf.int32)
-        columns = tf.where(count[:, None] >= k, without[:, :k] if width >= k else with_replacement,
-                           with_replacement)
+        if width < k:  # no class has K samples
+            columns = with_replacement
+        else:
+            keys = tf.random.stateless_uniform((p, width), seeds[1])
+            keys = tf.where(rows >= 0, keys, 2.0)  # padding sorts last
+            without = tf.argsort(keys, axis=1)[:, :k]  # valid where count >= K
+            columns = tf.where(count[:, None] >= k, without, with_replacement)
         return tf.reshape(tf.gather(rows, columns, batch_dims=1), (p * k,))
 
     return tf.data.Dataset.counter().map(draw)

@@ -89,7 +89,16 @@ def cutmix(images, targets, seed, alpha):
 
 
 def smooth_labels(labels, num_classes, epsilon):
-    """One-hot `(batch, classes)` float32 targets with label smoothing `epsilon`."""
+    """Label-smoothed one-hot targets `(1 - epsilon) onehot + epsilon / classes` (Szegedy et al. 2016).
+
+    Args:
+        labels: int tensor `(batch,)`.
+        num_classes: int.
+        epsilon: float in [0, 1].
+
+    Returns:
+        float32 `(batch, num_classes)`, rows summing to 1.
+    """
     one_hot = tf.one_hot(tf.cast(labels, tf.int32), num_classes, dtype=tf.float32)
     return one_hot * (1.0 - epsilon) + epsilon / num_classes
 

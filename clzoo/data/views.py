@@ -184,12 +184,12 @@ def gaussian_blur(image, seed, size):
     return x[0]
 
 
-def _affine(image, matrix):
-    """Warp about the image centre; `matrix` (2, 2) maps output offsets to input offsets."""
+def _affine(image, matrix, shift=(0.0, 0.0)):
+    """Warp about the image centre; `matrix` (2, 2) maps output offsets to input offsets,
+    `shift` (x, y) in pixels is added to them."""
     h, w = tf.cast(tf.shape(image)[0], tf.float32), tf.cast(tf.shape(image)[1], tf.float32)
     cy, cx = (h - 1) / 2, (w - 1) / 2
-    a, b, c, d = matrix[0][0], matrix[0][1], matrix[1][0], matrix[1][1]
-    shift = [0.0, 0.0] if len(matrix) == 2 else matrix[2]
+    (a, b), (c, d) = matrix
     transform = tf.stack([a, b, cx - a * cx - b * cy + shift[0], c, d, cy - c * cx - d * cy + shift[1],
                           0.0, 0.0])
     out = tf.raw_ops.ImageProjectiveTransformV3(
@@ -210,33 +210,51 @@ def rand_augment(image, seed, num_ops, magnitude):
     """
     level = magnitude / 30.0
     seeds = tf.random.experimental.stateless_split(seed, num=2 * num_ops)
+    bits = 8 - int(round(4 * level))
 
     def signed(s, scale):
         return scale * level * tf.where(_uniform(s, 0.0, 1.0) < 0.5, -1.0, 1.0)
 
     def op(index, x, s):
-        mean = tf.reduce_mean(x)
-        gray = _grayscale(x)
-        low = tf.reduce_min(x, axis=[0, 1], keepdims=True)
-        high = tf.reduce_max(x, axis=[0, 1], keepdims=True)
-        bits = tf.cast(8 - tf.round(4 * level), tf.int32)
-        angle = signed(s, 30.0) * math.pi / 180.0
-        shear = signed(s, 0.3)
-        shift = signed(s, 0.45) * tf.cast(tf.shape(x)[0], tf.float32)
+        # Each branch computes only what it needs: switch_case runs one of them.
+        def auto_contrast():
+            low = tf.reduce_min(x, axis=[0, 1], keepdims=True)
+            high = tf.reduce_max(x, axis=[0, 1], keepdims=True)
+            return (x - low) / tf.maximum(high - low, 1e-3)
+
+        def contrast():
+            mean = tf.reduce_mean(x)
+            return (x - mean) * (1.0 + signed(s, 0.9)) + mean
+
+        def colour():
+            gray = _grayscale(x)
+            return gray + (x - gray) * (1.0 + signed(s, 0.9))
+
+        def posterize():
+            levels = tf.bitwise.right_shift(tf.cast(x * 255, tf.int32), 8 - bits)
+            return tf.cast(tf.bitwise.left_shift(levels, 8 - bits), tf.float32) / 255.0
+
+        def rotate():
+            angle = signed(s, 30.0) * math.pi / 180.0
+            return _affine(x, [[tf.cos(angle), -tf.sin(angle)], [tf.sin(angle), tf.cos(angle)]])
+
+        def translate(axis):
+            offset = signed(s, 0.45) * tf.cast(tf.shape(x)[0], tf.float32)
+            return _affine(x, [[1.0, 0.0], [0.0, 1.0]], (offset, 0.0) if axis == 0 else (0.0, offset))
+
         branches = [
             lambda: x,
-            lambda: (x - low) / tf.maximum(high - low, 1e-3),
+            auto_contrast,
             lambda: x * (1.0 + signed(s, 0.9)),
-            lambda: (x - mean) * (1.0 + signed(s, 0.9)) + mean,
-            lambda: gray + (x - gray) * (1.0 + signed(s, 0.9)),
-            lambda: tf.cast(tf.bitwise.left_shift(tf.bitwise.right_shift(
-                tf.cast(x * 255, tf.int32), 8 - bits), 8 - bits), tf.float32) / 255.0,
+            contrast,
+            colour,
+            posterize,
             lambda: tf.where(x < 1.0 - level, x, 1.0 - x),
-            lambda: _affine(x, [[tf.cos(angle), -tf.sin(angle)], [tf.sin(angle), tf.cos(angle)]]),
-            lambda: _affine(x, [[1.0, shear], [0.0, 1.0]]),
-            lambda: _affine(x, [[1.0, 0.0], [shear, 1.0]]),
-            lambda: _affine(x, [[1.0, 0.0], [0.0, 1.0], [shift, 0.0]]),
-            lambda: _affine(x, [[1.0, 0.0], [0.0, 1.0], [0.0, shift]]),
+            rotate,
+            lambda: _affine(x, [[1.0, signed(s, 0.3)], [0.0, 1.0]]),
+            lambda: _affine(x, [[1.0, 0.0], [signed(s, 0.3), 1.0]]),
+            lambda: translate(0),
+            lambda: translate(1),
         ]
         return tf.clip_by_value(tf.switch_case(index, branches), 0.0, 1.0)
 

@@ -17,8 +17,9 @@ from clzoo.eval.calibration import Reliability, expected_calibration_error, reli
 from clzoo.eval.embed import embed
 from clzoo.eval.few_shot import few_shot_errors
 from clzoo.eval.geometry import (cdnv, class_centers, directional_cdnv, few_shot_error_bound,
-                                 nearest_class_center_accuracy, nearest_class_center_predict)
-from clzoo.eval.knn import knn_accuracy, knn_predict
+                                 nearest_class_center_accuracy, nearest_class_center_predict,
+                                 variability)
+from clzoo.eval.knn import knn_accuracy, knn_predict, knn_predictions
 from clzoo.eval.linear_probe import ProbeResult, logistic_regression_probe, sgd_linear_probe
 from clzoo.eval.loss_gap import dcl_nscl_gap
 from clzoo.eval.monitor import KNNMonitor
@@ -34,7 +35,7 @@ __all__ = [
     "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
-    "knn_predict", "logistic_regression_probe", "nearest_class_center_accuracy",
+    "knn_predict", "knn_predictions", "logistic_regression_probe", "nearest_class_center_accuracy",
     "nearest_class_center_predict", "parse_metrics", "rank_suspected_mislabeled",
-    "reliability", "sgd_linear_probe", "target_noise_separation",
+    "reliability", "sgd_linear_probe", "target_noise_separation", "variability",
 ]

@@ -3,9 +3,9 @@
 import numpy as np
 
 
-def features(x, name="embeddings", normalize=False):
-    """float64 `(N, D)` array, finite, optionally L2-normalized."""
-    x = np.asarray(x, dtype=np.float64)
+def features(x, name="embeddings", normalize=False, dtype=np.float64):
+    """`(N, D)` array of `dtype`, finite, optionally L2-normalized."""
+    x = np.asarray(x, dtype=dtype)
     if x.ndim != 2:
         raise ValueError(f"`{name}` must have shape (N, D). Received: shape={x.shape}")
     if x.shape[0] == 0:
@@ -45,3 +45,14 @@ def same_dimension(a, b, names=("train_embeddings", "test_embeddings")):
             f"`{names[0]}` and `{names[1]}` must have the same dimension. "
             f"Received: {a.shape[1]} and {b.shape[1]}"
         )
+
+
+def train_test(train_embeddings, train_labels, test_embeddings, test_labels, normalize=False,
+               dtype=np.float64):
+    """Checked `(train, y_train, test, y_test)`: same dimension, at least two training classes."""
+    train = features(train_embeddings, "train_embeddings", normalize, dtype)
+    test = features(test_embeddings, "test_embeddings", normalize, dtype)
+    same_dimension(train, test)
+    y_train = labels(train_labels, train.shape[0], "train_labels", min_classes=2)
+    y_test = labels(test_labels, test.shape[0], "test_labels")
+    return train, y_train, test, y_test

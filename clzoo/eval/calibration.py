@@ -73,6 +73,18 @@ def reliability(probabilities, labels, bins=15):
 def expected_calibration_error(probabilities, labels, bins=15):
     """Expected calibration error of top-1 predictions, in [0, 1]; 0 is perfectly calibrated.
 
+    `sum_b |B_b| / n * |accuracy(B_b) - confidence(B_b)|` over equal-width
+    confidence bins (Guo et al. 2017, eq. 3; SupCon supp. sec. 8).
+
+    Args:
+        probabilities: float `(N, classes)`, rows summing to 1 (a softmax).
+        labels: int `(N,)`.
+        bins: Defaults to `15`.
+
+    Raises:
+        ValueError: rows not summing to 1, negative or non-finite values,
+            label count mismatch, `bins < 1`.
+
     Example:
 
     >>> import numpy as np, clzoo

@@ -41,11 +41,8 @@ def few_shot_errors(train_embeddings, train_labels, test_embeddings, test_labels
     >>> clzoo.eval.few_shot_errors(x, y, x, y, shots=2, probe="ncc")["ncc"]["error"]
     0.0
     """
-    train = _checks.features(train_embeddings, "train_embeddings")
-    test = _checks.features(test_embeddings, "test_embeddings")
-    _checks.same_dimension(train, test)
-    y_train = _checks.labels(train_labels, train.shape[0], "train_labels", min_classes=2)
-    y_test = _checks.labels(test_labels, test.shape[0], "test_labels")
+    train, y_train, test, y_test = _checks.train_test(train_embeddings, train_labels,
+                                                      test_embeddings, test_labels)
     if probe not in ("ncc", "linear", "both"):
         raise ValueError(f"`probe` must be 'ncc', 'linear' or 'both'. Received: probe={probe!r}")
     classes, counts = np.unique(y_train, return_counts=True)

@@ -61,7 +61,14 @@ def nearest_class_center_accuracy(train_embeddings, train_labels, test_embedding
     return float(np.mean(predictions == y))
 
 
-def _class_statistics(embeddings, labels):
+def _pair_terms(embeddings, labels):
+    """Per ordered class pair `i != j`: the ratios every variability measure averages.
+
+    Returns `(num_classes, terms)` with `terms` float arrays over the pairs:
+    `"cdnv"` `v_i / d_ij^2`, `"directional"` `u_ij^T Sigma_i u_ij / d_ij^2` and
+    `"pair"` `(v_i + v_j) / d_ij^2`, where `v_i = tr(Sigma_i)` is the class's
+    mean squared distance to its center and `d_ij = ||mu_i - mu_j||`.
+    """
     x = _checks.features(embeddings)
     y = _checks.labels(labels, x.shape[0], min_classes=2)
     classes, centers = class_centers(x, y)
@@ -69,16 +76,32 @@ def _class_statistics(embeddings, labels):
     for c in classes:
         members = x[y == c] - centers[classes == c]
         covariances.append(members.T @ members / members.shape[0])
-    return centers, np.stack(covariances)
-
-
-def _pairwise(centers):
+    covariances = np.stack(covariances)
     diff = centers[:, None, :] - centers[None, :, :]  # mu_i - mu_j
     squared = np.sum(diff**2, axis=-1)
     off = ~np.eye(len(centers), dtype=bool)
     if np.any(squared[off] == 0):
         raise ValueError("Two classes have identical centers; CDNV is undefined.")
-    return diff, np.where(off, squared, 1.0), off
+    squared = np.where(off, squared, 1.0)
+    u = diff / np.sqrt(squared)[..., None]
+    trace = np.trace(covariances, axis1=1, axis2=2)
+    terms = {
+        "cdnv": (trace[:, None] / squared)[off],
+        "directional": (np.einsum("ijd,ide,ije->ij", u, covariances, u) / squared)[off],
+        "pair": ((trace[:, None] + trace[None, :]) / squared)[off],
+    }
+    return len(classes), terms
+
+
+def variability(embeddings, labels):
+    """`{"cdnv": ..., "directional_cdnv": ...}` from one pass over the class covariances.
+
+    The same values as `cdnv` and `directional_cdnv` (which see), for when
+    both are wanted. Raises as they do.
+    """
+    _, terms = _pair_terms(embeddings, labels)
+    return {"cdnv": float(np.mean(terms["cdnv"])),
+            "directional_cdnv": float(np.mean(terms["directional"]))}
 
 
 def cdnv(embeddings, labels):
@@ -108,10 +131,7 @@ def cdnv(embeddings, labels):
     >>> clzoo.eval.cdnv(x, [0, 0, 1, 1])  # variance 1, center distance 10
     0.01
     """
-    centers, covariances = _class_statistics(embeddings, labels)
-    _, squared, off = _pairwise(centers)
-    variances = np.trace(covariances, axis1=1, axis2=2)
-    return float(np.mean((variances[:, None] / squared)[off]))
+    return variability(embeddings, labels)["cdnv"]
 
 
 def directional_cdnv(embeddings, labels):
@@ -128,11 +148,7 @@ def directional_cdnv(embeddings, labels):
     >>> clzoo.eval.directional_cdnv(x, [0, 0, 1, 1])
     0.0
     """
-    centers, covariances = _class_statistics(embeddings, labels)
-    diff, squared, off = _pairwise(centers)
-    u = diff / np.sqrt(squared)[..., None]
-    directional = np.einsum("ijd,ide,ije->ij", u, covariances, u)
-    return float(np.mean((directional / squared)[off]))
+    return variability(embeddings, labels)["directional_cdnv"]
 
 
 def few_shot_error_bound(embeddings, labels, shots):
@@ -161,13 +177,9 @@ def few_shot_error_bound(embeddings, labels, shots):
     """
     if isinstance(shots, bool) or not isinstance(shots, (int, np.integer)) or shots < 6:
         raise ValueError(f"`shots` must be an integer >= 6 (eq. 13's range). Received: shots={shots!r}")
-    centers, covariances = _class_statistics(embeddings, labels)
-    diff, squared, off = _pairwise(centers)
-    u = diff / np.sqrt(squared)[..., None]
-    v_dir = np.mean((np.einsum("ijd,ide,ije->ij", u, covariances, u) / squared)[off])
-    trace = np.trace(covariances, axis1=1, axis2=2)
-    pair = ((trace[:, None] + trace[None, :]) / squared)[off]
-    v, v_s = np.mean(pair), np.mean(np.sqrt(pair))
+    num_classes, terms = _pair_terms(embeddings, labels)
+    v_dir = np.mean(terms["directional"])
+    v, v_s = np.mean(terms["pair"]), np.mean(np.sqrt(terms["pair"]))
     m = float(shots)
     rest = (2 / np.sqrt(m)) * v_s + (2 / np.sqrt(m)) * v + v / m
 
@@ -183,4 +195,4 @@ def few_shot_error_bound(embeddings, labels, shots):
         result = optimize.minimize_scalar(lambda t: bound(low + np.exp(t)),
                                           bounds=(-20, 20), method="bounded")
         best = min(float(result.fun), bound(low))
-    return float((len(centers) - 1) * best)
+    return float((num_classes - 1) * best)

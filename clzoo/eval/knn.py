@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from clzoo.eval import _checks
+
 
 def knn_predict(train_embeddings, train_labels, test_embeddings, k=20,
                 num_classes=None, weighting="cosine", temperature=0.07,
@@ -66,6 +68,32 @@ def _predict_many(train, labels, test, ks, num_classes, weighting, temperature, 
     return predictions
 
 
+def knn_predictions(train_embeddings, train_labels, test_embeddings, ks=(1, 5, 20, 200),
+                    num_classes=None, weighting="cosine", temperature=0.07, block_size=1024):
+    """Weighted-kNN predictions for several `k` from one nearest-neighbour search.
+
+    Arguments as in `knn_predict`, with `ks` a sequence of neighbourhood
+    sizes; values of `k` larger than the training set are skipped.
+
+    Returns:
+        dict `{k: int array (M,)}` of predicted labels.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> train = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    >>> p = clzoo.eval.knn_predictions(train, np.array([0, 0, 1]), np.array([[0.1, 1.0]]), ks=(1, 3, 9))
+    >>> {k: v.tolist() for k, v in p.items()}
+    {1: [1], 3: [1]}
+    """
+    ks = tuple(int(k) for k in ks if k <= np.asarray(train_embeddings).shape[0])
+    if not ks:
+        return {}
+    train, labels, test, num_classes = _validate(
+        train_embeddings, train_labels, test_embeddings, ks, num_classes, weighting)
+    return _predict_many(train, labels, test, ks, num_classes, weighting, temperature, block_size)
+
+
 def knn_accuracy(train_embeddings, train_labels, test_embeddings, test_labels,
                  ks=(1, 5, 20, 200), num_classes=None, weighting="cosine",
                  temperature=0.07, block_size=1024):
@@ -79,35 +107,27 @@ def knn_accuracy(train_embeddings, train_labels, test_embeddings, test_labels,
         dict `{k: accuracy in [0, 1]}`.
     """
     test_labels = np.asarray(test_labels).reshape(-1)
-    ks = tuple(int(k) for k in ks if k <= np.asarray(train_embeddings).shape[0])
-    if not ks:
-        return {}
-    train, labels, test, num_classes = _validate(
-        train_embeddings, train_labels, test_embeddings, ks, num_classes, weighting)
-    if test_labels.shape[0] != test.shape[0]:
+    n_test = np.asarray(test_embeddings).shape[0]
+    if test_labels.shape[0] != n_test:
         raise ValueError(
-            f"`test_labels` must have one label per test embedding ({test.shape[0]}). "
+            f"`test_labels` must have one label per test embedding ({n_test}). "
             f"Received: {test_labels.shape[0]} labels"
         )
-    predictions = _predict_many(train, labels, test, ks, num_classes, weighting,
-                                temperature, block_size)
-    return {k: float(np.mean(predictions[k] == test_labels)) for k in ks}
+    predictions = knn_predictions(train_embeddings, train_labels, test_embeddings, ks,
+                                  num_classes, weighting, temperature, block_size)
+    return {k: float(np.mean(p == test_labels)) for k, p in predictions.items()}
 
 
 def _validate(train_embeddings, train_labels, test_embeddings, ks, num_classes, weighting):
-    train = _normalize(np.asarray(train_embeddings, dtype=np.float32), "train_embeddings")
-    test = _normalize(np.asarray(test_embeddings, dtype=np.float32), "test_embeddings")
+    train = _checks.features(train_embeddings, "train_embeddings", normalize=True, dtype=np.float32)
+    test = _checks.features(test_embeddings, "test_embeddings", normalize=True, dtype=np.float32)
     labels = np.asarray(train_labels).astype(np.int64).reshape(-1)
     if labels.shape[0] != train.shape[0]:
         raise ValueError(
             f"`train_labels` must have one label per training embedding ({train.shape[0]}). "
             f"Received: {labels.shape[0]} labels"
         )
-    if train.shape[1] != test.shape[1]:
-        raise ValueError(
-            "Train and test embeddings must have the same dimension. "
-            f"Received: {train.shape[1]} and {test.shape[1]}"
-        )
+    _checks.same_dimension(train, test)
     for k in ks:
         if not 1 <= k <= train.shape[0]:
             raise ValueError(f"`k` must be in [1, {train.shape[0]}]. Received: k={k!r}")
@@ -115,10 +135,3 @@ def _validate(train_embeddings, train_labels, test_embeddings, ks, num_classes, 
         raise ValueError(f"`weighting` must be 'cosine' or 'exp'. Received: weighting={weighting!r}")
     return train, labels, test, int(num_classes or labels.max() + 1)
 
-
-def _normalize(x, name):
-    if x.ndim != 2:
-        raise ValueError(f"`{name}` must have shape (N, D). Received: shape={x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"`{name}` contains NaN or inf.")
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

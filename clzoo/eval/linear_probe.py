@@ -61,11 +61,8 @@ def logistic_regression_probe(train_embeddings, train_labels, test_embeddings, t
     >>> clzoo.eval.logistic_regression_probe(x, [0, 0, 1, 1], [[0, 3.0]], [0]).accuracy
     1.0
     """
-    train = _checks.features(train_embeddings, "train_embeddings")
-    test = _checks.features(test_embeddings, "test_embeddings")
-    _checks.same_dimension(train, test)
-    y_train = _checks.labels(train_labels, train.shape[0], "train_labels", min_classes=2)
-    y_test = _checks.labels(test_labels, test.shape[0], "test_labels")
+    train, y_train, test, y_test = _checks.train_test(train_embeddings, train_labels,
+                                                      test_embeddings, test_labels)
     steps = [StandardScaler()] if standardize else []
     model = make_pipeline(*steps, LogisticRegression(C=regularization, max_iter=max_iter))
     model.fit(train, y_train)
@@ -154,6 +151,10 @@ def sgd_linear_probe(encoder, train_images, train_labels, test_images, test_labe
     Returns:
         `ProbeResult` with `details["learning_rate"]` and
         `details["validation_accuracy"]` per candidate.
+
+    Raises:
+        ValueError: labels not matching the images, fewer than two classes,
+            `validation_fraction` outside (0, 1), non-positive learning rates.
     """
     train_images = np.asarray(train_images)
     y_train = _checks.labels(train_labels, len(train_images), "train_labels", min_classes=2)

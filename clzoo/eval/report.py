@@ -18,9 +18,8 @@ from clzoo.eval import plots
 from clzoo.eval.bootstrap import bootstrap_accuracy_difference
 from clzoo.eval.calibration import reliability
 from clzoo.eval.few_shot import few_shot_errors
-from clzoo.eval.geometry import (cdnv, directional_cdnv, few_shot_error_bound,
-                                 nearest_class_center_predict)
-from clzoo.eval.knn import _predict_many, _validate
+from clzoo.eval.geometry import few_shot_error_bound, nearest_class_center_predict, variability
+from clzoo.eval.knn import knn_predictions
 from clzoo.eval.linear_probe import logistic_regression_probe, sgd_linear_probe
 from clzoo.eval.loss_gap import dcl_nscl_gap
 from clzoo.eval.noisy_labels import rank_suspected_mislabeled
@@ -108,9 +107,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         timings[name] = round(time.perf_counter() - started, 2)
 
     def knn():
-        ks_ok = tuple(k for k in ks if k <= len(y_train))
-        normed = _validate(train, y_train, test, ks_ok, num_classes, "cosine")
-        predictions = _predict_many(*normed[:3], ks_ok, num_classes, "cosine", 0.07, 1024)
+        predictions = knn_predictions(train, y_train, test, ks, num_classes)
         out["knn"] = {f"k{k}": float(np.mean(p == y_test)) for k, p in predictions.items()}
         correct.update({f"knn_k{k}": p == y_test for k, p in predictions.items()})
 
@@ -148,7 +145,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         out["few_shot"] = table
 
     def geometry():
-        out["geometry"] = {split: {"cdnv": cdnv(x, y), "directional_cdnv": directional_cdnv(x, y)}
+        out["geometry"] = {split: variability(x, y)
                            for split, x, y in (("train", train, y_train), ("test", test, y_test))}
 
     def separation():
@@ -184,11 +181,10 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         out["coarse_to_fine"] = {**coarse_to_fine_transfer(train, y_train, test, y_test, coarse),
                                  "coarse_classes": names}
 
-    for name, fn in (("coarse_to_fine", coarse_to_fine), ("knn", knn), ("ncc", ncc), ("probe", probe), ("calibration", calibration),
-                     ("few_shot", few_shot), ("geometry", geometry), ("separation", separation),
-                     ("loss_gap", loss_gap), ("noisy_labels", noisy_labels),
-                     ("sgd_probe", sgd_probe)):
-        step(name, fn)
+    # Each step is named after its metric; "map" is drawn by `write_report`.
+    for fn in (coarse_to_fine, knn, ncc, probe, calibration, few_shot, geometry, separation,
+               loss_gap, noisy_labels, sgd_probe):
+        step(fn.__name__, fn)
     out["seconds"] = timings
     result = EvaluationResult(out, correct)
     if output_dir is not None:

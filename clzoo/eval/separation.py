@@ -60,20 +60,18 @@ def target_noise_separation(train_embeddings, train_labels, test_embeddings, tes
     >>> s.margin
     1.0
     """
-    train = _checks.features(train_embeddings, "train_embeddings", normalize=True)
-    test = _checks.features(test_embeddings, "test_embeddings", normalize=True)
-    _checks.same_dimension(train, test)
-    y_train = _checks.labels(train_labels, train.shape[0], "train_labels", min_classes=2)
-    y_test = _checks.labels(test_labels, test.shape[0], "test_labels")
+    # float32 throughout: the similarity blocks dominate time and memory.
+    train, y_train, test, y_test = _checks.train_test(
+        train_embeddings, train_labels, test_embeddings, test_labels, normalize=True,
+        dtype=np.float32)
     missing = np.setdiff1d(y_test, y_train)
     if missing.size:
         raise ValueError(f"Test classes {missing.tolist()} have no training embeddings (no target).")
-    train32, test32 = train.astype(np.float32), test.astype(np.float32)
     target = np.empty(test.shape[0])
     noise = np.empty(test.shape[0])
     for start in range(0, test.shape[0], block_size):
         stop = start + block_size
-        sims = test32[start:stop] @ train32.T
+        sims = test[start:stop] @ train.T
         same = y_test[start:stop, None] == y_train[None, :]
         target[start:stop] = np.where(same, sims, -np.inf).max(axis=1)
         noise[start:stop] = np.where(same, -np.inf, sims).max(axis=1)

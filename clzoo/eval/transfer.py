@@ -37,7 +37,8 @@ def coarse_labels(fine_labels, class_names, mapping=None):
         raise ValueError(f"`mapping` has no coarse class for {missing}.")
     coarse_names = sorted(set(mapping[name] for name in class_names))
     lookup = np.array([coarse_names.index(mapping[name]) for name in class_names])
-    fine = _checks.labels(fine_labels, len(np.asarray(fine_labels).reshape(-1)), "fine_labels")
+    fine = np.asarray(fine_labels).reshape(-1)
+    fine = _checks.labels(fine, fine.shape[0], "fine_labels")
     if fine.max() >= len(class_names):
         raise ValueError(f"`fine_labels` go up to {fine.max()} but there are {len(class_names)} class names.")
     return lookup[fine], coarse_names

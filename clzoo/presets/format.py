@@ -13,7 +13,6 @@ Layout (all written atomically):
 import hashlib
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 
 import keras
@@ -65,8 +64,17 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
     `eval/metrics.json` (the `clzoo eval` report) from `run_dir`.
 
+    Args:
+        run_dir: run folder.
+        out_dir: preset folder to write (created; files replaced atomically).
+        name: preset name in the card and metadata. Defaults to the run folder's name.
+        license: SPDX-style license id for the card. Defaults to `"apache-2.0"`.
+
     Returns:
         `Path` of `out_dir`.
+
+    Raises:
+        PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`.
     """
     from clzoo.presets.card import model_card
 
@@ -136,7 +144,3 @@ def verify_preset(folder, expected_checksums_sha256=None):
                 "(modified, truncated or corrupted); refusing to load it."
             )
     return checksums
-
-
-def temporary_folder():
-    return tempfile.TemporaryDirectory(prefix="clzoo-preset-")

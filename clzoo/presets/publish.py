@@ -1,9 +1,9 @@
 """Publish a run as a preset on the Hugging Face Hub (`clzoo push`)."""
 
-import shutil
+import tempfile
 from pathlib import Path
 
-from clzoo.presets.format import PresetError, build_preset, temporary_folder
+from clzoo.presets.format import PresetError, build_preset
 
 
 def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
@@ -38,7 +38,7 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
         from huggingface_hub import HfApi
     except ImportError as error:
         raise ImportError("Publishing needs huggingface_hub: pip install 'clzoo[hub]'") from error
-    with temporary_folder() as tmp:
+    with tempfile.TemporaryDirectory(prefix="clzoo-preset-") as tmp:
         folder = build_preset(run_dir, Path(tmp) / name, name=name)
         api = HfApi()
         try:
@@ -51,5 +51,4 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
                 f"{error}. Check the network and `huggingface-cli login`; "
                 "`--dry-run DIR` writes the folder without uploading."
             ) from error
-        shutil.rmtree(folder, ignore_errors=True)
     return getattr(info, "commit_url", str(info))

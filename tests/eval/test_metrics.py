@@ -111,7 +111,6 @@ def test_isotropic_directional_cdnv_is_cdnv_over_dimension():
 
 def test_few_shot_bound_lies_between_its_limit_and_prop_1():
     x, y = gaussian_classes(classes=3, per_class=200, spread=0.3)
-    centers, cov = E.class_centers(x, y)[1], None
     for m in (10, 100, 10_000):
         bound = E.few_shot_error_bound(x, y, shots=m)
         # Prop. 1 is eq. 13 at a = 16: the infimum over a can only be lower.
@@ -128,7 +127,6 @@ def test_few_shot_bound_lies_between_its_limit_and_prop_1():
     # The bound holds for the measured NCC error (averaged over draws).
     error = E.few_shot_errors(x, y, x, y, shots=10, probe="ncc")["ncc"]["error"]
     assert error <= E.few_shot_error_bound(x, y, shots=10)
-    del centers, cov
 
 
 def test_nearest_class_center_matches_explicit_distances():
