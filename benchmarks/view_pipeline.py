@@ -35,7 +35,7 @@ def main():
     from clzoo.train import build_model, load_recipe
 
     split = load_split(args.data, "train")
-    config = load_recipe("recipes/sincere_cifar10_small.yaml", [])
+    config = load_recipe("recipes/sincere/cifar10_small.yaml", [])
     trainer_rate = None
     for name in args.recipes:
         views = view_recipe(name, size=32, views=2)

@@ -22,19 +22,42 @@ def _train(args):
         overrides.append(f"training.epochs={args.epochs}")
     if args.batch_size is not None:
         overrides.append(f"training.batch_size={args.batch_size}")
-    config = load_recipe(args.recipe, overrides)
-    output = Path(args.output or Path("runs") / f"{config['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
+    recipe = args.recipe
+    if args.resume is True and not args.output:
+        print("error: --resume needs the run folder: --resume RUN or --output RUN --resume",
+              file=sys.stderr)
+        return 2
+    if isinstance(args.resume, str) and recipe is None:
+        recipe = Path(args.resume) / "recipe.yaml"
+        if not recipe.is_file():
+            print(f"error: {args.resume} has no recipe.yaml to resume from", file=sys.stderr)
+            return 2
+    if isinstance(args.resume, str) and args.output and Path(args.output) != Path(args.resume):
+        print("error: give the run folder once, as --resume RUN (or --output RUN --resume)",
+              file=sys.stderr)
+        return 2
+    config = load_recipe(recipe, overrides)
+    if args.strategy:
+        config["training"]["strategy"] = args.strategy
+    output = Path(args.resume if isinstance(args.resume, str) else
+                  args.output or Path("runs") / f"{config['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
     try:
-        metrics = train(config, output, verbose=1)
+        metrics = train(config, output, verbose=1, resume=bool(args.resume))
     except TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
         return 3
+    except (FileExistsError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if metrics is None:  # a non-chief worker: the chief writes the run
+        return 0
     print(f"\nkNN top-1 (k={metrics['knn_top1_k']}, cosine-weighted) on {config['data']} test: "
           f"{metrics['knn_top1']:.2%}  "
           + "  ".join(f"{k}: {v:.2%}" for k, v in metrics["knn_top1_by_k"].items()))
     print(f"final training loss {metrics['final_train_loss']:.4f} | "
           f"{metrics['images_per_second']:.0f} images/s | wall {metrics['wall_seconds']:.0f} s")
-    print(f"wrote {output}/encoder.keras, metrics.json, checkpoint.keras, history.jsonl")
+    print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "
+          "history.jsonl/.csv, tensorboard/")
     return 0
 
 
@@ -215,6 +238,12 @@ def main(argv=None):
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--output", help="run folder (default runs/<recipe>-<time>)")
+    p.add_argument("--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"),
+                   help="where to train (default: the recipe's training.strategy, 'auto': "
+                        "MirroredStrategy when several GPUs are visible; multi_worker reads TF_CONFIG)")
+    p.add_argument("--resume", nargs="?", const=True, metavar="RUN",
+                   help="continue RUN (or --output) from its last checkpoint: same optimizer "
+                        "state, schedule step and data order")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a recipe value, e.g. --set loss.temperature=0.2")
     p.set_defaults(func=_train)

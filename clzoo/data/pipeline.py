@@ -49,6 +49,77 @@ def contrastive_dataset(split, config=None, batch_size=256, seed=0, shuffle=True
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
+def training_batches(split, config=None, batch_size=256, seed=0, epochs=1, start_step=0):
+    """The whole training run as one stream of `(views, labels)` batches, resumable at any step.
+
+    Epoch `e` visits the images in an order fixed by `(seed, e)` and draws
+    every view from a seed fixed by `(seed, e, position)`, so the batch at a
+    global step is the same whether the run started at 0 or resumed from a
+    checkpoint at `start_step`. Batches never span two epochs (the last
+    `len(split) % batch_size` images of each shuffled epoch are dropped).
+
+    Args:
+        split: a `clzoo.data.Split` (uint8 images `(N, H, W, 3)`, labels `(N,)`).
+        config: `ViewConfig`. Defaults to the SupCon CIFAR views.
+        batch_size: global images per batch. Defaults to `256`.
+        seed: int. Defaults to `0`.
+        epochs: epochs in the whole run. Defaults to `1`.
+        start_step: global step to start from (`0 <= start_step <= epochs * steps`).
+
+    Returns:
+        `tf.data.Dataset` of `(float32 (batch, views, size, size, 3) in [0, 1],
+        int32 (batch,))`, `epochs * (N // batch_size) - start_step` batches.
+
+    Raises:
+        ValueError: if `batch_size` is not in `[1, N]` or `start_step` is out of range.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> split = clzoo.data.from_arrays(np.zeros((10, 8, 8, 3), np.uint8), np.arange(10) % 2)
+    >>> ds = clzoo.data.training_batches(split, clzoo.data.ViewConfig(size=8), batch_size=4,
+    ...                                  epochs=3, start_step=1)
+    >>> int(ds.cardinality())
+    5
+    """
+    config = config or ViewConfig()
+    n = len(split)
+    if isinstance(batch_size, bool) or not 1 <= int(batch_size) <= n:
+        raise ValueError(f"`batch_size` must be between 1 and the {n} training images. "
+                         f"Received: batch_size={batch_size!r}")
+    steps = n // batch_size
+    per_epoch = steps * batch_size
+    total = int(epochs) * steps
+    if not 0 <= int(start_step) <= total:
+        raise ValueError(f"`start_step` must be in [0, {total}] ({epochs} epochs of {steps} steps). "
+                         f"Received: start_step={start_step!r}")
+    first_epoch, offset = divmod(int(start_step), steps)
+    images = tf.constant(split.images)
+    labels = tf.constant(np.asarray(split.labels, dtype=np.int32))
+    seed = int(seed)
+
+    def epoch_order(epoch):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(n, dtype=tf.int64), seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
+        return tf.data.Dataset.from_tensor_slices(
+            (tf.fill([per_epoch], epoch), tf.range(per_epoch, dtype=tf.int64), order[:per_epoch]))
+
+    stream = (tf.data.Dataset.range(first_epoch, int(epochs)).flat_map(epoch_order)
+              .skip(offset * batch_size))
+
+    def load(epoch, position, index):
+        view_seed = tf.stack([epoch * 1_000_003 + seed, position])
+        return multi_view(tf.gather(images, index), view_seed, config), tf.gather(labels, index)
+
+    dataset = stream.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(total - int(start_step)))
+    options = tf.data.Options()
+    # Each worker keeps its slice of every global batch (MultiWorkerMirroredStrategy).
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
 def eval_dataset(images, size=None, batch_size=512):
     """Batches of float32 images in [0, 1] (resized to `size` if given), no labels."""
     images = np.asarray(images)

@@ -1,12 +1,18 @@
-"""Training callbacks: stop on NaN, atomic checkpoints, throughput."""
+"""Training callbacks: stop on NaN, atomic checkpoints, throughput, JSON-lines history."""
 
+import contextlib
+import json
 import math
 import time
+import zipfile
+from pathlib import Path
 
 import keras
 import numpy as np
 
-from clzoo.data.cache import atomic_write
+from clzoo.data.cache import atomic_write, atomic_write_text
+
+PROGRESS_FILE = "clzoo_progress.json"  # extra entry in the .keras zip; Keras ignores it
 
 
 class StopOnNaN(keras.callbacks.Callback):
@@ -32,31 +38,137 @@ class StopOnNaN(keras.callbacks.Callback):
 
 
 class AtomicCheckpoint(keras.callbacks.Callback):
-    """Save the whole model to `path` at each epoch end, atomically.
+    """Save the whole model (weights and optimizer state) to `path`, atomically.
 
-    The model is written to a temporary file beside `path` and renamed over
-    it, so `path` always holds the last complete checkpoint. Nothing is saved
+    Saves at each epoch end and, with `every_steps`, whenever the optimizer's
+    step count is a multiple of it. The model is written to a temporary file
+    beside `path` and renamed over it, so `path` always holds the last
+    complete checkpoint, even after `kill -9`. The optimizer's `iterations`
+    inside it is the global step a resumed run starts from. Nothing is saved
     when `nan_guard` reports a failure or a weight is not finite.
+
+    Args:
+        path: the `.keras` file.
+        nan_guard: a `StopOnNaN` to consult. Optional.
+        every_steps: also save every this many optimizer steps. Optional.
+        saving: context manager factory wrapped around each save (e.g.
+            `portable_batch_norm(model)`). Optional.
+        enabled: False on non-chief workers of a multi-worker run.
+        single_replica: also store the running epoch loss (its metric
+            variables are per replica when there are several).
     """
 
-    def __init__(self, path, nan_guard=None):
+    def __init__(self, path, nan_guard=None, every_steps=None, saving=None, enabled=True,
+                 single_replica=True):
         super().__init__()
+        if every_steps is not None and (isinstance(every_steps, bool) or int(every_steps) < 1):
+            raise ValueError(f"`every_steps` must be a positive integer or None. "
+                             f"Received: every_steps={every_steps!r}")
         self.path = path
         self.nan_guard = nan_guard
+        self.every_steps = int(every_steps) if every_steps else None
+        self.saving = saving or (lambda: contextlib.nullcontext())
+        self.enabled = enabled
+        self.single_replica = single_replica
         self.saved_epoch = None
+        self.saved_step = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        if self.nan_guard is not None and self.nan_guard.failed_at is not None:
-            return
+    def _save(self):
+        if not self.enabled or (self.nan_guard is not None and self.nan_guard.failed_at is not None):
+            return False
         if not all(np.all(np.isfinite(keras.ops.convert_to_numpy(w)))
                    for w in self.model.weights):
+            return False
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        progress = {"step": step}
+        tracker = getattr(self.model, "_loss_tracker", None)
+        if tracker is not None and self.single_replica:
+            progress["epoch_loss_state"] = [float(keras.ops.convert_to_numpy(v))
+                                            for v in tracker.variables]
+
+        def write(tmp):
+            with self.saving():
+                self.model.save(tmp)
+            with zipfile.ZipFile(tmp, "a") as archive:
+                archive.writestr(PROGRESS_FILE, json.dumps(progress))
+
+        atomic_write(self.path, write, suffix=".keras")
+        self.saved_step = step
+        return True
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.every_steps:
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            # An epoch's last step is saved by on_epoch_end, after the epoch's history line.
+            epoch_end = self.params and self.params.get("steps") == batch + 1
+            if step % self.every_steps == 0 and step != self.saved_step and not epoch_end:
+                self._save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._save():
+            self.saved_epoch = epoch
+
+
+def checkpoint_progress(path):
+    """The `{"step", "epoch_loss_state"}` record inside a checkpoint written by `AtomicCheckpoint`."""
+    with zipfile.ZipFile(path) as archive:
+        if PROGRESS_FILE not in archive.namelist():
+            return {}
+        return json.loads(archive.read(PROGRESS_FILE))
+
+
+class RestoreEpochLoss(keras.callbacks.Callback):
+    """Put back the running epoch loss a checkpoint saved mid-epoch, once, at the first epoch start.
+
+    `fit` resets its metrics at each epoch start; without this the epoch a
+    run resumed in would log the mean of its remaining steps only.
+    """
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def on_epoch_begin(self, epoch, logs=None):
+        tracker = getattr(self.model, "_loss_tracker", None)
+        if self.state and tracker is not None:
+            for variable, value in zip(tracker.variables, self.state):
+                variable.assign(value)
+        self.state = None
+
+
+class JSONLinesHistory(keras.callbacks.Callback):
+    """Append each epoch's logs to `path` as one JSON object per line, atomically.
+
+    On a resumed run, call `truncate(epochs)` first so that lines of epochs
+    the checkpoint does not contain are dropped.
+    """
+
+    def __init__(self, path, enabled=True):
+        super().__init__()
+        self.path = Path(path)
+        self.enabled = enabled
+
+    def truncate(self, epochs):
+        if self.enabled and self.path.exists():
+            rows = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line)["epoch"] <= epochs]
+            atomic_write_text(self.path, "".join(row + "\n" for row in rows))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.enabled:
             return
-        atomic_write(self.path, lambda tmp: self.model.save(tmp), suffix=".keras")
-        self.saved_epoch = epoch
+        line = json.dumps({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
+        previous = self.path.read_text() if self.path.exists() else ""
+        atomic_write_text(self.path, previous + line + "\n")
 
 
 class Throughput(keras.callbacks.Callback):
-    """Measure training images per second (excluding the first, compiling batch)."""
+    """Measure training images per second (excluding the first, compiling batch).
+
+    Adds `images_per_second` (the running mean since training started) to
+    the batch logs, so the progress bar shows it, and to the epoch logs, so
+    the CSV, TensorBoard and JSON-lines histories record it.
+    """
 
     def __init__(self, batch_size):
         super().__init__()
@@ -75,7 +187,67 @@ class Throughput(keras.callbacks.Callback):
             return
         self.seconds += time.perf_counter() - self._start
         self.images += self.batch_size
+        if logs is not None:
+            logs["images_per_second"] = self.images_per_second
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None and self.seconds:
+            logs["images_per_second"] = self.images_per_second
 
     @property
     def images_per_second(self):
         return self.images / self.seconds if self.seconds else float("nan")
+
+
+class StepLog(keras.callbacks.Callback):
+    """Append `{"step", "epoch", "loss", "learning_rate"}` every `every` optimizer steps to `path`.
+
+    Also adds `learning_rate` to the epoch logs.
+
+    `loss` is Keras' running mean over the epoch so far, as in the progress
+    bar. The file is appended to (one line per write); a line cut short by a
+    killed process is skipped by `truncate`, which a resumed run calls with
+    its starting step.
+    """
+
+    def __init__(self, path, every=1, enabled=True):
+        super().__init__()
+        if isinstance(every, bool) or int(every) < 1:
+            raise ValueError(f"`every` must be a positive integer. Received: every={every!r}")
+        self.path = Path(path)
+        self.every = int(every)
+        self.enabled = enabled
+        self._epoch = 0
+
+    def truncate(self, step):
+        if not (self.enabled and self.path.exists()):
+            return
+        rows = []
+        for line in self.path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row.get("step", 0) <= step:
+                rows.append(json.dumps(row))
+        atomic_write_text(self.path, "".join(row + "\n" for row in rows))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:  # the rate of the epoch's last step, for the epoch histories
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.enabled:
+            return
+        optimizer = self.model.optimizer
+        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
+        if step % self.every:
+            return
+        row = {"step": step, "epoch": self._epoch + 1,
+               "loss": float((logs or {}).get("loss", float("nan"))),
+               "learning_rate": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")

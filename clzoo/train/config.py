@@ -26,8 +26,21 @@ DEFAULTS = {
         "weight_decay": 1e-4,
         "warmup_epochs": 1,
         "schedule": "cosine",
+        "final_learning_rate_fraction": 0.0,  # cosine ends at this fraction of the peak
+        "trust_coefficient": 1e-3,  # LARS only
+        "strategy": "auto",  # auto | one_device | mirrored | multi_worker (--strategy)
+        "checkpoint_every_steps": None,  # also checkpoint every N steps (always every epoch)
+        "log_every_steps": None,  # steps.jsonl rows; default once per epoch
     },
-    "eval": {"knn_k": [1, 5, 20, 200], "knn_headline_k": 20},
+    "eval": {
+        "knn_k": [1, 5, 20, 200],
+        "knn_headline_k": 20,
+        "monitor_every": 0,  # epochs between online kNN measurements (0: off)
+        "monitor_memory": 10000,  # training images the monitor uses as memory
+        "monitor_queries": 2000,  # test images it classifies
+        "report": True,  # the `clzoo eval` report in <run>/eval at the end
+        "metrics": ["knn", "ncc", "probe", "calibration", "separation"],
+    },
 }
 
 

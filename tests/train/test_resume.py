@@ -1,0 +1,136 @@
+"""Resuming: kill -9 a training run at random moments; the resumed run ends where an uninterrupted one does."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+import yaml
+
+from clzoo.data import ViewConfig, from_arrays, training_batches
+from clzoo.train import load_recipe, train
+from clzoo.train.callbacks import checkpoint_progress
+from tests.train.tiny_data import write_tiny_digits
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def tiny_recipe(data):
+    return {"name": "tiny", "data": data,
+            "model": {"architecture": "resnet20", "embedding_dim": 16},
+            "views": {"size": 8, "flip": False, "crop_scale": [0.6, 1.0],
+                      "jitter": [0.4, 0.4, 0.0, 0.0], "grayscale_p": 0.0},
+            "training": {"epochs": 3, "batch_size": 32, "learning_rate": 0.05,
+                         "checkpoint_every_steps": 2, "log_every_steps": 1},
+            "eval": {"knn_k": [1, 5], "knn_headline_k": 5, "metrics": ["knn"]}}
+
+
+def test_training_batches_resume_at_any_step_gives_the_same_batches():
+    rng = np.random.default_rng(0)
+    split = from_arrays(rng.integers(0, 255, (23, 8, 8, 3), dtype=np.uint8), np.arange(23) % 3)
+    config = ViewConfig(size=8)
+    full = list(training_batches(split, config, batch_size=5, seed=7, epochs=3).as_numpy_iterator())
+    assert len(full) == 3 * (23 // 5)
+    for start in (1, 4, 5, 11):
+        resumed = list(training_batches(split, config, batch_size=5, seed=7, epochs=3,
+                                        start_step=start).as_numpy_iterator())
+        assert len(resumed) == len(full) - start
+        for (xa, ya), (xb, yb) in zip(full[start:], resumed):
+            np.testing.assert_array_equal(xa, xb)
+            np.testing.assert_array_equal(ya, yb)
+    # Epochs visit the images in different orders; each epoch is a permutation without repeats.
+    assert not np.array_equal(full[0][1], full[4][1]) or not np.array_equal(full[0][0], full[4][0])
+    other_seed = list(training_batches(split, config, batch_size=5, seed=8).as_numpy_iterator())
+    assert not np.array_equal(other_seed[0][0], full[0][0])
+    with pytest.raises(ValueError, match="start_step"):
+        training_batches(split, config, batch_size=5, epochs=3, start_step=13)
+    with pytest.raises(ValueError, match="batch_size"):
+        training_batches(split, config, batch_size=24)
+
+
+def _steps_logged(path):
+    if not path.exists():
+        return 0
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line)["step"])
+        except (json.JSONDecodeError, KeyError):
+            pass
+    return max(rows, default=0)
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_path):
+    data = write_tiny_digits(tmp_path / "data")
+    recipe = tiny_recipe(data)
+    recipe_path = tmp_path / "tiny.yaml"
+    recipe_path.write_text(yaml.safe_dump(recipe))
+    reference = train(load_recipe(recipe_path), tmp_path / "reference", verbose=0)
+
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "clzoo.cli", "train", str(recipe_path), "--output", str(run),
+               "--resume"]
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    rng = np.random.default_rng(0)
+    kills = 0
+    for target in (3, 8, 12):  # of 15 steps; checkpoints every 2 steps and every epoch (5 steps)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while _steps_logged(run / "steps.jsonl") < target and process.poll() is None:
+            assert time.monotonic() < deadline, "training made no progress"
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0, 0.3))  # land inside steps and saves, not only between them
+        if process.poll() is None:
+            process.kill()  # SIGKILL: no clean-up runs
+            kills += 1
+        process.wait()
+        checkpoint = run / "checkpoint.keras"
+        if checkpoint.exists():  # never corrupt: it loads, and says which step it holds
+            assert zipfile.is_zipfile(checkpoint)
+            model = keras.saving.load_model(checkpoint)
+            step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+            assert step == checkpoint_progress(checkpoint)["step"] and step <= 15
+    assert kills >= 2
+    finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "resuming at step" in finished.stdout
+
+    resumed = json.loads((run / "metrics.json").read_text())
+    assert resumed["steps"] == 15 and resumed["resumed_from_step"] > 0
+    assert resumed["knn_top1_by_k"] == reference["knn_top1_by_k"]
+    np.testing.assert_allclose(resumed["final_train_loss"], reference["final_train_loss"], rtol=1e-5)
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    expected = [json.loads(line) for line in
+                (tmp_path / "reference" / "history.jsonl").read_text().splitlines()]
+    assert [row["epoch"] for row in history] == [1, 2, 3]
+    np.testing.assert_allclose([r["loss"] for r in history], [r["loss"] for r in expected], rtol=1e-5)
+    a = keras.saving.load_model(run / "encoder.keras").get_weights()
+    b = keras.saving.load_model(tmp_path / "reference" / "encoder.keras").get_weights()
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+    assert not list(run.glob(".*.tmp*")), "a temporary file was left behind"
+
+
+def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one(tmp_path):
+    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
+    recipe = tiny_recipe(data)
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["eval"]["report"] = False
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    train(load_recipe(path), tmp_path / "run", verbose=0)
+    with pytest.raises(FileExistsError, match="--resume"):
+        train(load_recipe(path), tmp_path / "run", verbose=0)
+    with pytest.raises(ValueError, match="training"):
+        train(load_recipe(path, ["training.learning_rate=0.1"]), tmp_path / "run", verbose=0,
+              resume=True)
+    # Resuming a finished run trains nothing more and reports the same.
+    again = train(load_recipe(path), tmp_path / "run", verbose=0, resume=True)
+    assert again["resumed_from_step"] == 2 and again["steps"] == 2
