@@ -44,15 +44,18 @@ DEFAULTS = {
 }
 
 
+FREE_FORM = ("loss.", "views.")  # keyword arguments of the loss class / ViewConfig fields
+
+
 def _merge(base, update, path=""):
     out = copy.deepcopy(base)
     for key, value in (update or {}).items():
         where = f"{path}{key}"
-        if key not in base:
+        if key not in base and path not in FREE_FORM:
             raise ValueError(
                 f"Unknown recipe key {where!r}. Known keys here: {sorted(base)}"
             )
-        if isinstance(base[key], dict) and base[key] and isinstance(value, dict):
+        if isinstance(base.get(key), dict) and base[key] and isinstance(value, dict):
             out[key] = _merge(base[key], value, where + ".")
         else:
             out[key] = value

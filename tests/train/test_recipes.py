@@ -1,0 +1,45 @@
+"""Every recipe in recipes/ resolves: known keys, a registered encoder, a loss, optimizer and views that build."""
+
+from pathlib import Path
+
+import keras
+import pytest
+
+from clzoo.models import list_encoders
+from clzoo.optimizers import LARS
+from clzoo.train import load_recipe
+from clzoo.train.runner import build_loss, build_optimizer, views_from_config
+
+RECIPES = sorted(Path(__file__).parents[2].joinpath("recipes").rglob("*.yaml"))
+
+
+def test_there_is_a_full_and_a_small_recipe_per_loss_and_dataset():
+    names = {str(p.relative_to(p.parents[1])) for p in RECIPES if p.parent.name != "recipes"}
+    for loss in ("sincere", "supcon", "supinfonce"):
+        for data in ("cifar2", "cifar10", "cifar100"):
+            assert {f"{loss}/{data}.yaml", f"{loss}/{data}_small.yaml"} <= names
+        assert f"{loss}/imagenet100.yaml" in names
+    for recipe in ("supcon/cifar10_lars.yaml", "spread/cifar10_coarse.yaml",
+                   "spread/cifar10_coarse_small.yaml", "spread/cifar100_coarse.yaml",
+                   "nscl/cifar10_small.yaml", "dcl/cifar10_small.yaml", "simclr/cifar10_small.yaml"):
+        assert recipe in names
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recipe_resolves_and_builds(path):
+    text = path.read_text()
+    assert text.startswith("#"), "a recipe starts with comments saying where its values come from"
+    config = load_recipe(path)
+    assert config["model"]["architecture"] in list_encoders()
+    loss = build_loss(config)
+    assert isinstance(loss, keras.losses.Loss)
+    optimizer = build_optimizer(config, steps_per_epoch=10)
+    if config["training"]["optimizer"] == "lars":
+        assert isinstance(optimizer, LARS)
+    views = views_from_config(config["views"])
+    assert views.views == 2
+    if path.stem.endswith("_small"):
+        assert config["model"]["architecture"] == "resnet20" and config["training"]["epochs"] <= 12
+    elif path.parent.name != "recipes":  # the full recipes carry the papers' lengths
+        assert config["training"]["epochs"] >= 800 and config["training"]["batch_size"] >= 512
+        assert config["training"]["warmup_epochs"] == 10
