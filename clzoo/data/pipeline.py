@@ -49,6 +49,41 @@ def contrastive_dataset(split, config=None, batch_size=256, seed=0, shuffle=True
     return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
+def shuffled_positions(n, batch_size, seed, epochs, start_step):
+    """`(epoch, position, index)` of every image a run visits from `start_step` on, and its step count.
+
+    Epoch `e` visits `index` in an order fixed by `(seed, e)`; the last
+    `n % batch_size` images of each shuffled epoch are dropped so that
+    batches never span two epochs.
+
+    Returns:
+        `(tf.data.Dataset of int64 triples, remaining steps)`.
+
+    Raises:
+        ValueError: if `batch_size` is not in `[1, n]` or `start_step` is out of range.
+    """
+    if isinstance(batch_size, bool) or not 1 <= int(batch_size) <= n:
+        raise ValueError(f"`batch_size` must be between 1 and the {n} training images. "
+                         f"Received: batch_size={batch_size!r}")
+    steps = n // batch_size
+    per_epoch = steps * batch_size
+    total = int(epochs) * steps
+    if not 0 <= int(start_step) <= total:
+        raise ValueError(f"`start_step` must be in [0, {total}] ({epochs} epochs of {steps} steps). "
+                         f"Received: start_step={start_step!r}")
+    first_epoch, offset = divmod(int(start_step), steps)
+
+    def epoch_order(epoch):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(n, dtype=tf.int64), seed=tf.stack([tf.constant(int(seed), tf.int64), epoch]))
+        return tf.data.Dataset.from_tensor_slices(
+            (tf.fill([per_epoch], epoch), tf.range(per_epoch, dtype=tf.int64), order[:per_epoch]))
+
+    stream = (tf.data.Dataset.range(first_epoch, int(epochs)).flat_map(epoch_order)
+              .skip(offset * batch_size))
+    return stream, total - int(start_step)
+
+
 def training_batches(split, config=None, batch_size=256, seed=0, epochs=1, start_step=0):
     """The whole training run as one stream of `(views, labels)` batches, resumable at any step.
 
@@ -83,29 +118,10 @@ def training_batches(split, config=None, batch_size=256, seed=0, epochs=1, start
     5
     """
     config = config or ViewConfig()
-    n = len(split)
-    if isinstance(batch_size, bool) or not 1 <= int(batch_size) <= n:
-        raise ValueError(f"`batch_size` must be between 1 and the {n} training images. "
-                         f"Received: batch_size={batch_size!r}")
-    steps = n // batch_size
-    per_epoch = steps * batch_size
-    total = int(epochs) * steps
-    if not 0 <= int(start_step) <= total:
-        raise ValueError(f"`start_step` must be in [0, {total}] ({epochs} epochs of {steps} steps). "
-                         f"Received: start_step={start_step!r}")
-    first_epoch, offset = divmod(int(start_step), steps)
+    stream, total = shuffled_positions(len(split), batch_size, seed, epochs, start_step)
     images = tf.constant(split.images)
     labels = tf.constant(np.asarray(split.labels, dtype=np.int32))
     seed = int(seed)
-
-    def epoch_order(epoch):
-        order = tf.random.experimental.stateless_shuffle(
-            tf.range(n, dtype=tf.int64), seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
-        return tf.data.Dataset.from_tensor_slices(
-            (tf.fill([per_epoch], epoch), tf.range(per_epoch, dtype=tf.int64), order[:per_epoch]))
-
-    stream = (tf.data.Dataset.range(first_epoch, int(epochs)).flat_map(epoch_order)
-              .skip(offset * batch_size))
 
     def load(epoch, position, index):
         view_seed = tf.stack([epoch * 1_000_003 + seed, position])
@@ -113,7 +129,7 @@ def training_batches(split, config=None, batch_size=256, seed=0, epochs=1, start
 
     dataset = stream.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(total - int(start_step)))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(total))
     options = tf.data.Options()
     # Each worker keeps its slice of every global batch (MultiWorkerMirroredStrategy).
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA

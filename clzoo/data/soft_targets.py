@@ -184,3 +184,111 @@ def soft_target_dataset(split, num_classes=None, batch_size=128, mix=None, views
     # Sequential map: the mixing layers draw from one seed generator in order.
     data = data.enumerate().map(mix_batch)
     return data.prefetch(tf.data.AUTOTUNE)
+
+
+def mixup(images, targets, seed, alpha):
+    """MixUp with a random partner per image and one Beta(alpha, alpha) weight per image, stateless.
+
+    Same mixing as `keras.layers.MixUp`, but every draw comes from `seed`, so
+    a batch can be recomputed from its step alone (resumable training).
+
+    Args:
+        images: float `(B, H, W, C)`.
+        targets: float `(B, classes)`.
+        seed: int tensor `(2,)`.
+        alpha: positive float.
+
+    Returns:
+        `(mixed images, mixed targets)`.
+    """
+    batch = tf.shape(images)[0]
+    seeds = tf.random.split(tf.cast(seed, tf.int64), 3)
+    g1 = tf.random.stateless_gamma((batch,), seeds[0], alpha)
+    g2 = tf.random.stateless_gamma((batch,), seeds[1], alpha)
+    lam = g1 / tf.maximum(g1 + g2, 1e-12)
+    partner = tf.random.experimental.stateless_shuffle(tf.range(batch), seeds[2])
+    return (lam[:, None, None, None] * images + (1.0 - lam[:, None, None, None]) * tf.gather(images, partner),
+            lam[:, None] * targets + (1.0 - lam[:, None]) * tf.gather(targets, partner))
+
+
+def soft_target_batches(split, num_classes=None, batch_size=128, mix=None, views=None, seed=0,
+                        epochs=1, start_step=0):
+    """The whole soft-target training run as one stream of batches, resumable at any step.
+
+    As `soft_target_dataset` (label smoothing, then MixUp or CutMix per
+    batch), with the data order of `training_batches`: every draw is a
+    function of `(seed, epoch, position)` or `(seed, step)`, so a run resumed
+    at `start_step` sees the batches an uninterrupted one would. MixUp here is
+    the stateless `mixup`.
+
+    Args:
+        split, num_classes, batch_size, mix, views, seed: as `soft_target_dataset`.
+        epochs: epochs in the whole run. Defaults to `1`.
+        start_step: global step to start from.
+
+    Returns:
+        `tf.data.Dataset` of `(float32 (batch, H, W, 3) in [0, 1],
+        float32 (batch, classes))`, `epochs * (N // batch_size) - start_step` batches.
+
+    Raises:
+        ValueError: for labels outside `[0, num_classes)`, a batch size outside
+            `[1, N]` or `start_step` out of range.
+
+    Example:
+
+    >>> import clzoo
+    >>> split = clzoo.data.load_split("digits", "train")
+    >>> ds = clzoo.data.soft_target_batches(split, batch_size=100, epochs=2, start_step=3)
+    >>> int(ds.cardinality())
+    25
+    """
+    from clzoo.data.pipeline import shuffled_positions
+
+    mix = mix or MixConfig()
+    num_classes = int(num_classes or len(split.class_names))
+    labels = np.asarray(split.labels)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(
+            f"Labels must lie in [0, {num_classes}). Received: min={labels.min()}, max={labels.max()}"
+        )
+    if views is not None and not isinstance(views, ViewConfig):
+        raise ValueError(f"`views` must be a ViewConfig or None. Received: {views!r}")
+    stream, total = shuffled_positions(len(split), batch_size, seed, epochs, start_step)
+    images = tf.constant(split.images)
+    label_tensor = tf.constant(labels.astype(np.int32))
+
+    def load(epoch, position, index):
+        image = tf.gather(images, index)
+        if views is not None:
+            image = augment_view(image, tf.stack([epoch * 1_000_003 + seed, position]), views)
+        else:
+            image = tf.image.convert_image_dtype(image, tf.float32)
+        return image, tf.gather(label_tensor, index)
+
+    data = stream.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    data = data.batch(batch_size, drop_remainder=True)
+
+    def mix_batch(step, batch):
+        batch_images, batch_labels = batch
+        targets = smooth_labels(batch_labels, num_classes, mix.label_smoothing)
+        if mix.mixup_alpha == 0 and mix.cutmix_alpha == 0:
+            return batch_images, targets
+        step_seed = tf.stack([tf.cast(seed, tf.int64) + 7, step])
+        draws = tf.random.stateless_uniform((2,), seed=step_seed)
+
+        def apply_cutmix():
+            return cutmix(batch_images, targets, step_seed + 1, mix.cutmix_alpha)
+
+        def apply_mixup():
+            return mixup(batch_images, targets, step_seed + 2, mix.mixup_alpha)
+
+        if mix.mixup_alpha > 0 and mix.cutmix_alpha > 0:
+            mixed = tf.cond(draws[0] < mix.switch_prob, apply_cutmix, apply_mixup)
+        else:
+            mixed = apply_mixup() if mix.mixup_alpha > 0 else apply_cutmix()
+        return tf.cond(draws[1] < mix.mix_prob, lambda: mixed, lambda: (batch_images, targets))
+
+    steps = tf.data.Dataset.range(int(start_step), total + int(start_step))
+    data = tf.data.Dataset.zip((steps, data)).map(mix_batch, num_parallel_calls=tf.data.AUTOTUNE,
+                                                  deterministic=True)
+    return data.prefetch(tf.data.AUTOTUNE)

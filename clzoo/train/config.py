@@ -9,14 +9,17 @@ DEFAULTS = {
     "name": "run",
     "seed": 0,
     "data": "digits",
+    "task": "contrastive",  # or "soft_target": encoder + classifier on MixUp / CutMix soft targets
     "model": {
         "architecture": "resnet20",  # any name of clzoo.models.list_encoders()
         "head_hidden_dims": None,  # None: one hidden layer as wide as the encoder
         "head_batch_norm": False,
         "embedding_dim": 128,
+        "classifier_hidden_dims": [],  # task soft_target: hidden widths of the classifier head
     },
     "loss": {"name": "SINCERELoss", "temperature": 0.1},
     "views": {},  # clzoo.data.ViewConfig fields
+    "mix": {},  # task soft_target: clzoo.data.MixConfig fields
     "training": {
         "epochs": 10,
         "batch_size": 256,
@@ -44,7 +47,7 @@ DEFAULTS = {
 }
 
 
-FREE_FORM = ("loss.", "views.")  # keyword arguments of the loss class / ViewConfig fields
+FREE_FORM = ("loss.", "views.", "mix.")  # keyword arguments of the loss class / ViewConfig fields
 
 
 def _merge(base, update, path=""):
@@ -89,7 +92,7 @@ def load_recipe(path=None, overrides=()):
             if not isinstance(node.get(part), dict):
                 raise ValueError(f"Unknown recipe key {key!r}.")
             node = node[part]
-        if leaf not in node and node is not config["views"] and node is not config["loss"]:
+        if leaf not in node and all(node is not config[k] for k in ("views", "loss", "mix")):
             raise ValueError(f"Unknown recipe key {key!r}. Known keys here: {sorted(node)}")
         node[leaf] = yaml.safe_load(value)
     return config

@@ -11,10 +11,12 @@ import numpy as np
 import yaml
 
 from clzoo import losses
-from clzoo.data import ViewConfig, load_split, training_batches, view_recipe
+from clzoo.data import (MixConfig, ViewConfig, eval_dataset, load_split, soft_target_batches,
+                        training_batches, view_recipe)
 from clzoo.data.cache import atomic_write, atomic_write_text
 from clzoo.eval import embed, knn_accuracy
-from clzoo.models import ContrastiveModel, ProjectionHead, get_encoder
+from clzoo.eval.calibration import reliability
+from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
 from clzoo.optimizers import LARS
 from clzoo.train.callbacks import (AtomicCheckpoint, JSONLinesHistory, RestoreEpochLoss, StepLog,
                                    StopOnNaN, Throughput, checkpoint_progress)
@@ -36,10 +38,16 @@ def views_from_config(spec):
     return ViewConfig(**{**base, **spec})
 
 
-def build_model(config, input_shape):
-    """Encoder + projection head from the recipe's `model` section."""
+TASKS = ("contrastive", "soft_target")
+
+
+def build_model(config, input_shape, num_classes=None):
+    """The recipe's model: encoder + projection head, or (task soft_target) encoder + classifier."""
     spec = config["model"]
     encoder = get_encoder(spec["architecture"], input_shape=input_shape, name="encoder")
+    if config.get("task", "contrastive") == "soft_target":
+        return build_classifier(encoder, num_classes,
+                                hidden_dims=tuple(spec.get("classifier_hidden_dims") or ()))
     width = encoder.output_shape[-1]
     hidden = spec["head_hidden_dims"]
     hidden = (width,) if hidden is None else tuple(hidden)
@@ -49,11 +57,15 @@ def build_model(config, input_shape):
 
 
 def build_loss(config):
+    """The recipe's loss: a clzoo loss by class name, or `SoftTargetCrossEntropy` (Keras' with logits)."""
     spec = dict(config["loss"])
     name = spec.pop("name")
+    if name == "SoftTargetCrossEntropy":
+        spec.pop("temperature", None)  # the recipe default; cross-entropy has none
+        return keras.losses.CategoricalCrossentropy(from_logits=True, **spec)
     if name not in losses.ALL_OBJECTS_DICT:
         raise ValueError(
-            f"`loss.name` must be one of {sorted(losses.ALL_OBJECTS_DICT)}. "
+            f"`loss.name` must be one of {sorted(losses.ALL_OBJECTS_DICT) + ['SoftTargetCrossEntropy']}. "
             f"Received: loss.name={name!r}"
         )
     return losses.ALL_OBJECTS_DICT[name](**spec)
@@ -179,6 +191,9 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
 
     seed = int(config["seed"])
     keras.utils.set_random_seed(seed)
+    task = config.get("task", "contrastive")
+    if task not in TASKS:
+        raise ValueError(f"`task` must be one of {TASKS}. Received: task={task!r}")
     view_config = views_from_config(config["views"])
     started = time.perf_counter()
     train_split = load_split(config["data"], "train")
@@ -191,23 +206,35 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
                          f"divide evenly over the {place.replicas} replicas.")
     steps = len(train_split) // batch_size
     epochs = int(spec["epochs"])
+    classes = len(train_split.class_names)
+    mix = MixConfig(**(config.get("mix") or {})) if task == "soft_target" else None
+
+    def batches_from(step):
+        if task == "soft_target":
+            return soft_target_batches(train_split, classes, batch_size, mix, view_config, seed,
+                                       epochs, step)
+        return training_batches(train_split, view_config, batch_size, seed, epochs, step)
+
     with place.scope():
         if resuming:
             model = keras.saving.load_model(checkpoint_path)
         else:
-            model = build_model(config, (view_config.size, view_config.size, 3))
+            model = build_model(config, (view_config.size, view_config.size, 3), classes)
             model.compile(optimizer=build_optimizer(config, steps), loss=build_loss(config))
-            model.build((None, view_config.views, view_config.size, view_config.size, 3))
+            if task == "contrastive":
+                model.build((None, view_config.views, view_config.size, view_config.size, 3))
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":
-            _prebuild_for_multi_worker(model, view_config, batch_size // place.replicas)
+            _prebuild_for_multi_worker(model, batches_from(0).element_spec,
+                                       batch_size // place.replicas)
+    encoder_model = model.encoder if task == "contrastive" else model.get_layer("encoder")
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(f"clzoo {__version__} | keras {keras.__version__} ({keras.backend.backend()}, "
               f"{place.name} x{place.replicas}) | {config['data']}: {len(train_split)} train "
               f"images, {len(train_split.class_names)} classes | encoder "
-              f"{config['model']['architecture']} ({model.encoder.count_params():,} params) | "
+              f"{config['model']['architecture']} ({encoder_model.count_params():,} params) | "
               f"loss {config['loss']['name']}"
               + (f" | resuming at step {done} of {epochs * steps}" if resuming else ""))
 
@@ -235,11 +262,12 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
                                                   write_graph=False)]
     monitor = _knn_monitor(config, train_split, place)
     if monitor is not None:
+        monitor.encoder = encoder_model
         callbacks.insert(2, monitor)
 
     fit_start = time.perf_counter()
     if done < epochs * steps:
-        batches = training_batches(train_split, view_config, batch_size, seed, epochs, done)
+        batches = batches_from(done)
         if offset:  # finish the interrupted epoch, then the rest on the same stream
             batches_now, batches = batches.take(steps - offset), batches.skip(steps - offset)
             model.fit(batches_now, epochs=first_epoch + 1, initial_epoch=first_epoch, shuffle=False,
@@ -261,7 +289,7 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         return None
 
     with portable_batch_norm(model):
-        atomic_write(output / "encoder.keras", lambda tmp: model.encoder.save(tmp), suffix=".keras")
+        atomic_write(output / "encoder.keras", lambda tmp: encoder_model.save(tmp), suffix=".keras")
     # Evaluate the saved file, outside the strategy (all of it runs on this process).
     encoder = keras.saving.load_model(output / "encoder.keras")
     rows = [json.loads(line) for line in (output / "history.jsonl").read_text().splitlines()]
@@ -297,6 +325,12 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         **place.describe(),
         "versions": environment(place)["versions"],
     }
+    if task == "soft_target":  # the trained classifier itself, on the test split
+        test = load_split(config["data"], "test")
+        logits = model.predict(eval_dataset(test.images, size=view_config.size), verbose=0)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        metrics["classifier_top1"] = float(np.mean(probabilities.argmax(1) == test.labels))
+        metrics["classifier_ece"] = reliability(probabilities, test.labels).ece
     if report is not None:
         for key in ("ncc_accuracy", "linear_probe"):
             if key in report.metrics:
@@ -306,7 +340,7 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
     return metrics
 
 
-def _prebuild_for_multi_worker(model, view_config, local_batch):
+def _prebuild_for_multi_worker(model, element_spec, local_batch):
     """Work around Keras 3's `fit` under MultiWorkerMirroredStrategy.
 
     Builds metrics, loss and optimizer now and skips Keras' first-batch
@@ -315,9 +349,9 @@ def _prebuild_for_multi_worker(model, view_config, local_batch):
     MultiWorkerMirroredStrategy rejects for a tuple (ValueError: PerReplica
     to Tensor). A model built here from symbolic shapes does not need it.
     """
-    views = np.zeros((local_batch, view_config.views, view_config.size, view_config.size, 3),
-                     "float32")
-    model._symbolic_build(data_batch=(views, np.zeros((local_batch,), "int32")))
+    batch = tuple(np.zeros((local_batch, *spec.shape[1:]), spec.dtype.as_numpy_dtype)
+                  for spec in element_spec)
+    model._symbolic_build(data_batch=batch)
     model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
     # It then reduces each step's logs with strategy.reduce("MEAN", v, axis=0), which fails
     # on scalars (tensorflow/tensorflow#72388): hand it shape-(1,) logs instead.

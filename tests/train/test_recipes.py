@@ -8,7 +8,7 @@ import pytest
 from clzoo.models import list_encoders
 from clzoo.optimizers import LARS
 from clzoo.train import load_recipe
-from clzoo.train.runner import build_loss, build_optimizer, views_from_config
+from clzoo.train.runner import build_loss, build_model, build_optimizer, views_from_config
 
 RECIPES = sorted(Path(__file__).parents[2].joinpath("recipes").rglob("*.yaml"))
 
@@ -21,7 +21,10 @@ def test_there_is_a_full_and_a_small_recipe_per_loss_and_dataset():
         assert f"{loss}/imagenet100.yaml" in names
     for recipe in ("supcon/cifar10_lars.yaml", "spread/cifar10_coarse.yaml",
                    "spread/cifar10_coarse_small.yaml", "spread/cifar100_coarse.yaml",
-                   "nscl/cifar10_small.yaml", "dcl/cifar10_small.yaml", "simclr/cifar10_small.yaml"):
+                   "nscl/cifar10_small.yaml", "dcl/cifar10_small.yaml", "simclr/cifar10_small.yaml",
+                   "soft_target/cifar10_infonce_small.yaml",
+                   "soft_target/cifar10_cross_entropy_small.yaml",
+                   "soft_target/imagenet_infonce.yaml", "soft_target/imagenet_cross_entropy.yaml"):
         assert recipe in names
 
 
@@ -37,9 +40,16 @@ def test_recipe_resolves_and_builds(path):
     if config["training"]["optimizer"] == "lars":
         assert isinstance(optimizer, LARS)
     views = views_from_config(config["views"])
-    assert views.views == 2
+    if config["task"] == "soft_target":  # a classifier on one view of MixUp / CutMix batches
+        assert views.views == 1 and config["mix"]["label_smoothing"] == 0.1
+        model = build_model(config, (8, 8, 3), num_classes=3) if path.stem.endswith("_small") else None
+        assert model is None or model.output_shape == (None, 3)
+    else:
+        assert views.views == 2
     if path.stem.endswith("_small"):
         assert config["model"]["architecture"] == "resnet20" and config["training"]["epochs"] <= 12
+    elif config["task"] == "soft_target":  # the paper's ImageNet schedule (Table 3)
+        assert config["training"]["epochs"] == 100 and config["training"]["batch_size"] == 1024
     elif path.parent.name != "recipes":  # the full recipes carry the papers' lengths
         assert config["training"]["epochs"] >= 800 and config["training"]["batch_size"] >= 512
         assert config["training"]["warmup_epochs"] == 10

@@ -46,6 +46,8 @@ def mirrored_runs(data, tmp_path_factory):
     return out
 
 
+# Both tests share the one-device reference of `mirrored_runs`: keep them on one xdist worker.
+@pytest.mark.xdist_group("mirrored_runs")
 @pytest.mark.slow
 def test_mirrored_on_two_devices_matches_one_device(mirrored_runs):
     mirrored, single = _losses(mirrored_runs / "mirrored"), _losses(mirrored_runs / "single")
@@ -62,6 +64,7 @@ def _free_port():
         return sock.getsockname()[1]
 
 
+@pytest.mark.xdist_group("mirrored_runs")
 @pytest.mark.slow
 def test_two_workers_match_one_process_on_the_same_global_batch(data, mirrored_runs, tmp_path):
     ports = [_free_port(), _free_port()]

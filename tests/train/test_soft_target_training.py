@@ -1,0 +1,71 @@
+"""Soft-target training: the resumable MixUp / CutMix stream and the `task: soft_target` recipes."""
+
+import json
+
+import numpy as np
+import pytest
+
+from clzoo.data import MixConfig, ViewConfig, from_arrays, mixup, soft_target_batches
+from clzoo.train import load_recipe, train
+from tests.train.tiny_data import write_tiny_digits
+
+
+def _split(n=30):
+    rng = np.random.default_rng(0)
+    return from_arrays(rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8), np.arange(n) % 3)
+
+
+def test_soft_target_batches_resume_at_any_step_and_targets_sum_to_one():
+    split = _split()
+    views = ViewConfig(size=8, views=1)
+    full = list(soft_target_batches(split, 3, 6, MixConfig(), views, seed=2, epochs=2).as_numpy_iterator())
+    assert len(full) == 10
+    for start in (1, 5, 7):
+        resumed = list(soft_target_batches(split, 3, 6, MixConfig(), views, seed=2, epochs=2,
+                                           start_step=start).as_numpy_iterator())
+        for (xa, ta), (xb, tb) in zip(full[start:], resumed):
+            np.testing.assert_array_equal(xa, xb)
+            np.testing.assert_array_equal(ta, tb)
+    targets = np.concatenate([t for _, t in full])
+    np.testing.assert_allclose(targets.sum(1), 1.0, atol=1e-5)
+    # Mixed: most rows are neither one-hot nor only label-smoothed one-hot.
+    smoothed = {0.9 + 0.1 / 3, 0.1 / 3}
+    assert np.mean([not set(np.round(row, 5)) <= {round(v, 5) for v in smoothed} for row in targets]) > 0.5
+
+
+def test_stateless_mixup_mixes_images_and_targets_with_one_weight_per_image():
+    rng = np.random.default_rng(1)
+    images = rng.uniform(size=(16, 4, 4, 3)).astype("float32")
+    targets = np.eye(16, dtype="float32")  # each image its own class: the weights can be read off
+    mixed, mixed_targets = (np.asarray(a) for a in mixup(images, targets, np.array([3, 4]), 0.8))
+    again = np.asarray(mixup(images, targets, np.array([3, 4]), 0.8)[0])
+    np.testing.assert_array_equal(mixed, again)  # a pure function of the seed
+    for i in range(16):
+        row = mixed_targets[i]
+        np.testing.assert_allclose(row.sum(), 1.0, atol=1e-6)
+        if row.max() > 1 - 1e-6:  # its partner is itself
+            np.testing.assert_allclose(mixed[i], images[i], atol=1e-5)
+            continue
+        lam = row[i]
+        partner = int(np.argmax(np.where(np.arange(16) == i, -1.0, row)))
+        np.testing.assert_allclose(mixed[i], lam * images[i] + (1 - lam) * images[partner], atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["SoftTargetInfoNCELoss", "SoftTargetCrossEntropy"])
+def test_soft_target_recipe_trains_a_classifier(loss, tmp_path):
+    data = write_tiny_digits(tmp_path / "data")
+    config = load_recipe(None, [
+        f"data={data}", "task=soft_target", f"loss.name={loss}", "views.size=8", "views.views=1",
+        "views.flip=false", "views.jitter_p=0.0", "views.grayscale_p=0.0", "mix.mixup_alpha=0.8",
+        "mix.cutmix_alpha=1.0", "mix.label_smoothing=0.1", "training.epochs=8",
+        "training.batch_size=16", "training.optimizer=adamw", "training.learning_rate=3e-3",
+        "training.weight_decay=0.05", "eval.metrics=[knn]", "eval.knn_k=[5]", "eval.knn_headline_k=5"])
+    metrics = train(config, tmp_path / "run", verbose=0)
+    # 4 classes: chance is 25%. After 80 steps the batch-norm moving statistics still lag, which
+    # holds the classifier (inference mode) below the kNN on the same features.
+    assert metrics["classifier_top1"] > 0.4 and metrics["knn_top1"] > 0.6
+    assert 0 <= metrics["classifier_ece"] <= 1
+    history = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
+    assert history[-1]["loss"] < history[0]["loss"]
+    assert (tmp_path / "run" / "encoder.keras").is_file()
