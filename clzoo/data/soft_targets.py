@@ -291,4 +291,5 @@ def soft_target_batches(split, num_classes=None, batch_size=128, mix=None, views
     steps = tf.data.Dataset.range(int(start_step), total + int(start_step))
     data = tf.data.Dataset.zip((steps, data)).map(mix_batch, num_parallel_calls=tf.data.AUTOTUNE,
                                                   deterministic=True)
+    data = data.apply(tf.data.experimental.assert_cardinality(total))
     return data.prefetch(tf.data.AUTOTUNE)

@@ -61,6 +61,15 @@ def test_builtin_preset_loads_offline_and_matches_its_registry():
     assert features.shape == (3, 64) and np.all(np.isfinite(features))
 
 
+@pytest.mark.parametrize("name", sorted(json.loads(
+    (Path(__file__).parents[2] / "pretrained" / "registry.json").read_text())))
+def test_every_builtin_preset_verifies_and_embeds(name):
+    encoder = clzoo.models.Encoder.from_preset(name)  # checks every SHA-256 and the registry pin
+    features = encoder.predict(X, verbose=0)
+    entry = clzoo.presets.BUILTIN_PRESETS[name]
+    assert features.shape == (3, entry["feature_dim"]) and np.all(np.isfinite(features))
+
+
 def test_readme_example_runs_offline():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     code = readme.split("<!-- preset-example -->")[1].split("```python")[1].split("```")[0]
