@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from clzoo.data.pipeline import shuffled_positions
 from clzoo.data.views import ViewConfig, augment_view
 
 
@@ -103,6 +104,17 @@ def smooth_labels(labels, num_classes, epsilon):
     return one_hot * (1.0 - epsilon) + epsilon / num_classes
 
 
+def _checked(split, num_classes, mix):
+    """`(mix, num_classes, labels)` with defaults filled in; labels must lie in `[0, num_classes)`."""
+    num_classes = int(num_classes or len(split.class_names))
+    labels = np.asarray(split.labels)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(
+            f"Labels must lie in [0, {num_classes}). Received: min={labels.min()}, max={labels.max()}"
+        )
+    return mix or MixConfig(), num_classes, labels
+
+
 def soft_target_dataset(split, num_classes=None, batch_size=128, mix=None, views=None, seed=0,
                         shuffle=True, drop_remainder=True):
     """Batches of `(images, soft targets)` with MixUp / CutMix / label smoothing.
@@ -130,13 +142,7 @@ def soft_target_dataset(split, num_classes=None, batch_size=128, mix=None, views
     >>> tuple(images.shape), tuple(targets.shape)
     ((8, 32, 32, 3), (8, 10))
     """
-    mix = mix or MixConfig()
-    num_classes = int(num_classes or len(split.class_names))
-    labels = np.asarray(split.labels)
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(
-            f"Labels must lie in [0, {num_classes}). Received: min={labels.min()}, max={labels.max()}"
-        )
+    mix, num_classes, labels = _checked(split, num_classes, mix)
     if batch_size < 1 or (drop_remainder and batch_size > len(split)):
         raise ValueError(f"`batch_size` must be in [1, {len(split)}]. Received: batch_size={batch_size!r}")
     if views is not None and not isinstance(views, ViewConfig):
@@ -242,15 +248,7 @@ def soft_target_batches(split, num_classes=None, batch_size=128, mix=None, views
     >>> int(ds.cardinality())
     25
     """
-    from clzoo.data.pipeline import shuffled_positions
-
-    mix = mix or MixConfig()
-    num_classes = int(num_classes or len(split.class_names))
-    labels = np.asarray(split.labels)
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(
-            f"Labels must lie in [0, {num_classes}). Received: min={labels.min()}, max={labels.max()}"
-        )
+    mix, num_classes, labels = _checked(split, num_classes, mix)
     if views is not None and not isinstance(views, ViewConfig):
         raise ValueError(f"`views` must be a ViewConfig or None. Received: {views!r}")
     stream, total = shuffled_positions(len(split), batch_size, seed, epochs, start_step)
