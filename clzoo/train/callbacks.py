@@ -96,9 +96,14 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         self.saved_step = step
         return True
 
+    def on_train_begin(self, logs=None):
+        # Count steps here rather than read the optimizer's counter (a device sync) every batch.
+        self._step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
     def on_train_batch_end(self, batch, logs=None):
+        self._step += 1
         if self.every_steps:
-            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            step = self._step
             # An epoch's last step is saved by on_epoch_end, after the epoch's history line.
             epoch_end = self.params and self.params.get("steps") == batch + 1
             if step % self.every_steps == 0 and step != self.saved_step and not epoch_end:
@@ -232,6 +237,10 @@ class StepLog(keras.callbacks.Callback):
                 rows.append(json.dumps(row))
         atomic_write_text(self.path, "".join(row + "\n" for row in rows))
 
+    def on_train_begin(self, logs=None):
+        # Count steps here rather than read the optimizer's counter (a device sync) every batch.
+        self._step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
@@ -242,10 +251,11 @@ class StepLog(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if not self.enabled:
             return
-        optimizer = self.model.optimizer
-        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
+        self._step += 1
+        step = self._step
         if step % self.every:
             return
+        optimizer = self.model.optimizer
         row = {"step": step, "epoch": self._epoch + 1,
                "loss": float((logs or {}).get("loss", float("nan"))),
                "learning_rate": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}

@@ -1,7 +1,6 @@
 """Where training runs: `--strategy auto|one_device|mirrored|multi_worker` on each backend."""
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass, field
 
@@ -51,10 +50,7 @@ def _tensorflow(name):
             raise ValueError("--strategy multi_worker reads the cluster from the TF_CONFIG "
                              "environment variable, which is not set (see recipes/README.md).")
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        task = json.loads(os.environ["TF_CONFIG"]).get("task", {})
-        chief = task.get("type", "worker") == "chief" or (
-            task.get("type", "worker") == "worker" and int(task.get("index", 0)) == 0
-            and "chief" not in json.loads(os.environ["TF_CONFIG"]).get("cluster", {}))
+        chief = strategy.extended.should_checkpoint  # tf.distribute's own "is chief"
         return Placement("multi_worker", strategy.num_replicas_in_sync, chief,
                          _tf_devices(tf), strategy)
     devices = _tf_devices(tf)

@@ -132,7 +132,7 @@ def environment(place):
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _same_recipe(saved, config):
+def _changed_keys(saved, config):
     keys = sorted(set(saved) | set(config))
     return [key for key in keys if saved.get(key) != config.get(key)]
 
@@ -177,7 +177,7 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
             f"{output} already holds a run (checkpoint.keras); pass --resume to continue it "
             "or choose another --output.")
     if resuming and (output / "recipe.yaml").is_file():
-        changed = _same_recipe(yaml.safe_load((output / "recipe.yaml").read_text()), config)
+        changed = _changed_keys(yaml.safe_load((output / "recipe.yaml").read_text()), config)
         if changed:
             raise ValueError(f"Cannot resume {output}: the recipe differs from the one it started "
                              f"with in {changed}. Resume with the saved recipe.yaml.")
