@@ -1,9 +1,57 @@
+"""Test what users install: `clzoo` comes from the installed wheel when there is one.
+
+`python -m pytest` and pytest's rootdir insertion put this source tree first on
+`sys.path`, where its `clzoo/` would shadow the installed package, so a wheel
+that lacks a module (or a preset file) would still pass. The tree is moved to
+the end of `sys.path` here, and child Python processes get `PYTHONSAFEPATH`, so
+the installed package wins; with a non-editable install, importing `clzoo` from
+the tree is an error.
+"""
+
+import json
 import os
+import sys
+from importlib import metadata
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ["PYTHONSAFEPATH"] = "1"  # children: no cwd / script folder ahead of site-packages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _is_tree(entry):
+    return Path(entry or os.getcwd()).resolve() == ROOT
+
+
+_tree = [entry for entry in sys.path if _is_tree(entry)]
+sys.path[:] = [entry for entry in sys.path if not _is_tree(entry)] + (_tree or [str(ROOT)])
 
 import pytest  # noqa: E402
+
+
+def _installed_wheel():
+    """True when clzoo is pip-installed from a wheel (not `pip install -e`)."""
+    try:
+        dist = metadata.distribution("clzoo")
+    except metadata.PackageNotFoundError:
+        return False
+    direct = dist.read_text("direct_url.json")
+    return not (direct and json.loads(direct).get("dir_info", {}).get("editable"))
+
+
+import clzoo  # noqa: E402
+
+CLZOO_FROM = Path(clzoo.__file__).resolve().parent
+if _installed_wheel() and ROOT in CLZOO_FROM.parents:
+    raise pytest.UsageError(f"clzoo is installed from a wheel but was imported from the source tree "
+                            f"{CLZOO_FROM}; the suite must test the installed package.")
+
+
+def pytest_report_header(config):
+    kind = "installed wheel" if _installed_wheel() else "source tree / editable install"
+    return f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})"
 
 
 @pytest.fixture(autouse=True)

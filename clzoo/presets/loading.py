@@ -7,17 +7,8 @@ import keras
 
 from clzoo.presets.format import PresetError, verify_preset
 
-def _pretrained_folder():
-    """The built-in presets: the installed `clzoo._pretrained` package (the repo's `pretrained/`)."""
-    try:
-        import clzoo._pretrained as shipped
-
-        return Path(shipped.__file__).resolve().parent
-    except ImportError:  # a source tree on sys.path without installation
-        return Path(__file__).resolve().parents[2] / "pretrained"
-
-
-PRETRAINED = _pretrained_folder()
+# The built-in presets ship as package data (the repo's top-level pretrained/ links here).
+PRETRAINED = Path(__file__).resolve().parent / "builtin"
 REGISTRY = PRETRAINED / "registry.json"
 
 

@@ -20,7 +20,7 @@ os.environ["TF_CONFIG"] = json.dumps({
     "cluster": {"worker": [f"127.0.0.1:{port0}", f"127.0.0.1:{port1}"]},
     "task": {"type": "worker", "index": task},
 })
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
 
 import tensorflow as tf  # noqa: E402
 

@@ -27,7 +27,7 @@ if mode == "worker":
     })
 else:
     data, out = sys.argv[2:4]
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
 
 import tensorflow as tf  # noqa: E402
 

@@ -17,7 +17,6 @@ from clzoo.train import load_recipe, train
 from clzoo.train.callbacks import checkpoint_progress
 from tests.train.tiny_data import write_tiny_digits
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def tiny_recipe(data):
@@ -76,7 +75,7 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
     run = tmp_path / "run"
     command = [sys.executable, "-m", "clzoo.cli", "train", str(recipe_path), "--output", str(run),
                "--resume"]
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")  # the installed clzoo (conftest: PYTHONSAFEPATH)
     rng = np.random.default_rng(0)
     kills = 0
     for target in (3, 8, 12):  # of 15 steps; checkpoints every 2 steps and every epoch (5 steps)
