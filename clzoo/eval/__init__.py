@@ -8,10 +8,12 @@
   `reliability`, `bootstrap_accuracy_difference`, `dcl_nscl_gap` (NSCL Thm. 1),
   `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2),
   `coarse_to_fine_transfer` (Perfectly Balanced sec. 5.2)
+- `baseline_metrics`: the same kNN / probe on raw pixels and a random-init encoder
 - `evaluate` / `evaluate_embeddings`: all of them, with `report.md` and plots;
   `KNNMonitor`: kNN accuracy during `fit`.
 """
 
+from clzoo.eval.baselines import BASELINES, baseline_metrics, raw_pixel_features
 from clzoo.eval.bootstrap import BootstrapInterval, bootstrap_accuracy, bootstrap_accuracy_difference
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
 from clzoo.eval.embed import embed
@@ -30,6 +32,7 @@ from clzoo.eval.separation import Separation, target_noise_separation
 from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
 
 __all__ = [
+    "BASELINES", "baseline_metrics", "raw_pixel_features",
     "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "coarse_labels", "coarse_to_fine_transfer", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
     "NoisyLabelRanking", "ProbeResult", "Reliability", "Separation",
     "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",

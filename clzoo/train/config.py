@@ -31,6 +31,7 @@ DEFAULTS = {
         "schedule": "cosine",
         "final_learning_rate_fraction": 0.0,  # cosine ends at this fraction of the peak
         "trust_coefficient": 1e-3,  # LARS only
+        "deterministic": True,  # deterministic backend kernels: same seed, same run (CPU)
         "strategy": "auto",  # auto | one_device | mirrored | multi_worker (--strategy)
         "checkpoint_every_steps": None,  # also checkpoint every N steps (always every epoch)
         "log_every_steps": None,  # steps.jsonl rows; default once per epoch
@@ -43,6 +44,8 @@ DEFAULTS = {
         "monitor_queries": 2000,  # test images it classifies
         "report": True,  # the `clzoo eval` report in <run>/eval at the end
         "metrics": ["knn", "ncc", "probe", "calibration", "separation"],
+        # the same kNN / probe on raw pixels and on the untrained encoder, beside the trained one
+        "baselines": ["raw_pixels", "random_init"],
     },
 }
 
