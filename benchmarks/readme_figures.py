@@ -1,0 +1,153 @@
+"""Measure the figures in README.md and write them there: the only source of those numbers.
+
+    python benchmarks/readme_figures.py               # 3 seeds of the quickstart recipe (~6-9 min)
+    python benchmarks/readme_figures.py --check       # exit 1 if README or the code changed since
+
+Runs `clzoo train recipes/sincere_digits.yaml --set seed=S` as a user would
+(the installed `clzoo` command), reads each run's `metrics.json`, and writes
+`benchmarks/readme_figures.json` (every seed, the mean, the command, the
+machine and a fingerprint of the code the numbers depend on) and the table
+between the `readme-figures` markers in README.md. `tests/test_readme_figures.py`
+fails when the README table differs from the JSON or the code's fingerprint
+changed: re-run this script then.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = "recipes/sincere_digits.yaml"
+FIGURES = ROOT / "benchmarks" / "readme_figures.json"
+README = ROOT / "README.md"
+START, END = "<!-- readme-figures:start -->", "<!-- readme-figures:end -->"
+# The numbers depend on these; presets, the CLI's wording and docs do not change them.
+DEPENDS_ON = ("clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/models", "clzoo/optimizers",
+              "clzoo/train", RECIPE)
+
+
+def fingerprint(root=ROOT):
+    """SHA-256 over the recipe and the sources the quickstart's metrics depend on."""
+    digest = hashlib.sha256()
+    for entry in DEPENDS_ON:
+        path = root / entry
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def run_seed(seed, folder):
+    """One `clzoo train` of the quickstart recipe; its metrics and wall seconds."""
+    out = Path(folder) / f"seed{seed}"
+    command = ["clzoo", "train", RECIPE, "--set", f"seed={seed}", "--output", str(out)]
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    metrics = json.loads((out / "metrics.json").read_text())
+    k = f"k{metrics['knn_top1_k']}"
+    row = {"seed": seed, "wall_seconds": round(wall, 1), "knn_k": metrics["knn_top1_k"],
+           "trained": {"knn": metrics["knn_top1"], "linear_probe": metrics.get("linear_probe")}}
+    for name, values in metrics.get("baselines", {}).items():
+        row[name] = {"knn": values["knn"][k], "linear_probe": values.get("linear_probe")}
+    return row
+
+
+def summarize(rows):
+    """Mean, min and max over seeds of every (model, metric) pair."""
+    out = {}
+    for model in ("trained", "raw_pixels", "random_init"):
+        for metric in ("knn", "linear_probe"):
+            values = [r[model][metric] for r in rows if r.get(model, {}).get(metric) is not None]
+            if values:
+                out.setdefault(model, {})[metric] = {
+                    "mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    walls = [r["wall_seconds"] for r in rows]
+    out["wall_seconds"] = {"mean": sum(walls) / len(walls), "max": max(walls)}
+    return out
+
+
+def _cell(stat):
+    if stat is None:
+        return "-"
+    if stat["min"] == stat["max"]:
+        return f"{stat['mean']:.2%}"
+    return f"{stat['mean']:.2%} ({stat['min']:.2%} - {stat['max']:.2%})"
+
+
+def render(figures):
+    """The README table from `readme_figures.json`."""
+    summary, seeds = figures["summary"], [r["seed"] for r in figures["rows"]]
+    k = figures["rows"][0]["knn_k"]
+    names = {"trained": "SINCERE-trained ResNet-20 (the quickstart)",
+             "raw_pixels": "raw pixels (no encoder)", "random_init": "same ResNet-20, untrained"}
+    lines = [f"Digits test split (360 images); mean over seeds {', '.join(map(str, seeds))} "
+             "(lowest - highest):", "",
+             f"| features | weighted kNN top-1 (k={k}) | linear probe top-1 |", "| --- | --- | --- |"]
+    for model, name in names.items():
+        stats = summary.get(model, {})
+        lines.append(f"| {name} | {_cell(stats.get('knn'))} | {_cell(stats.get('linear_probe'))} |")
+    wall = summary["wall_seconds"]
+    lines += ["", f"`{figures['command']}`: {wall['mean']:.0f} s per run on average (longest "
+              f"{wall['max']:.0f} s) on {figures['machine']}, measured {figures['date']} by "
+              "`python benchmarks/readme_figures.py`."]
+    return "\n".join(lines)
+
+
+def write_readme(figures, readme=README):
+    text = readme.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{render(figures)}\n{END}{tail}")
+
+
+def check():
+    """Problems that make the README's figures stale (empty when they are current)."""
+    figures = json.loads(FIGURES.read_text())
+    problems = []
+    text = README.read_text()
+    if f"{START}\n{render(figures)}\n{END}" not in text:
+        problems.append("README.md's figures differ from benchmarks/readme_figures.json")
+    if figures["fingerprint"] != fingerprint():
+        problems.append("the code behind the figures changed since they were measured")
+    return problems
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        for problem in problems:
+            print(f"stale: {problem}; run python benchmarks/readme_figures.py", file=sys.stderr)
+        return 1 if problems else 0
+    if shutil.which("clzoo") is None:
+        sys.exit("error: the clzoo command is not installed (pip install .)")
+    folder = tempfile.mkdtemp(prefix="clzoo-readme-")
+    rows = []
+    for seed in args.seeds:
+        rows.append(run_seed(seed, folder))
+        print(json.dumps(rows[-1]), flush=True)
+    figures = {"command": f"clzoo train {RECIPE}", "fingerprint": fingerprint(),
+               "date": time.strftime("%Y-%m-%d"),
+               "machine": f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})",
+               "rows": rows, "summary": summarize(rows)}
+    FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
+    write_readme(figures)
+    shutil.rmtree(folder, ignore_errors=True)
+    print(render(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
