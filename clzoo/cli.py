@@ -1,4 +1,4 @@
-"""Command line: `clzoo train | eval | compare | show-views | push | transfer`."""
+"""Command line: `clzoo train | eval | compare | show-views | push | transfer | presets`."""
 
 import argparse
 import json
@@ -7,9 +7,23 @@ import sys
 import time
 from pathlib import Path
 
+from clzoo import _console
+from clzoo.version import __version__
+
 # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) hides the progress
 # output; users can still ask for it with TF_CPP_MIN_LOG_LEVEL=0.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+# Choices and defaults of the parser, kept here so that `clzoo --help` imports
+# neither Keras nor TensorFlow; tests/test_cli.py checks them against
+# clzoo.eval.report.METRICS / DEFAULT_METRICS and clzoo.data.VIEW_RECIPES.
+EVAL_METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
+                "loss_gap", "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
+EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "coarse_to_fine"))
+VIEW_RECIPE_NAMES = ("asymmetric", "randaugment", "simclr", "stacked_randaugment", "supcon")
+PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
+# Commands that run without Keras / TensorFlow.
+LIGHT_COMMANDS = ("presets",)
 
 
 def _train(args):
@@ -42,7 +56,7 @@ def _train(args):
     output = Path(args.resume if isinstance(args.resume, str) else
                   args.output or Path("runs") / f"{config['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
     try:
-        metrics = train(config, output, verbose=1, resume=bool(args.resume))
+        metrics = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
     except TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
         return 3
@@ -72,7 +86,9 @@ def _load_encoder(target, space="encoder"):
     """
     import keras
 
-    import clzoo  # noqa: F401  (registers clzoo classes for loading)
+    import clzoo.losses  # noqa: F401  (importing them registers clzoo's classes for loading)
+    import clzoo.models  # noqa: F401
+    import clzoo.optimizers  # noqa: F401
     from clzoo.presets import BUILTIN_PRESETS, load_preset
 
     if space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
@@ -228,10 +244,64 @@ def _transfer(args):
     return 0
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="clzoo", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def _percent(value):
+    return f"{value:.2%}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
+
+def _preset_lines(registry):
+    """Table lines of `registry.json`: name, architecture, loss, data, headline kNN and probe."""
+    header = ("name", "architecture", "loss", "data", "kNN top-1", "probe top-1")
+    rows, notes = [], []
+    for name, entry in registry.items():
+        metrics = dict(entry.get("metrics") or {})
+        knn_key = next((key for key in metrics if key.startswith("knn_top1_k")), None)
+        knn = metrics.pop(knn_key, None)
+        k = f" (k={knn_key[len('knn_top1_k'):]})" if knn_key else ""
+        rows.append((name, str(entry.get("architecture", "-")), str(entry.get("loss", "-")),
+                     str(entry.get("dataset", "-")), _percent(knn) + k,
+                     _percent(metrics.pop("linear_probe_top1", None))))
+        if metrics:  # anything else the registry records, e.g. fine-label numbers
+            notes.append(f"  {name}: " + ", ".join(
+                f"{key} {_percent(v) if isinstance(v, float) else v}" for key, v in metrics.items()))
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in [header, *rows]]
+    return lines + (["", "also recorded:", *notes] if notes else [])
+
+
+def _presets(args):
+    """`clzoo presets`: the built-in presets and their numbers, read from registry.json."""
+    registry = json.loads(PRESET_REGISTRY.read_text()) if PRESET_REGISTRY.is_file() else {}
+    if args.json:
+        print(json.dumps(registry, indent=2))
+        return 0
+    if not registry:
+        print("no built-in presets")
+        return 0
+    print("\n".join(_preset_lines(registry)))
+    print("\nTest-split top-1 (kNN: cosine-weighted). Load one with "
+          "clzoo.models.Encoder.from_preset(NAME) or `clzoo transfer NAME --data ...`.")
+    return 0
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: clzoo's version, and Keras' from its package metadata (nothing imported)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+
+        try:
+            keras_version = metadata.version("keras")
+        except metadata.PackageNotFoundError:
+            keras_version = "not installed"
+        print(f"clzoo {__version__} (keras {keras_version}, python {sys.version.split()[0]})")
+        parser.exit()
+
+
+def _add_train_parser(commands):
     p = commands.add_parser("train", help="train an encoder from a recipe YAML")
     p.add_argument("recipe", nargs="?", help="recipe YAML (see recipes/)")
     p.add_argument("--data", help="'digits', an image folder with train/ and test/, or tfds:<name>")
@@ -246,15 +316,18 @@ def main(argv=None):
                         "state, schedule step and data order")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a recipe value, e.g. --set loss.temperature=0.2")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress output: only the final results (and errors)")
     p.set_defaults(func=_train)
 
-    from clzoo.eval.report import DEFAULT_METRICS, METRICS
 
+def _add_eval_parsers(commands):
     p = commands.add_parser("eval", help="evaluate a trained encoder: metrics.json, report.md, plots")
     p.add_argument("model", help="run folder or .keras file")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                   help=f"comma-separated, from {', '.join(METRICS)} (default: all but sgd_probe)")
+    p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
+                   help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
+                        "(default: all but sgd_probe and coarse_to_fine)")
     p.add_argument("--k", default="1,5,20,200", help="comma-separated kNN k values")
     p.add_argument("--shots", default="10,100", help="comma-separated m for m-shot errors")
     p.add_argument("--probe-epochs", type=int, default=100, help="epochs of sgd_probe (app. J: 100)")
@@ -274,11 +347,11 @@ def main(argv=None):
     p.add_argument("--output", help="folder (default: ./compare)")
     p.set_defaults(func=_compare)
 
-    from clzoo.data.views import VIEW_RECIPES
 
+def _add_other_parsers(commands):
     p = commands.add_parser("show-views", help="PNG grid of training images and their augmented views")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
-    p.add_argument("--recipe", default="supcon", choices=sorted(VIEW_RECIPES))
+    p.add_argument("--recipe", default="supcon", choices=VIEW_RECIPE_NAMES)
     p.add_argument("--images", type=int, default=8)
     p.add_argument("--views", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
@@ -302,12 +375,35 @@ def main(argv=None):
     p.add_argument("--output", help="JSON file for the result")
     p.set_defaults(func=_transfer)
 
-    args = parser.parse_args(argv)
+    p = commands.add_parser("presets", help="list the built-in pretrained encoders and their numbers")
+    p.add_argument("--json", action="store_true", help="print registry.json as is")
+    p.set_defaults(func=_presets)
+
+
+def build_parser():
+    """The `clzoo` argument parser (builds without importing Keras or TensorFlow)."""
+    parser = argparse.ArgumentParser(prog="clzoo", description=__doc__)
+    parser.add_argument("--version", action=_VersionAction, help="print versions and exit")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_train_parser(commands)
+    _add_eval_parsers(commands)
+    _add_other_parsers(commands)
+    return parser
+
+
+def main(argv=None):
+    """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
+    args = build_parser().parse_args(argv)
+    if args.command not in LIGHT_COMMANDS:
+        _console.quiet_tensorflow()
+    _console.set_quiet(getattr(args, "quiet", False))
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    finally:
+        _console.set_quiet(False)
 
 
 if __name__ == "__main__":

@@ -271,10 +271,13 @@ def _load_folder(path, split, on_unreadable="error"):
 
     from tqdm.auto import tqdm
 
+    from clzoo._console import tqdm_disable
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         decode = functools.partial(_decode, skip=on_unreadable == "skip")
         images = list(tqdm(pool.map(decode, files, chunksize=256), total=len(files),
-                           desc=f"decoding {root.name}/{split}", unit="img"))
+                           desc=f"decoding {root.name}/{split}", unit="img",
+                           disable=tqdm_disable()))
     unreadable = [f for f, image in zip(files, images) if image is None]
     if unreadable:
         warnings.warn(f"Skipped {len(unreadable)} unreadable image(s) in {root / split}, "

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from clzoo._console import keras_verbose
 from clzoo.data.pipeline import eval_dataset
 
 
@@ -15,13 +16,13 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
         batch_size: images per forward pass. Defaults to `512`.
         size: resize images to `size x size` first. Defaults to `None` (as is).
         normalize: L2-normalize each feature vector. Defaults to `True`.
-        verbose: show a progress bar. Defaults to `True`.
+        verbose: show a progress bar (on a terminal only). Defaults to `True`.
 
     Returns:
         float32 array `(N, D)`.
     """
     dataset = eval_dataset(images, size=size, batch_size=batch_size)
-    features = encoder.predict(dataset, verbose=1 if verbose else 0)
+    features = encoder.predict(dataset, verbose=keras_verbose(verbose, plain=0))
     features = np.asarray(features, dtype=np.float32)
     if not np.all(np.isfinite(features)):
         raise ValueError("The encoder produced non-finite features (NaN or inf).")

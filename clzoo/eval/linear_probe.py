@@ -17,6 +17,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from sklearn.pipeline import make_pipeline
 
+from clzoo._console import keras_verbose
 from clzoo.eval import _checks
 
 
@@ -111,7 +112,7 @@ def _fit_probe(encoder, images, labels, num_classes, learning_rate, epochs, batc
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
     model.fit(images, labels, batch_size=batch_size, epochs=epochs, shuffle=True,
-              verbose=verbose)
+              verbose=keras_verbose(verbose))
     return predict
 
 

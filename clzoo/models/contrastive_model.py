@@ -33,6 +33,14 @@ class ContrastiveModel(keras.Model):
         self.encoder = encoder
         self.projection_head = projection_head
 
+    def build(self, input_shape):
+        """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
+        folded = (None,) + tuple(input_shape[2:])
+        if not self.encoder.built:
+            self.encoder.build(folded)
+        if not self.projection_head.built:
+            self.projection_head.build(self.encoder.compute_output_shape(folded))
+
     def call(self, inputs, training=None):
         if len(inputs.shape) != 5:
             raise ValueError(

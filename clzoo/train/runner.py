@@ -11,6 +11,7 @@ import numpy as np
 import yaml
 
 from clzoo import losses
+from clzoo._console import keras_verbose
 from clzoo.data import (MixConfig, ViewConfig, eval_dataset, load_split, soft_target_batches,
                         training_batches, view_recipe)
 from clzoo.data.cache import atomic_write, atomic_write_text
@@ -151,7 +152,9 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
     Args:
         config: a resolved recipe (`load_recipe`).
         output_dir: the run folder.
-        verbose: 0 silent, 1 progress bar.
+        verbose: 0 silent, 1 progress: Keras' live bar on a terminal, one
+            plain line per epoch (no ANSI codes, no `\\r`) when stdout is
+            redirected.
         strategy: "auto", "one_device", "mirrored" or "multi_worker";
             defaults to the recipe's `training.strategy`.
         resume: continue from `output_dir/checkpoint.keras` at the step it
@@ -266,16 +269,17 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         callbacks.insert(2, monitor)
 
     fit_start = time.perf_counter()
+    fit_verbose = keras_verbose(verbose)  # a live bar on a terminal, else a plain line per epoch
     if done < epochs * steps:
         batches = batches_from(done)
         if offset:  # finish the interrupted epoch, then the rest on the same stream
             batches_now, batches = batches.take(steps - offset), batches.skip(steps - offset)
             model.fit(batches_now, epochs=first_epoch + 1, initial_epoch=first_epoch, shuffle=False,
-                      steps_per_epoch=steps - offset, verbose=verbose, callbacks=callbacks)
+                      steps_per_epoch=steps - offset, verbose=fit_verbose, callbacks=callbacks)
             first_epoch += 1
         if first_epoch < epochs and nan_guard.failed_at is None:
             model.fit(batches, epochs=epochs, initial_epoch=first_epoch, steps_per_epoch=steps, shuffle=False,
-                      verbose=verbose, callbacks=callbacks)
+                      verbose=fit_verbose, callbacks=callbacks)
     fit_seconds = time.perf_counter() - fit_start
     if nan_guard.failed_at is not None:
         epoch, batch, loss = nan_guard.failed_at

@@ -1,0 +1,108 @@
+"""Console output of the `clzoo` commands: quiet TensorFlow start-up, plain progress off a terminal.
+
+Standard library only: the command line imports this before Keras or TensorFlow.
+"""
+
+import os
+import re
+import sys
+
+# An absl / TensorFlow C++ INFO or WARNING line, e.g. (before absl logging is initialized)
+# `I0000 00:00:1795382594.463413    6172 port.cc:153] oneDNN custom operations are on. ...`
+_TF_LOG_LINE = re.compile(r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ")
+_TF_NOISE = ("WARNING: All log messages before absl::InitializeLog() is called",
+             "To enable the following instructions:")  # 2nd line of cpu_feature_guard's INFO
+
+_quiet = False
+
+
+def set_quiet(quiet=True):
+    """Turn progress bars off for this process (`clzoo train --quiet`)."""
+    global _quiet
+    _quiet = bool(quiet)
+
+
+def is_terminal(stream=None):
+    """Whether `stream` (default `sys.stdout`) is an interactive terminal."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def keras_verbose(verbose, plain=2):
+    """Keras `fit` / `predict` verbosity for a clzoo `verbose` flag.
+
+    0 when `verbose` is falsy or the process is quiet; 2 (one plain line per
+    epoch) when asked for; otherwise 1 (Keras' live bar, which redraws with
+    `\\r` and colours with ANSI codes) on a terminal and `plain` elsewhere:
+    2, or 0 for nothing.
+    """
+    if not verbose or _quiet:
+        return 0
+    if verbose == 2 and not isinstance(verbose, bool):
+        return 2
+    return 1 if is_terminal() else plain
+
+
+def tqdm_disable():
+    """tqdm's `disable` argument: True when quiet, else None (off when not writing to a terminal)."""
+    return True if _quiet else None
+
+
+def tensorflow_logs_wanted():
+    """True when the user asked for TensorFlow's C++ logs (`TF_CPP_MIN_LOG_LEVEL` 0 or 1)."""
+    return os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3").strip() in ("0", "1")
+
+
+def quiet_tensorflow():
+    """Silence TensorFlow's and absl's start-up chatter for a `clzoo` command.
+
+    Sets `TF_CPP_MIN_LOG_LEVEL=3` unless the user set it, imports TensorFlow
+    with the INFO / WARNING lines its C++ libraries print before logging is
+    initialized dropped (TensorFlow 2.17+ prints them whatever the level), and
+    raises the Python `tensorflow` and absl loggers to ERROR. With
+    `TF_CPP_MIN_LOG_LEVEL=0` (or 1) nothing is hidden.
+    """
+    import logging
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if tensorflow_logs_wanted():
+        return
+    _import_tensorflow_quietly()
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    try:
+        from absl import logging as absl_logging
+    except ImportError:
+        return
+    absl_logging.set_verbosity(absl_logging.ERROR)
+
+
+def _is_noise(line):
+    return bool(_TF_LOG_LINE.match(line)) or line.startswith(_TF_NOISE)
+
+
+def _import_tensorflow_quietly():
+    """Import TensorFlow with file descriptor 2 captured; replay all but its INFO / WARNING lines."""
+    import tempfile
+
+    if "tensorflow" in sys.modules:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        except ImportError:
+            pass  # the command that needs it says so
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = [line for line in sink.read().decode(errors="replace").splitlines(keepends=True)
+                    if not _is_noise(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
