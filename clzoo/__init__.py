@@ -1,14 +1,15 @@
 """clzoo: contrastive representation learning for Keras 3.
 
-Subpackages load on first use (PEP 562), so `import clzoo` is cheap and imports
-neither Keras nor TensorFlow: `clzoo.losses`, `clzoo.data`, ... are imported
-when first accessed. Keras only knows clzoo's serializable classes (models,
-losses, LARS) once their subpackage is imported: before
-`keras.saving.load_model` of a full clzoo model, touch `clzoo.models` and
-`clzoo.losses` (or import them).
+`import clzoo` registers clzoo's serializable classes with Keras (models, losses,
+LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
+subpackages (`clzoo.data`, `clzoo.eval`, `clzoo.train`, `clzoo.presets`) load on
+first use (PEP 562). The `clzoo` command skips even the registration: it imports
+what each command needs, so `clzoo --help` starts without Keras or TensorFlow.
 """
 
 import importlib
+import os
+import sys
 
 from clzoo.version import __version__
 
@@ -26,3 +27,8 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_SUBPACKAGES))
+
+
+# The console script imports clzoo.cli, hence this file, before parsing its arguments.
+if os.path.basename(sys.argv[0] if sys.argv else "") not in ("clzoo", "clzoo.exe"):
+    from clzoo import losses, models, optimizers  # noqa: E402, F401  (Keras registrations)

@@ -65,14 +65,30 @@ def _train(args):
         return 2
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
-    print(f"\nkNN top-1 (k={metrics['knn_top1_k']}, cosine-weighted) on {config['data']} test: "
-          f"{metrics['knn_top1']:.2%}  "
-          + "  ".join(f"{k}: {v:.2%}" for k, v in metrics["knn_top1_by_k"].items()))
+    print("\n" + _results_table(metrics, config["data"]))
     print(f"final training loss {metrics['final_train_loss']:.4f} | "
           f"{metrics['images_per_second']:.0f} images/s | wall {metrics['wall_seconds']:.0f} s")
     print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "
           "history.jsonl/.csv, tensorboard/")
     return 0
+
+
+def _results_table(metrics, data):
+    """The trained encoder's kNN / probe beside its raw-pixel and random-init baselines."""
+    k = metrics["knn_top1_k"]
+    rows = [("trained encoder", metrics["knn_top1"], metrics.get("linear_probe"))]
+    names = {"raw_pixels": "raw pixels", "random_init": "random init (untrained)"}
+    for key, row in (metrics.get("baselines") or {}).items():
+        rows.append((names.get(key, key), row["knn"].get(f"k{k}"), row.get("linear_probe")))
+    probe = any(row[2] is not None for row in rows)
+    lines = [f"kNN top-1 (k={k}, cosine-weighted) on {data} test"
+             + (" and linear-probe top-1:" if probe else ":"),
+             f"  {'':<26}{'kNN k=' + str(k):>10}" + (f"{'probe':>10}" if probe else "")]
+    for name, knn, probe_acc in rows:
+        lines.append(f"  {name:<26}{knn:>10.2%}" + (
+            f"{probe_acc:>10.2%}" if probe_acc is not None else (f"{'-':>10}" if probe else "")))
+    others = "  ".join(f"{key}: {value:.2%}" for key, value in metrics["knn_top1_by_k"].items())
+    return "\n".join(lines + [f"  trained encoder, every k: {others}"])
 
 
 def _load_encoder(target, space="encoder"):

@@ -53,6 +53,7 @@ def test_help_is_fast():
 
 def test_parser_and_light_commands_import_no_tensorflow():
     code = ("import sys, contextlib, io\n"
+            "sys.argv[0] = 'bin/clzoo'  # as the console script runs it\n"
             "import clzoo.cli as cli\n"
             "for argv in (['--help'], ['train', '--help'], ['--version']):\n"
             "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"

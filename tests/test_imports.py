@@ -22,9 +22,27 @@ def _loaded_after(statement, backend, prelude=""):
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_import_clzoo_loads_no_framework(backend):
+def test_import_clzoo_loads_no_tensorflow(backend):
     pytest.importorskip(backend)
-    assert _loaded_after("import clzoo; clzoo.__version__", backend) == []
+    loaded = _loaded_after("import clzoo; clzoo.__version__", backend)
+    assert "tensorflow" not in loaded and "keras" in loaded  # keras: the registrations
+
+
+def test_import_clzoo_is_enough_to_load_a_full_checkpoint(tmp_path):
+    path = tmp_path / "model.keras"
+    save = ("import clzoo, sys\n"
+            "m = clzoo.models.ContrastiveModel(clzoo.models.get_encoder('resnet20', input_shape=(8, 8, 3)),"
+            " clzoo.models.ProjectionHead((64,), 4))\n"
+            "m.compile(optimizer=clzoo.optimizers.LARS(0.1), loss=clzoo.losses.SINCERELoss())\n"
+            "m.build((None, 2, 8, 8, 3)); m.save(sys.argv[1])")
+    load = ("import clzoo, keras, sys\n"
+            "m = keras.saving.load_model(sys.argv[1])\n"
+            "print(type(m).__name__, type(m.loss).__name__, type(m.optimizer).__name__)")
+    for code in (save, load):
+        result = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-3:] == ["ContrastiveModel", "SINCERELoss", "LARS"]
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])

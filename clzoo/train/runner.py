@@ -21,6 +21,7 @@ from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get
 from clzoo.optimizers import LARS
 from clzoo.train.callbacks import (AtomicCheckpoint, JSONLinesHistory, RestoreEpochLoss, StepLog,
                                    StopOnNaN, Throughput, checkpoint_progress)
+from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import placement, portable_batch_norm, synchronize_batch_norm
 from clzoo.version import __version__
 
@@ -171,6 +172,7 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         ValueError: when resuming with a recipe that differs from the saved one.
     """
     spec = config["training"]
+    _check_baselines(config["eval"].get("baselines"))
     place = placement(strategy or spec.get("strategy", "auto"))
     output = Path(output_dir)
     checkpoint_path = output / "checkpoint.keras"
@@ -193,7 +195,7 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         atomic_write_text(output / "environment.json", json.dumps(environment(place), indent=2) + "\n")
 
     seed = int(config["seed"])
-    keras.utils.set_random_seed(seed)
+    seed_everything(seed, deterministic=bool(spec.get("deterministic", True)))
     task = config.get("task", "contrastive")
     if task not in TASKS:
         raise ValueError(f"`task` must be one of {TASKS}. Received: task={task!r}")
@@ -335,6 +337,11 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
         metrics["classifier_top1"] = float(np.mean(probabilities.argmax(1) == test.labels))
         metrics["classifier_ece"] = reliability(probabilities, test.labels).ece
+    wanted = tuple(eval_spec.get("baselines") or ())
+    if wanted:
+        metrics["baselines"] = _baselines(config, wanted, train_split, view_config.size,
+                                          probe="linear_probe" in (report.metrics if report else {}),
+                                          verbose=bool(verbose))
     if report is not None:
         for key in ("ncc_accuracy", "linear_probe"):
             if key in report.metrics:
@@ -342,6 +349,30 @@ def train(config, output_dir, verbose=1, strategy=None, resume=False):
                                 else report.metrics[key])
     atomic_write_text(output / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return metrics
+
+
+def _check_baselines(wanted):
+    from clzoo.eval.baselines import BASELINES
+
+    unknown = sorted(set(wanted or ()) - set(BASELINES))
+    if unknown:
+        raise ValueError(f"`eval.baselines` must be a subset of {list(BASELINES)}. "
+                         f"Received: eval.baselines={list(wanted)}")
+
+
+def _baselines(config, wanted, train_split, size, probe, verbose):
+    """Raw-pixel and random-init rows beside the trained encoder (`eval.baselines`)."""
+    from clzoo.eval.baselines import baseline_metrics
+
+    random_encoder = None
+    if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
+        keras.utils.set_random_seed(int(config["seed"]))
+        random_encoder = get_encoder(config["model"]["architecture"], input_shape=(size, size, 3),
+                                     name="encoder")
+    rows = baseline_metrics(train_split, load_split(config["data"], "test"), random_encoder,
+                            ks=tuple(config["eval"]["knn_k"]), probe=probe, size=size,
+                            verbose=verbose)
+    return {name: rows[name] for name in wanted}
 
 
 def _prebuild_for_multi_worker(model, element_spec, local_batch):
