@@ -1,4 +1,4 @@
-"""Run the model, preset round-trip and view / soft-target tests under every other Keras backend.
+"""Run the model, preset round-trip, view / soft-target and repeatability tests under every other Keras backend.
 
 The loss suite has its own runner in `tests/losses/test_other_backends.py`. The
 other data tests exercise only TensorFlow ops and run once.
@@ -19,4 +19,5 @@ def test_data_and_model_suites_on_backend(backend):
         TESTS / "data" / "test_soft_targets.py", TESTS / "data" / "test_views.py",
         f"{PRESETS}::test_round_trip_gives_identical_embeddings",
         f"{PRESETS}::test_builtin_preset_loads_offline_and_matches_its_registry",
-    ], "data/model/preset tests")
+        TESTS / "train" / "test_repeatable.py",  # same seed, same weights on every backend
+    ], "data/model/preset/repeatability tests")

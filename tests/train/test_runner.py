@@ -24,12 +24,17 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
     assert "kNN top-1 (k=5" in printed
+    for row in ("trained encoder", "raw pixels", "random init (untrained)"):
+        assert f"  {row} " in printed, row
     for name in ("encoder.keras", "checkpoint.keras", "metrics.json", "recipe.yaml", "history.jsonl"):
         assert (out / name).is_file(), name
     metrics = json.loads((out / "metrics.json").read_text())
     # Two epochs of SINCERE on real digits beat chance (10%) by far.
     assert metrics["knn_top1"] > 0.5
     assert set(metrics["knn_top1_by_k"]) == {"k1", "k5"}
+    assert set(metrics["baselines"]) == {"raw_pixels", "random_init"}
+    assert set(metrics["baselines"]["raw_pixels"]["knn"]) == {"k1", "k5"}
+    assert metrics["baselines"]["raw_pixels"]["knn"]["k5"] > 0.9  # a kNN on digit pixels is strong
     assert np.isfinite(metrics["final_train_loss"]) and metrics["images_per_second"] > 0
     assert len((out / "history.jsonl").read_text().splitlines()) == 2
     assert not list(out.glob(".*tmp*"))  # no temporary files left behind
@@ -113,3 +118,11 @@ def test_runner_reports_divergence(tmp_path):
         train(config, tmp_path / "run", verbose=0)
     assert not (tmp_path / "run" / "encoder.keras").exists()
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--output", str(out), "--set", "eval.baselines=[raw_pixels,pixels]"]
+    assert cli.main(args) == 2
+    assert "eval.baselines" in capsys.readouterr().err
+    assert not out.exists()
