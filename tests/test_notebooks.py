@@ -1,6 +1,7 @@
-"""The notebooks: in sync with their scripts, and every code cell runs top to bottom with tiny settings."""
+"""The notebooks: in sync with their scripts, installable in Colab, and run top to bottom on a kernel."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -12,6 +13,8 @@ sys.path.insert(0, str(NOTEBOOKS))
 import build  # noqa: E402  (notebooks/build.py)
 
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+INSTALL = re.compile(r'^    !pip install -q "clzoo(\[[a-z,]+\])? @ git\+https://github\.com/clzoo/clzoo"$',
+                     re.MULTILINE)
 
 
 def test_every_script_has_its_notebook_and_they_are_in_sync():
@@ -26,20 +29,77 @@ def test_build_reads_percent_cells():
                                  ("code", "y = x + 1")]
 
 
+def test_build_keeps_outputs_of_unchanged_cells_only():
+    old = build.notebook("# %%\na = 1\n\n# %%\nb = 2\n\n# %%\nc = 3\n")
+    for cell in old["cells"]:
+        cell["outputs"], cell["execution_count"] = [{"output_type": "stream", "name": "stdout",
+                                                     "text": "x"}], 1
+    new = build.keep_outputs(build.notebook("# %% [markdown]\n# note\n\n# %%\na = 1\n\n# %%\n"
+                                            "b = 20\n\n# %%\nc = 3\n"), old)
+    code = [cell for cell in new["cells"] if cell["cell_type"] == "code"]
+    assert [len(cell["outputs"]) for cell in code] == [1, 0, 0]  # c's input changed with b
+    assert build.sources(new) != build.sources(old)
+
+
+def test_build_check_compares_sources_not_outputs(tmp_path, monkeypatch):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "n.py").write_text("# %% [markdown]\n# # N\n\n# %%\nprint(1)\n")
+    monkeypatch.setattr(build, "HERE", tmp_path)
+    monkeypatch.setattr(build, "SCRIPTS", tmp_path / "scripts")
+    assert build.main([]) == 0
+    nb = json.loads((tmp_path / "n.ipynb").read_text())
+    nb["cells"][1].update(execution_count=1, outputs=[
+        {"output_type": "stream", "name": "stdout", "text": "1\n"}])
+    (tmp_path / "n.ipynb").write_text(build.dumps(nb))
+    assert build.main(["--check"]) == 0
+    assert build.main([]) == 0
+    assert json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["outputs"]  # kept
+    (tmp_path / "scripts" / "n.py").write_text("# %% [markdown]\n# # N\n\n# %%\nprint(2)\n")
+    assert build.main(["--check"]) == 1
+    assert build.main([]) == 0
+    assert not json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["outputs"]  # dropped
+
+
+def test_terminal_text_keeps_the_last_state_of_rewritten_lines():
+    assert build._terminal_text("a 1/3\b\b\b\b\b\ra 2/3\ra 3/3\nnext\r\n") == "a 3/3\nnext\n"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_notebook_opens_in_colab_and_installs_without_a_clone(path):
+    notebook = json.loads(path.read_text())
+    first = "".join(notebook["cells"][0]["source"])
+    assert notebook["cells"][0]["cell_type"] == "markdown"
+    assert build.colab_url(path.stem) in first and "colab-badge.svg" in first
+    code = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert 'if importlib.util.find_spec("clzoo") is None:' in code[0]
+    assert INSTALL.search(code[0]), code[0]
+    everything = "\n".join("".join(cell["source"]) for cell in notebook["cells"])
+    for clone in ("/content", "pip install -e", "-e \"", "../", "sys.path"):
+        assert clone not in everything  # nothing reads the repository's tree
+    readme = (NOTEBOOKS.parent / "README.md").read_text()
+    assert build.colab_url(path.stem) in readme
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path, monkeypatch):
+    """Every cell on an IPython kernel of this Python: the install cell skips, plots are drawn."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
     monkeypatch.setenv("CLZOO_NOTEBOOK_TINY", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.chdir(tmp_path)  # run folders land here
-    notebook = json.loads(path.read_text())
-    assert notebook["cells"][0]["cell_type"] == "markdown"
-    install = "".join(notebook["cells"][1]["source"])
-    assert "pip install" in install  # the first code cell installs clzoo
-    scope = {}
-    for cell in notebook["cells"][2:]:
-        if cell["cell_type"] != "code":
-            continue
-        code = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                         if not line.lstrip().startswith("!"))
-        exec(compile(code, path.name, "exec"), scope)
+    monkeypatch.delenv("CLZOO_NOTEBOOK_EPOCHS", raising=False)
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend draws the plots
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    (tmp_path / "work").mkdir()
+    nb = build.execute(json.loads(path.read_text()), tmp_path / "work", timeout=900)
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+    assert all(cell["execution_count"] for cell in code)
+    assert code[0]["outputs"] == []  # clzoo is installed here: nothing to pip install
+    errors = [output for cell in code for output in cell["outputs"]
+              if output["output_type"] == "error"]
+    assert not errors
+    drawing = [cell for cell in code if "plt.show()" in "".join(cell["source"])]
+    for cell in drawing:  # each cell that shows a figure holds its PNG
+        assert any("image/png" in output.get("data", {}) for output in cell["outputs"])
+    assert len(build.images(nb)) >= len(drawing)

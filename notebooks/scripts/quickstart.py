@@ -1,14 +1,20 @@
 # %% [markdown]
 # # clzoo quickstart: SINCERE on your own images
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/clzoo/clzoo/blob/main/notebooks/quickstart.ipynb)
+#
 # Train a supervised contrastive encoder with `model.compile(loss=clzoo.losses.SINCERELoss())`,
 # then measure it with a weighted kNN classifier (SINCERE paper, app. M). Runs on a CPU in a
 # few minutes with scikit-learn's digits; point `DATA` at an image folder
 # (`<folder>/{train,test}/<class>/<image>`) or `tfds:<name>` for your own data.
 
 # %%
-# Colab: clone or upload the clzoo repository to /content/clzoo first.
-!pip install -q -e /content/clzoo
+# Colab: install clzoo from its repository (skipped where clzoo is already installed).
+import importlib.util
+
+if importlib.util.find_spec("clzoo") is None:
+    !pip install -q "clzoo @ git+https://github.com/clzoo/clzoo"
+    importlib.invalidate_caches()
 
 # %%
 import os
@@ -49,7 +55,7 @@ model = clzoo.models.ContrastiveModel(
     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=64),
 )
 model.compile(optimizer=keras.optimizers.AdamW(2e-3), loss=clzoo.losses.SINCERELoss(temperature=0.1))
-model.fit(dataset, epochs=EPOCHS)
+history = model.fit(dataset, epochs=EPOCHS)
 
 # %% [markdown]
 # ## Evaluate the frozen encoder
