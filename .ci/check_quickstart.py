@@ -18,7 +18,8 @@ def main(log_path, clone):
     trained, raw, random = (float(m.group(1)) for m in row.values())
     print(f"   kNN: trained {trained}%, raw pixels {raw}%, random init {random}%")
     assert trained > raw, "the trained encoder does not beat raw pixels"
-    chatter = CHATTER.findall(log)
+    train_output = log.split("Successfully installed")[-1].split("\n", 1)[-1]  # after pip's lines
+    chatter = CHATTER.findall(train_output)
     assert not chatter, f"backend log lines in the output: {chatter[:3]}"
     where = subprocess.run([f"{clone}/.venv/bin/python", "-c",
                             "import clzoo, clzoo.optimizers; print(clzoo.__file__)"],
