@@ -19,7 +19,7 @@ def install_spec(notebook):
 
 def main(root, python, target):
     for notebook in sorted(Path(root, "notebooks").glob("*.ipynb")):
-        spec = install_spec(notebook).replace(URL, f"git+file://{root}")
+        spec = install_spec(notebook).replace(URL, f"git+file://localhost{root}")  # a host: PEP 508
         where = Path(target) / notebook.stem
         subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(where),
                         spec], check=True)
