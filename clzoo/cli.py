@@ -418,6 +418,9 @@ def main(argv=None):
     except (ValueError, FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left, e.g. `clzoo presets | head -3`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
+        return 0
     finally:
         _console.set_quiet(False)
 

@@ -142,3 +142,13 @@ def test_train_quiet_prints_only_the_results(tmp_path, capsys):
     for progress in ("Epoch", "/step", "[clzoo eval]", f"clzoo {__version__} |", "\x1b", "\r"):
         assert progress not in out, (progress, out)
     assert "decoding" not in err and "\r" not in err, err
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    process = subprocess.Popen([sys.executable, "-c",
+                                "import sys, time; sys.argv[0] = 'clzoo'; time.sleep(0.5)\n"
+                                "from clzoo.cli import main; sys.exit(main(['presets']))"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_user_env())
+    process.stdout.close()  # as `| head` does once it has its lines
+    stderr = process.communicate(timeout=120)[1].decode()
+    assert process.returncode == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
