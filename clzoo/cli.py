@@ -27,7 +27,10 @@ LIGHT_COMMANDS = ("presets",)
 
 
 def _train(args):
-    from clzoo.train import TrainingDiverged, load_recipe, train
+    import signal
+
+    from clzoo.train import (RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe,
+                             train)
 
     overrides = list(args.set or [])
     if args.data:
@@ -50,22 +53,29 @@ def _train(args):
         print("error: give the run folder once, as --resume RUN (or --output RUN --resume)",
               file=sys.stderr)
         return 2
-    config = load_recipe(recipe, overrides)
     if args.strategy:
-        config["training"]["strategy"] = args.strategy
-    output = Path(args.resume if isinstance(args.resume, str) else
-                  args.output or Path("runs") / f"{config['name']}-{time.strftime('%Y%m%d-%H%M%S')}")
+        overrides.append(f"training.strategy={args.strategy}")
     try:
+        config = load_recipe(recipe, overrides)
+        output = Path(args.resume if isinstance(args.resume, str) else
+                      args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         metrics = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
+    except RecipeError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
     except TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
         return 3
+    except TrainingInterrupted as error:
+        print(f"stopped: {error}", file=sys.stderr)
+        return 128 + int(getattr(signal, error.signal))
     except (FileExistsError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
-    print("\n" + _results_table(metrics, config["data"]))
+    print("\n" + _results_table(metrics, config.data))
     print(f"final training loss {metrics['final_train_loss']:.4f} | "
           f"{metrics['images_per_second']:.0f} images/s | wall {metrics['wall_seconds']:.0f} s")
     print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "

@@ -133,26 +133,50 @@ def load_split(data, split="train", on_unreadable="error"):
         raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
     if on_unreadable not in ("error", "skip"):
         raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
-    data = str(data)
-    if "@" in data:
-        from clzoo.data.label_sets import LABEL_SETS, derive_label_set
+    source, label_set = parse_data_spec(data)
+    if label_set == "cifar100_coarse":
+        return _load_tfds("cifar100", split, coarse_key="coarse_label")
+    if label_set is not None:
+        from clzoo.data.label_sets import derive_label_set
 
-        data, label_set = data.rsplit("@", 1)
-        if label_set not in LABEL_SETS:
-            raise ValueError(f"Unknown label set {label_set!r}. Choose from: {', '.join(LABEL_SETS)}")
-        if label_set == "cifar100_coarse":
-            if data != "tfds:cifar100":
-                raise ValueError("The cifar100_coarse label set reads tfds:cifar100's coarse labels; "
-                                 f"Received: {data!r}")
-            return _load_tfds("cifar100", split, coarse_key="coarse_label")
-        return derive_label_set(load_split(data, split, on_unreadable), label_set)
-    if data in EMBEDDED:
+        return derive_label_set(load_split(source, split, on_unreadable), label_set)
+    if source in EMBEDDED:
         return _load_digits(split)
-    if data.startswith("tfds:"):
-        return _load_tfds(data[len("tfds:"):], split)
-    if data.startswith("folder:"):
-        data = data[len("folder:"):]
-    return _load_folder(data, split, on_unreadable)
+    if source.startswith("tfds:"):
+        return _load_tfds(source[len("tfds:"):], split)
+    return _load_folder(source.removeprefix("folder:"), split, on_unreadable)
+
+
+def parse_data_spec(data):
+    """Split a data spec into `(source, label_set or None)`.
+
+    `@NAME` at the end names a label set when NAME is one of
+    `clzoo.data.label_sets.LABEL_SETS`; an existing path is always a folder,
+    so folders whose names contain `@` load as they are.
+
+    Raises:
+        ValueError: for an unknown label set, or `cifar100_coarse` on
+            anything but `tfds:cifar100`.
+
+    Example:
+
+    >>> from clzoo.data.sources import parse_data_spec
+    >>> parse_data_spec("tfds:cifar10@cifar2"), parse_data_spec("digits")
+    (('tfds:cifar10', 'cifar2'), ('digits', None))
+    """
+    from clzoo.data.label_sets import LABEL_SETS
+
+    data = str(data)
+    if "@" not in data or Path(data.removeprefix("folder:")).expanduser().exists():
+        return data, None
+    source, label_set = data.rsplit("@", 1)
+    if label_set not in LABEL_SETS:
+        raise ValueError(f"Unknown label set {label_set!r} in data={data!r}. Choose from: "
+                         f"{', '.join(LABEL_SETS)} (or give an existing folder).")
+    if label_set == "cifar100_coarse" and source != "tfds:cifar100":
+        raise ValueError("The cifar100_coarse label set reads tfds:cifar100's coarse labels. "
+                         f"Received: data={data!r}")
+    return source, label_set
 
 
 def _load_digits(split):
@@ -210,24 +234,37 @@ def _load_tfds(name, split, coarse_key=None):
     return Split(images.astype(np.uint8), np.asarray(labels, np.int32), names)
 
 
-def _list_folder(root, split):
-    split_dir = root / split
+def _visible(folder):
+    """Entries of `folder` that are not hidden (`.ipynb_checkpoints`, `.DS_Store`, `._x.png`)."""
+    return sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
+
+
+def class_folders(root, split):
+    """Sorted class names of `root/split/<class>/`, hidden folders left out.
+
+    Raises:
+        ValueError: when the split folder is missing or holds no class folder.
+    """
+    split_dir = Path(root) / split
     if not split_dir.is_dir():
         raise ValueError(
             f"Expected an image folder with a '{split}' sub-folder of class "
             f"folders ({root}/{split}/<class>/<image>). Received: data={str(root)!r}"
         )
-    classes = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+    classes = [p.name for p in _visible(split_dir) if p.is_dir()]
     if not classes:
         raise ValueError(
             f"No class folders in {split_dir}: expected {split_dir}/<class>/<image>."
         )
+    return classes
+
+
+def _list_folder(root, split):
+    classes = class_folders(root, split)
+    split_dir = root / split
     files, labels = [], []
     for label, name in enumerate(classes):
-        found = sorted(
-            f for f in (split_dir / name).iterdir()
-            if f.suffix.lower() in IMAGE_EXTENSIONS
-        )
+        found = [f for f in _visible(split_dir / name) if f.suffix.lower() in IMAGE_EXTENSIONS]
         if not found:
             raise ValueError(
                 f"Class folder {split_dir / name} holds no images "

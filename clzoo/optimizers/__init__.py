@@ -1,5 +1,6 @@
-"""Optimizers the papers train with that Keras core lacks."""
+"""Optimizers the papers train with that Keras core lacks, and the recipe names of all of them."""
 
 from clzoo.optimizers.lars import LARS
+from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
 
-__all__ = ["LARS"]
+__all__ = ["LARS", "OPTIMIZERS", "SCHEDULES"]

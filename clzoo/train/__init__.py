@@ -1,6 +1,18 @@
-"""Recipe-driven training."""
+"""Recipe-driven training: typed recipes, the run folder, tasks, the resumable fit, the runner."""
 
-from clzoo.train.config import DEFAULTS, load_recipe
-from clzoo.train.runner import TrainingDiverged, build_model, evaluate_encoder, train
+from clzoo.train.evaluation import evaluate_encoder
+from clzoo.train.fit import TrainingDiverged, TrainingInterrupted
+from clzoo.train.recipe import Recipe, RecipeError, load_recipe
+from clzoo.train.runner import train
 
-__all__ = ["DEFAULTS", "TrainingDiverged", "build_model", "evaluate_encoder", "load_recipe", "train"]
+
+def __getattr__(name):
+    if name == "DEFAULTS":  # built on use: validating the defaults imports the loss classes
+        from clzoo.train import recipe
+
+        return recipe.DEFAULTS
+    raise AttributeError(name)
+
+
+__all__ = ["DEFAULTS", "Recipe", "RecipeError", "TrainingDiverged", "TrainingInterrupted",
+           "evaluate_encoder", "load_recipe", "train"]

@@ -1,8 +1,10 @@
-"""Training callbacks: stop on NaN, atomic checkpoints, throughput, JSON-lines history."""
+"""Training callbacks: stop on NaN or a signal, atomic checkpoints, throughput, JSON-lines history."""
 
 import contextlib
 import json
 import math
+import signal
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -10,7 +12,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from clzoo.data.cache import atomic_write, atomic_write_text
+from clzoo.files import atomic_write, atomic_write_text, json_line
+from clzoo.train.compat import loss_tracker
 
 PROGRESS_FILE = "clzoo_progress.json"  # extra entry in the .keras zip; Keras ignores it
 
@@ -81,7 +84,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
             return False
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         progress = {"step": step}
-        tracker = getattr(self.model, "_loss_tracker", None)
+        tracker = loss_tracker(self.model)
         if tracker is not None and self.single_replica:
             progress["epoch_loss_state"] = [float(keras.ops.convert_to_numpy(v))
                                             for v in tracker.variables]
@@ -134,7 +137,7 @@ class RestoreEpochLoss(keras.callbacks.Callback):
         self.state = state
 
     def on_epoch_begin(self, epoch, logs=None):
-        tracker = getattr(self.model, "_loss_tracker", None)
+        tracker = loss_tracker(self.model)
         if self.state and tracker is not None:
             for variable, value in zip(tracker.variables, self.state):
                 variable.assign(value)
@@ -162,7 +165,7 @@ class JSONLinesHistory(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if not self.enabled:
             return
-        line = json.dumps({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
+        line = json_line({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
         previous = self.path.read_text() if self.path.exists() else ""
         atomic_write_text(self.path, previous + line + "\n")
 
@@ -234,7 +237,7 @@ class StepLog(keras.callbacks.Callback):
             except json.JSONDecodeError:
                 continue
             if row.get("step", 0) <= step:
-                rows.append(json.dumps(row))
+                rows.append(json_line(row))
         atomic_write_text(self.path, "".join(row + "\n" for row in rows))
 
     def on_train_begin(self, logs=None):
@@ -260,4 +263,39 @@ class StepLog(keras.callbacks.Callback):
                "loss": float((logs or {}).get("loss", float("nan"))),
                "learning_rate": float(keras.ops.convert_to_numpy(optimizer.learning_rate))}
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
+            handle.write(json_line(row) + "\n")
+
+
+class StopOnSignal(keras.callbacks.Callback):
+    """Finish the current step and stop `fit` on SIGTERM or SIGINT (a scheduler's pre-emption, Ctrl-C).
+
+    `fit` then ends its epoch early, so `AtomicCheckpoint.on_epoch_end` saves
+    the state at that step; the runner reports `received` and a resumed run
+    continues from there. Handlers are installed for the duration of `fit`
+    only, and only from the main thread (Python's rule for signal handlers).
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self):
+        super().__init__()
+        self.received = None
+        self._previous = {}
+
+    def _handle(self, signum, frame):
+        self.received = signal.Signals(signum).name
+        if self.model is not None:
+            self.model.stop_training = True
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.received:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import keras
 
+from clzoo.train.compat import batch_norm_layers
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 
 
@@ -106,11 +108,6 @@ def placement(name="auto"):
     return Placement("one_device", 1, True, [str(keras.config.backend())])
 
 
-def _batch_norms(model):
-    return [layer for layer in model._flatten_layers()
-            if isinstance(layer, keras.layers.BatchNormalization)]
-
-
 def synchronize_batch_norm(model):
     """Compute batch-norm statistics over the global batch on every replica (TensorFlow).
 
@@ -119,14 +116,14 @@ def synchronize_batch_norm(model):
     Saved files must not carry the flag (it only loads on TensorFlow): save
     inside `portable_batch_norm(model)`.
     """
-    for layer in _batch_norms(model):
+    for layer in batch_norm_layers(model):
         layer.synchronized = True
 
 
 @contextlib.contextmanager
 def portable_batch_norm(model):
     """Clear the `synchronized` flag of batch-norm layers while saving, then restore it."""
-    flagged = [layer for layer in _batch_norms(model) if layer.synchronized]
+    flagged = [layer for layer in batch_norm_layers(model) if layer.synchronized]
     for layer in flagged:
         layer.synchronized = False
     try:

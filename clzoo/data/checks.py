@@ -1,0 +1,104 @@
+"""Check a data spec before any image is decoded: both splits exist, classes match by name.
+
+`check_data` reads only folder listings (or a dataset's metadata), so a
+recipe with a bad `data` entry fails in well under a second, before a run
+folder is written.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from clzoo.data.sources import EMBEDDED, IMAGE_EXTENSIONS, class_folders, parse_data_spec
+
+DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """What `check_data` found: the spec's source, label set, class names (index = label) and
+    the number of training images (None where only loading can tell)."""
+
+    source: str
+    label_set: str
+    class_names: tuple
+    train_images: int = None
+
+
+def check_data(data):
+    """Check that `data` names a dataset clzoo can train and evaluate on.
+
+    Args:
+        data: a `clzoo.data.load_split` spec: `"digits"`, a folder,
+            `"tfds:NAME"`, optionally ending in `@LABEL_SET`.
+
+    Returns:
+        `DataSummary`.
+
+    Raises:
+        ValueError: the path does not exist; the folder has no `train` or no
+            `test` split; the test split's class names differ from the
+            training ones (they are matched by name, never by position); fewer
+            than two classes; an unknown label set.
+
+    Example:
+
+    >>> from clzoo.data.checks import check_data
+    >>> len(check_data("digits").class_names)
+    10
+    """
+    source, label_set = parse_data_spec(data)
+    count = None
+    if source in EMBEDDED:
+        names, count = tuple(str(i) for i in range(10)), DIGITS_TRAIN_IMAGES
+    elif source.startswith("tfds:"):
+        names = _tfds_class_names(source[len("tfds:"):])
+    else:
+        names, count = _folder_class_names(source.removeprefix("folder:"), data)
+    if label_set is not None and names:
+        names = _label_set_names(names, label_set, data)
+    if names is not None and len(names) < 2:
+        raise ValueError(f"data={data!r} has {len(names)} class ({', '.join(names)}); contrastive "
+                         "training and its evaluation need at least two.")
+    return DataSummary(source, label_set, names, None if label_set else count)
+
+
+def _folder_class_names(path, data):
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise ValueError("`data` must be 'digits', 'tfds:<name>' or an existing image "
+                         f"folder. Received: data={data!r} (no such path)")
+    train, test = class_folders(root, "train"), class_folders(root, "test")
+    if train != test:
+        only_train = sorted(set(train) - set(test))
+        only_test = sorted(set(test) - set(train))
+        raise ValueError(
+            f"The test classes of data={data!r} differ from its training classes (matched by "
+            f"name): only in train: {only_train or 'none'}; only in test: {only_test or 'none'}.")
+    count = sum(1 for name in train for f in (root / "train" / name).iterdir()
+                if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith("."))
+    return tuple(train), count
+
+
+def _tfds_class_names(name):
+    """Class names from the dataset's metadata; None when tfds cannot tell without downloading."""
+    try:
+        import tensorflow_datasets as tfds
+
+        info = tfds.builder(name).info
+        return tuple(info.features[info.supervised_keys[1]].names)
+    except Exception:  # not installed, not prepared, no names: load_split reports it
+        return None
+
+
+def _label_set_names(names, label_set, data):
+    from clzoo.data.label_sets import CIFAR10_COARSE
+
+    if label_set == "cifar100_coarse":
+        return None  # read from tfds's coarse_label feature at load time
+    missing = sorted(set(CIFAR10_COARSE) - set(names))
+    if missing:
+        raise ValueError(f"The {label_set} label set needs CIFAR-10's class names; "
+                         f"data={data!r} lacks {missing}.")
+    if label_set == "cifar2":
+        return ("cat", "dog")
+    return tuple(sorted(set(CIFAR10_COARSE.values())))

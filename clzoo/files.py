@@ -1,0 +1,74 @@
+"""Atomic file writes: a reader sees the old file or the new one, never a half-written one.
+
+Every file clzoo saves (checkpoints, exports, run metadata, reports, the
+decode cache) goes through `atomic_write`. `write_json` also keeps JSON
+strict: NaN and infinity become `null`, which every JSON reader accepts.
+"""
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path, write_fn, suffix=""):
+    """Write a file through `write_fn(tmp_path)` then rename it into place.
+
+    The temporary file sits in the destination folder so the final
+    `os.replace` is atomic: readers see the old file or the new one, never a
+    half-written one, even if the process is killed mid-write.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent
+    )
+    os.close(fd)
+    try:
+        write_fn(tmp)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; use the usual mode
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path, text):
+    """Atomically write a UTF-8 text file."""
+
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+    return atomic_write(path, write)
+
+
+def strict_json(value):
+    """`value` with every NaN / infinite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
+def json_line(value):
+    """One line of strict JSON (no bare NaN), for `.jsonl` files."""
+    return json.dumps(strict_json(value), allow_nan=False)
+
+
+def write_json(path, value):
+    """Atomically write `value` as indented strict JSON."""
+    return atomic_write_text(path, json.dumps(strict_json(value), indent=2, allow_nan=False) + "\n")

@@ -1,0 +1,52 @@
+"""Optimizers and learning-rate schedules by the names recipes use (`training.optimizer`/`schedule`).
+
+Each factory takes the recipe's `training` section (`clzoo.train.TrainingSpec`):
+`SCHEDULES.get(name)(training, steps_per_epoch)` gives a learning rate or a
+`keras.optimizers.schedules.LearningRateSchedule`, and
+`OPTIMIZERS.get(name)(learning_rate, training)` the optimizer.
+"""
+
+import keras
+
+from clzoo.optimizers.lars import LARS
+from clzoo.registry import Registry
+
+OPTIMIZERS = Registry("optimizer")
+SCHEDULES = Registry("schedule")
+
+
+@SCHEDULES.register("cosine", description="linear warm-up from 0.1% of the peak, then cosine "
+                    "decay to `final_learning_rate_fraction` x peak (SINCERE app. J)")
+def cosine(training, steps_per_epoch):
+    total = max(1, training.epochs * steps_per_epoch)
+    warmup = min(total - 1, int(training.warmup_epochs * steps_per_epoch))
+    peak = float(training.learning_rate)
+    return keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=peak * 1e-3 if warmup else peak,
+        decay_steps=total - warmup,
+        warmup_target=peak if warmup else None,
+        warmup_steps=warmup,
+        alpha=float(training.final_learning_rate_fraction),
+    )
+
+
+@SCHEDULES.register("constant", description="the peak learning rate throughout")
+def constant(training, steps_per_epoch):
+    return float(training.learning_rate)
+
+
+@OPTIMIZERS.register("sgd", description="SGD with momentum and coupled weight decay (SupCon)")
+def sgd(learning_rate, training):
+    return keras.optimizers.SGD(learning_rate, momentum=training.momentum,
+                                weight_decay=training.weight_decay or None)
+
+
+@OPTIMIZERS.register("adamw", description="AdamW, decoupled weight decay")
+def adamw(learning_rate, training):
+    return keras.optimizers.AdamW(learning_rate, weight_decay=training.weight_decay)
+
+
+@OPTIMIZERS.register("lars", description="LARS (SimCLR's large-batch optimizer)")
+def lars(learning_rate, training):
+    return LARS(learning_rate, momentum=training.momentum, weight_decay=training.weight_decay,
+                trust_coefficient=training.trust_coefficient)

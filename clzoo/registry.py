@@ -1,0 +1,105 @@
+"""One registry shape for everything looked up by name: losses, encoders, view
+recipes, metrics, optimizers, schedules and presets.
+
+A `Registry` maps a name to a factory plus free-form metadata (a one-line
+description, the paper it comes from, ...). `get(name)` returns the factory,
+`entry(name)` the whole record, `list()` the names; an unknown name raises a
+`ValueError` that lists the known ones and suggests the closest.
+"""
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered name: `factory(**kwargs)` builds the thing; `metadata` describes it."""
+
+    name: str
+    factory: Callable
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def description(self):
+        return self.metadata.get("description", "")
+
+
+def did_you_mean(name, known):
+    """`" Did you mean 'x'?"` for the closest of `known`, or `""` when none is close."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+class Registry:
+    """Name -> factory + metadata, with `register` (also a decorator), `get`, `entry`, `list`.
+
+    Args:
+        kind: what the names are, for error messages (`"loss"`, `"encoder"`).
+
+    Example:
+
+    >>> from clzoo.registry import Registry
+    >>> shapes = Registry("shape")
+    >>> @shapes.register("square", description="four equal sides")
+    ... def square(side=1):
+    ...     return side * side
+    >>> shapes.get("square")(side=3), shapes.list(), shapes.entry("square").description
+    (9, ['square'], 'four equal sides')
+    >>> shapes.get("sqare")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown shape 'sqare'. Known: square. Did you mean 'square'?
+    """
+
+    def __init__(self, kind):
+        self.kind = kind
+        self._entries = {}
+
+    def register(self, name=None, factory=None, **metadata):
+        """Register `factory` under `name`; without `factory`, return a decorator.
+
+        Raises:
+            ValueError: when `name` is already registered.
+        """
+        def add(fn):
+            key = name or getattr(fn, "__name__", None)
+            if key in self._entries:
+                raise ValueError(f"A {self.kind} named {key!r} is already registered.")
+            self._entries[key] = Entry(key, fn, dict(metadata))
+            return fn
+
+        return add if factory is None else add(factory)
+
+    def entry(self, name):
+        """The `Entry` of `name`. Raises `ValueError` naming the known names."""
+        if name not in self._entries:
+            known = ", ".join(self.list()) or "none"
+            raise ValueError(f"Unknown {self.kind} {name!r}. Known: {known}."
+                             + did_you_mean(name, self._entries))
+        return self._entries[name]
+
+    def get(self, name):
+        """The factory registered as `name`."""
+        return self.entry(name).factory
+
+    def list(self):
+        """Registered names, in registration order."""
+        return list(self._entries)
+
+    def describe(self):
+        """`{name: description}` of every entry."""
+        return {name: entry.description for name, entry in self._entries.items()}
+
+    def __contains__(self, name):
+        return name in self._entries
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __repr__(self):
+        return f"Registry({self.kind!r}, {self.list()})"
+

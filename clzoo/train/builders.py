@@ -1,0 +1,57 @@
+"""Build a recipe's parts by name: views, loss and optimizer (the model comes from its task)."""
+
+import keras
+
+from clzoo.data import ViewConfig, view_recipe
+
+
+def views_from_config(spec):
+    """`ViewConfig` from a recipe's `views` section: fields, optionally on top of `recipe: <name>`.
+
+    Raises:
+        ValueError: an unknown view recipe or field, or a value `ViewConfig` refuses.
+    """
+    from clzoo.train.recipe import _check_kwargs
+
+    spec = dict(spec or {})
+    name = spec.pop("recipe", None)
+    _check_kwargs(ViewConfig, spec, "views")
+    if name is None:
+        return ViewConfig(**spec)
+    base = view_recipe(name, size=spec.get("size", 32), views=spec.get("views", 2)).to_dict()
+    return ViewConfig(**{**base, **spec})
+
+
+def loss_class(name):
+    """The class of a recipe's `loss.name`: a clzoo loss, or `SoftTargetCrossEntropy`."""
+    from clzoo.losses import ALL_OBJECTS_DICT
+
+    if name == "SoftTargetCrossEntropy":
+        return _soft_target_cross_entropy
+    if name not in ALL_OBJECTS_DICT:
+        from clzoo.registry import did_you_mean
+
+        known = sorted(ALL_OBJECTS_DICT) + ["SoftTargetCrossEntropy"]
+        raise ValueError(f"name {name!r} is not a loss; known: {', '.join(known)}."
+                         + did_you_mean(name, known))
+    return ALL_OBJECTS_DICT[name]
+
+
+def _soft_target_cross_entropy(label_smoothing=0.0, reduction="sum_over_batch_size"):
+    """Keras' categorical cross-entropy on logits: the soft-target baseline."""
+    return keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=label_smoothing,
+                                                reduction=reduction)
+
+
+def build_loss(recipe):
+    """The recipe's loss, with only the keyword arguments the recipe gives."""
+    return loss_class(recipe.loss.name)(**recipe.loss.kwargs)
+
+
+def build_optimizer(recipe, steps_per_epoch):
+    """The recipe's optimizer on its learning-rate schedule (`clzoo.optimizers` registries)."""
+    from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
+
+    spec = recipe.training
+    schedule = SCHEDULES.get(spec.schedule)(spec, steps_per_epoch)
+    return OPTIMIZERS.get(spec.optimizer)(schedule, spec)

@@ -1,0 +1,41 @@
+"""Workarounds for Keras internals, each with the upstream issue it answers; nothing else uses
+private Keras API."""
+
+import keras
+import numpy as np
+
+
+def prebuild_for_multi_worker(model, element_spec, local_batch):
+    """Make Keras 3's TensorFlow `fit` run under MultiWorkerMirroredStrategy.
+
+    - Keras 3's `fit` reduces the first distributed batch with
+      `strategy.reduce("MEAN", (x, y))` before building, which
+      MultiWorkerMirroredStrategy rejects for a tuple (ValueError: PerReplica
+      to Tensor): build metrics, loss and optimizer here from symbolic shapes
+      (`Model._symbolic_build`) and skip that first-batch build.
+    - It then reduces each step's logs with `strategy.reduce("MEAN", v, axis=0)`,
+      which fails on scalars (tensorflow/tensorflow#72388): hand it
+      shape-`(1,)` logs instead.
+    """
+    batch = tuple(np.zeros((local_batch, *spec.shape[1:]), spec.dtype.as_numpy_dtype)
+                  for spec in element_spec)
+    model._symbolic_build(data_batch=batch)
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+    train_step = model.train_step
+    model.train_step = lambda data: {name: keras.ops.reshape(value, (1,))
+                                     for name, value in train_step(data).items()}
+
+
+def batch_norm_layers(model):
+    """Every `BatchNormalization` layer of `model`, nested ones included (`_flatten_layers`)."""
+    return [layer for layer in model._flatten_layers()
+            if isinstance(layer, keras.layers.BatchNormalization)]
+
+
+def loss_tracker(model):
+    """The running-mean loss metric `fit` shows (`Model._loss_tracker`), or None.
+
+    A checkpoint taken mid-epoch stores its state so that a resumed epoch
+    logs the mean over all its steps, not only the ones after the restart.
+    """
+    return getattr(model, "_loss_tracker", None)

@@ -1,0 +1,79 @@
+"""The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`."""
+
+import keras
+
+from clzoo.data import load_split
+from clzoo.eval import embed, knn_accuracy
+from clzoo.models import get_encoder
+
+
+def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None):
+    """Weighted-kNN top-1 of `encoder` on `data`'s test split, with its train split as memory.
+
+    `train` may pass the already loaded training `Split` so it is not read again.
+    """
+    train = train if train is not None else load_split(data, "train")
+    test = load_split(data, "test")
+    size = encoder.input_shape[1]
+    train_emb = embed(encoder, train.images, size=size, verbose=verbose)
+    test_emb = embed(encoder, test.images, size=size, verbose=verbose)
+    accuracy = knn_accuracy(train_emb, train.labels, test_emb, test.labels, ks=ks,
+                            num_classes=len(train.class_names))
+    return {f"k{k}": acc for k, acc in accuracy.items()}
+
+
+def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=True):
+    """Evaluate the saved encoder as the recipe's `eval` section asks.
+
+    Args:
+        recipe: the validated `clzoo.train.Recipe`.
+        encoder: the encoder loaded back from `encoder_path`.
+        train_split: the training `Split` (kNN memory, probe training set).
+        eval_dir: folder for the `clzoo eval` report (`eval.report: true`).
+        encoder_path: where the encoder was saved, for the report.
+
+    Returns:
+        dict with `knn_top1`, `knn_top1_k`, `knn_top1_by_k`, and when measured
+        `linear_probe`, `ncc_accuracy` and `baselines`.
+    """
+    spec = recipe.eval
+    report = None
+    if spec.report:
+        from clzoo.eval.report import evaluate
+
+        wanted = sorted(set(spec.metrics) | {"knn"})
+        report = evaluate(encoder, recipe.data, metrics=wanted, output_dir=eval_dir,
+                          verbose=bool(verbose), train=train_split, ks=tuple(spec.knn_k),
+                          info={"model": str(encoder_path), "data": str(recipe.data)})
+        knn = report.metrics["knn"]
+    else:
+        knn = evaluate_encoder(encoder, recipe.data, ks=spec.knn_k, verbose=verbose,
+                               train=train_split)
+    headline = f"k{spec.knn_headline_k}"
+    metrics = {"knn_top1": knn[headline], "knn_top1_k": spec.knn_headline_k,
+               "knn_top1_by_k": knn}
+    if report is not None:
+        if "ncc_accuracy" in report.metrics:
+            metrics["ncc_accuracy"] = report.metrics["ncc_accuracy"]
+        if "linear_probe" in report.metrics:
+            metrics["linear_probe"] = report.metrics["linear_probe"]["accuracy"]
+    if spec.baselines:
+        metrics["baselines"] = baselines(recipe, train_split, encoder.input_shape[1],
+                                         probe="linear_probe" in metrics, verbose=bool(verbose))
+    return metrics
+
+
+def baselines(recipe, train_split, size, probe, verbose):
+    """Raw-pixel and random-init rows beside the trained encoder (`eval.baselines`)."""
+    from clzoo.eval.baselines import baseline_metrics
+
+    wanted = tuple(recipe.eval.baselines)
+    random_encoder = None
+    if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
+        keras.utils.set_random_seed(int(recipe.seed))
+        random_encoder = get_encoder(recipe.model.architecture, input_shape=(size, size, 3),
+                                     name="encoder")
+    rows = baseline_metrics(train_split, load_split(recipe.data, "test"), random_encoder,
+                            ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
+                            verbose=verbose)
+    return {name: rows[name] for name in wanted}

@@ -1,0 +1,131 @@
+"""The resumable `fit`: callbacks, the finish-the-interrupted-epoch split, and how a fit can end."""
+
+import time
+from dataclasses import dataclass
+
+import keras
+
+from clzoo._console import keras_verbose
+from clzoo.train.callbacks import (AtomicCheckpoint, JSONLinesHistory, RestoreEpochLoss, StepLog,
+                                   StopOnNaN, StopOnSignal, Throughput, checkpoint_progress)
+from clzoo.train.distribute import portable_batch_norm
+
+
+class TrainingDiverged(RuntimeError):
+    """Raised when the loss becomes NaN or infinite during training."""
+
+
+class TrainingInterrupted(RuntimeError):
+    """Raised after SIGTERM / SIGINT stopped `fit`; the checkpoint holds the step it reached.
+
+    Attributes:
+        signal: `"SIGTERM"` or `"SIGINT"`.
+        step: the optimizer step saved in the checkpoint (None if nothing was saved).
+    """
+
+    def __init__(self, message, signal, step):
+        super().__init__(message)
+        self.signal, self.step = signal, step
+
+
+@dataclass
+class FitResult:
+    seconds: float
+    images_per_second: float
+
+
+def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None):
+    """Train `model` from the step its optimizer holds to `plan.epochs * plan.steps`.
+
+    Args:
+        model: compiled (or loaded from `run.checkpoint`) model.
+        batches_from: `step -> tf.data.Dataset` of the batches from that step on.
+        run: the `RunFolder`.
+        plan: `TrainingPlan` (epochs, steps per epoch, batch size, options).
+        place: the `Placement` (strategy, replicas, chief).
+        monitor: an optional `KNNMonitor` callback.
+
+    Raises:
+        TrainingDiverged: the loss became NaN; the checkpoint holds the last finite state.
+        TrainingInterrupted: SIGTERM / SIGINT; the checkpoint holds the step reached.
+    """
+    done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    first_epoch, offset = divmod(done, plan.steps)
+    parts = _callbacks(model, run, plan, place, done, monitor)
+    started = time.perf_counter()
+    fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
+    if done < plan.epochs * plan.steps:
+        batches = batches_from(done)
+        if offset:  # finish the interrupted epoch, then the rest on the same stream
+            left = plan.steps - offset
+            model.fit(batches.take(left), epochs=first_epoch + 1, initial_epoch=first_epoch,
+                      steps_per_epoch=left, **fit)
+            batches, first_epoch = batches.skip(left), first_epoch + 1
+        if first_epoch < plan.epochs and not parts.stopped():
+            model.fit(batches, epochs=plan.epochs, initial_epoch=first_epoch,
+                      steps_per_epoch=plan.steps, **fit)
+    _raise_if_stopped(parts, run)
+    return FitResult(time.perf_counter() - started, parts.throughput.images_per_second)
+
+
+@dataclass
+class TrainingPlan:
+    epochs: int
+    steps: int
+    batch_size: int
+    checkpoint_every_steps: int = None
+    log_every_steps: int = None
+
+
+@dataclass
+class _Callbacks:
+    nan_guard: StopOnNaN
+    signals: StopOnSignal
+    checkpoint: AtomicCheckpoint
+    throughput: Throughput
+    all: list
+
+    def stopped(self):
+        return self.nan_guard.failed_at is not None or self.signals.received is not None
+
+
+def _callbacks(model, run, plan, place, done, monitor):
+    chief = place.is_chief
+    nan_guard, signals = StopOnNaN(), StopOnSignal()
+    checkpoint = AtomicCheckpoint(run.checkpoint, nan_guard, every_steps=plan.checkpoint_every_steps,
+                                  saving=lambda: portable_batch_norm(model), enabled=chief,
+                                  single_replica=place.replicas == 1)
+    throughput = Throughput(plan.batch_size)
+    history = JSONLinesHistory(run / "history.jsonl", enabled=chief)
+    step_log = StepLog(run / "steps.jsonl", every=plan.log_every_steps or plan.steps,
+                       enabled=chief)
+    first_epoch, offset = divmod(done, plan.steps)
+    history.truncate(first_epoch)
+    step_log.truncate(done)
+    # Order matters: the history line of an epoch is written before its checkpoint.
+    callbacks = [signals, nan_guard, throughput, step_log, history, checkpoint]
+    if monitor is not None:
+        callbacks.insert(3, monitor)
+    if offset:
+        state = checkpoint_progress(run.checkpoint).get("epoch_loss_state")
+        callbacks.insert(0, RestoreEpochLoss(state))
+    if chief:
+        run.truncate_csv(first_epoch)
+        callbacks += [keras.callbacks.CSVLogger(str(run / "history.csv"), append=True),
+                      keras.callbacks.TensorBoard(str(run / "tensorboard"), update_freq="epoch",
+                                                  write_graph=False)]
+    return _Callbacks(nan_guard, signals, checkpoint, throughput, callbacks)
+
+
+def _raise_if_stopped(parts, run):
+    saved = parts.checkpoint.saved_step
+    where = f"{run.checkpoint} (step {saved})" if saved is not None else "none (nothing was saved)"
+    if parts.nan_guard.failed_at is not None:
+        epoch, batch, loss = parts.nan_guard.failed_at
+        raise TrainingDiverged(
+            f"Training stopped: the loss became {loss} at epoch {epoch + 1}, batch {batch + 1}. "
+            f"Last good checkpoint: {where}. Try a lower training.learning_rate.")
+    if parts.signals.received is not None:
+        raise TrainingInterrupted(
+            f"Training stopped by {parts.signals.received}. Checkpoint: {where}. Continue with "
+            f"clzoo train --resume {run.path}", parts.signals.received, saved)

@@ -1,0 +1,82 @@
+"""A run folder: where each file of a run lives, whether it may start or resume, its metadata."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+from clzoo.files import atomic_write_text, write_json
+
+
+class RunFolder:
+    """Paths and guards of one `clzoo train` output folder.
+
+    A run is *finished* once `metrics.json` exists (written last), *started*
+    once `checkpoint.keras` exists. Every file is written atomically.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def __truediv__(self, name):
+        return self.path / name
+
+    @property
+    def checkpoint(self):
+        return self.path / "checkpoint.keras"
+
+    @property
+    def metrics(self):
+        return self.path / "metrics.json"
+
+    def state(self):
+        """`"finished"`, `"started"` or `"new"`."""
+        if self.metrics.is_file() and self.checkpoint.is_file():
+            return "finished"
+        return "started" if self.checkpoint.is_file() else "new"
+
+    def guard(self, recipe, resume):
+        """Check that the run may start (or resume) here; returns `state()`.
+
+        Raises:
+            FileExistsError: the folder holds a run and `resume` is False.
+            ValueError: resuming with a recipe other than the saved one.
+        """
+        state = self.state()
+        if state != "new" and not resume:
+            raise FileExistsError(
+                f"{self.path} already holds a run (checkpoint.keras); pass --resume to continue "
+                "it or choose another --output.")
+        saved = self.path / "recipe.yaml"
+        if resume and state != "new" and saved.is_file():
+            old = yaml.safe_load(saved.read_text()) or {}
+            new = recipe.to_dict()
+            changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+            if changed:
+                raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
+                                 f"started with in {changed}. Resume with the saved recipe.yaml.")
+        return state
+
+    def prepare(self, recipe, environment):
+        """Create the folder, drop temporary files of a killed writer, write the metadata."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        for stale in self.path.glob(".*.tmp*"):
+            stale.unlink()
+        atomic_write_text(self.path / "recipe.yaml",
+                          yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+        write_json(self.path / "environment.json", environment)
+
+    def write_metrics(self, metrics):
+        write_json(self.metrics, metrics)
+
+    def read_metrics(self):
+        return json.loads(self.metrics.read_text())
+
+    def truncate_csv(self, epochs):
+        """Drop `history.csv` rows of epochs past the checkpoint (CSVLogger's epochs are 0-based)."""
+        path = self.path / "history.csv"
+        if not path.exists():
+            return
+        lines = path.read_text().splitlines()
+        kept = lines[:1] + [line for line in lines[1:] if line and int(line.split(",")[0]) < epochs]
+        atomic_write_text(path, "".join(line + "\n" for line in kept))

@@ -1,0 +1,69 @@
+"""What a recipe trains (`task`): the model, its batches and what it adds to the metrics.
+
+- `contrastive`: encoder + projection head on multi-view batches, any
+  embedding loss (`ContrastiveModel`).
+- `soft_target`: encoder + classifier on MixUp / CutMix soft targets
+  (soft-target InfoNCE, or cross-entropy as its baseline).
+"""
+
+import keras
+import numpy as np
+
+from clzoo.data import MixConfig, eval_dataset, load_split, soft_target_batches, training_batches
+from clzoo.eval.calibration import reliability
+from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
+from clzoo.registry import Registry
+
+TASKS = Registry("task")
+
+
+@TASKS.register("contrastive", description="encoder + projection head, embedding loss")
+class ContrastiveTask:
+    def build_model(self, recipe, views, num_classes):
+        spec = recipe.model
+        encoder = get_encoder(spec.architecture, input_shape=(views.size, views.size, 3),
+                              name="encoder")
+        hidden = spec.head_hidden_dims
+        hidden = (encoder.output_shape[-1],) if hidden is None else tuple(hidden)
+        head = ProjectionHead(hidden_dims=hidden, output_dim=spec.embedding_dim,
+                              batch_norm=spec.head_batch_norm, name="projection_head")
+        model = ContrastiveModel(encoder, head, name="contrastive_model")
+        model.build((None, views.views, views.size, views.size, 3))
+        return model
+
+    def encoder(self, model):
+        return model.encoder
+
+    def batches(self, split, recipe, views, start_step):
+        spec = recipe.training
+        return training_batches(split, views, spec.batch_size, recipe.seed, spec.epochs,
+                                start_step)
+
+    def extra_metrics(self, model, recipe, views):
+        return {}
+
+
+@TASKS.register("soft_target", description="encoder + classifier on MixUp / CutMix soft targets")
+class SoftTargetTask:
+    def build_model(self, recipe, views, num_classes):
+        encoder = get_encoder(recipe.model.architecture, input_shape=(views.size, views.size, 3),
+                              name="encoder")
+        return build_classifier(encoder, num_classes,
+                                hidden_dims=tuple(recipe.model.classifier_hidden_dims))
+
+    def encoder(self, model):
+        return model.get_layer("encoder")
+
+    def batches(self, split, recipe, views, start_step):
+        spec = recipe.training
+        return soft_target_batches(split, len(split.class_names), spec.batch_size,
+                                   MixConfig(**recipe.mix), views, recipe.seed, spec.epochs,
+                                   start_step)
+
+    def extra_metrics(self, model, recipe, views):
+        """The trained classifier itself on the test split: top-1 and ECE (15 bins)."""
+        test = load_split(recipe.data, "test")
+        logits = model.predict(eval_dataset(test.images, size=views.size), verbose=0)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        return {"classifier_top1": float(np.mean(probabilities.argmax(1) == test.labels)),
+                "classifier_ece": reliability(probabilities, test.labels).ece}
