@@ -1,44 +1,85 @@
 """Evaluation of frozen encoders: the measurements of the five papers.
 
+- `evaluate(encoder, data, metrics)` / `evaluate_embeddings`: the report
+  (`metrics.json`, `report.md`, plots) of the metrics in `METRICS`, one
+  `Metric` class per name in `clzoo.eval.metrics` (`knn`, `ncc`, `probe`,
+  `calibration`, `few_shot`, `geometry`, `separation`, `loss_gap`,
+  `noisy_labels`, `map`, `sgd_probe`, `coarse_to_fine`).
 - kNN: `knn_accuracy`, `knn_predict` (SINCERE app. M, Wu et al. 2018)
 - linear probes: `logistic_regression_probe` (SimCLR), `sgd_linear_probe` (SINCERE app. J)
 - class geometry: `nearest_class_center_accuracy`, `cdnv`, `directional_cdnv`,
   `few_shot_error_bound`, `few_shot_errors` (NSCL paper)
 - `target_noise_separation` (SINCERE sec. 4.1), `expected_calibration_error` /
-  `reliability`, `bootstrap_accuracy_difference`, `dcl_nscl_gap` (NSCL Thm. 1),
+  `reliability`, `dcl_nscl_gap` (NSCL Thm. 1),
   `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2),
   `coarse_to_fine_transfer` (Perfectly Balanced sec. 5.2)
-- `baseline_metrics`: the same kNN / probe on raw pixels and a random-init encoder
-- `evaluate` / `evaluate_embeddings`: all of them, with `report.md` and plots;
+- `bootstrap` (any per-example statistic, scipy), `bootstrap_accuracy`,
+  `bootstrap_accuracy_difference` (SINCERE sec. 4)
+- data and embeddings: `embed`, `projection_encoder` / `projection_embeddings`
+  (the loss's space), `train_test_split` (stratified, for array data)
+- `baseline_metrics`: the same kNN / probe on raw pixels and a random-init encoder;
   `KNNMonitor`: kNN accuracy during `fit`.
 """
 
 from clzoo.eval.baselines import BASELINES, baseline_metrics, raw_pixel_features
-from clzoo.eval.bootstrap import BootstrapInterval, bootstrap_accuracy, bootstrap_accuracy_difference
+from clzoo.eval.bootstrap import (
+                                  BootstrapInterval,
+                                  bootstrap,
+                                  bootstrap_accuracy,
+                                  bootstrap_accuracy_difference,
+)
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
-from clzoo.eval.embed import embed
+from clzoo.eval.embed import embed, projection_embeddings, projection_encoder
 from clzoo.eval.few_shot import few_shot_errors
-from clzoo.eval.geometry import (cdnv, class_centers, directional_cdnv, few_shot_error_bound,
-                                 nearest_class_center_accuracy, nearest_class_center_predict,
-                                 variability)
+from clzoo.eval.geometry import (
+                                  cdnv,
+                                  class_centers,
+                                  directional_cdnv,
+                                  few_shot_error_bound,
+                                  nearest_class_center_accuracy,
+                                  nearest_class_center_predict,
+                                  variability,
+)
 from clzoo.eval.knn import knn_accuracy, knn_predict, knn_predictions
-from clzoo.eval.linear_probe import ProbeResult, logistic_regression_probe, sgd_linear_probe
+from clzoo.eval.linear_probe import (
+                                  ProbeResult,
+                                  logistic_regression_probe,
+                                  sgd_linear_probe,
+)
 from clzoo.eval.loss_gap import dcl_nscl_gap
+from clzoo.eval.metrics import (
+                                  DEFAULT_METRICS,
+                                  METRICS,
+                                  EvalContext,
+                                  Metric,
+                                  MetricResult,
+                                  Plot,
+                                  parse_metrics,
+                                  register_metric,
+)
 from clzoo.eval.monitor import KNNMonitor
 from clzoo.eval.noisy_labels import NoisyLabelRanking, rank_suspected_mislabeled
-from clzoo.eval.report import (DEFAULT_METRICS, METRICS, EvaluationResult, compare_results,
-                               evaluate, evaluate_embeddings, parse_metrics)
+from clzoo.eval.report import (
+                                  EvaluationResult,
+                                  compare_results,
+                                  evaluate,
+                                  evaluate_embeddings,
+)
 from clzoo.eval.separation import Separation, target_noise_separation
+from clzoo.eval.splits import train_test_split
 from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
 
 __all__ = [
-    "BASELINES", "baseline_metrics", "raw_pixel_features",
-    "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "coarse_labels", "coarse_to_fine_transfer", "BootstrapInterval", "EvaluationResult", "KNNMonitor",
-    "NoisyLabelRanking", "ProbeResult", "Reliability", "Separation",
-    "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv", "class_centers", "compare_results",
+    "BASELINES", "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "BootstrapInterval",
+    "EvalContext", "EvaluationResult", "KNNMonitor", "Metric", "MetricResult", "NoisyLabelRanking",
+    "Plot", "ProbeResult", "Reliability", "Separation",
+    "baseline_metrics", "bootstrap", "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv",
+    "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
     "knn_predict", "knn_predictions", "logistic_regression_probe", "nearest_class_center_accuracy",
-    "nearest_class_center_predict", "parse_metrics", "rank_suspected_mislabeled",
-    "reliability", "sgd_linear_probe", "target_noise_separation", "variability",
+    "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
+    "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
+    "reliability", "sgd_linear_probe", "target_noise_separation", "train_test_split",
+    "variability",
 ]

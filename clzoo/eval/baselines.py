@@ -74,5 +74,5 @@ def baseline_metrics(train, test, random_encoder=None, ks=(1, 5, 20, 200), probe
                                      ks=tuple(ks), verbose=False).metrics
         out[name] = {"knn": result["knn"]}
         if probe:
-            out[name]["linear_probe"] = result["linear_probe"]["accuracy"]
+            out[name]["linear_probe"] = result["probe"]["accuracy"]
     return out

@@ -1,16 +1,26 @@
-"""Bootstrap confidence interval of the accuracy difference of two models (SINCERE paper sec. 4)."""
+"""Bootstrap confidence intervals of per-example statistics (SINCERE paper sec. 4), via scipy.
+
+`bootstrap` takes any statistic of one or more per-example arrays (accuracy,
+margins, losses); `bootstrap_accuracy` and `bootstrap_accuracy_difference`
+are its two common uses on `prediction == label` arrays.
+"""
 
 import dataclasses
 
 import numpy as np
+from scipy import stats
+
+METHODS = ("percentile", "basic", "BCa")
 
 
 @dataclasses.dataclass
 class BootstrapInterval:
-    """Accuracy difference `A - B` on one test set and its percentile bootstrap interval.
+    """A statistic on the full sample and its bootstrap confidence interval.
 
     Attributes:
-        difference: observed accuracy of A minus accuracy of B.
+        difference: the statistic on the full sample; for
+            `bootstrap_accuracy_difference`, accuracy of A minus accuracy of B
+            (also available as `estimate`).
         low, high: bounds of the `confidence` interval.
         confidence: e.g. 0.95.
         significant: True when the interval excludes 0.
@@ -22,23 +32,112 @@ class BootstrapInterval:
     confidence: float
     significant: bool
 
+    @property
+    def estimate(self):
+        """The statistic on the full sample (same as `difference`)."""
+        return self.difference
+
+
+def _samples(samples, paired):
+    if not samples:
+        raise ValueError("`bootstrap` needs at least one sample array.")
+    arrays = []
+    for i, sample in enumerate(samples):
+        x = np.asarray(sample)
+        if x.ndim != 1 or x.size == 0:
+            raise ValueError(f"Sample {i} must be a non-empty 1-D array. Received: shape={x.shape}")
+        x = x.astype(np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"Sample {i} contains NaN or inf.")
+        arrays.append(x)
+    if paired and len({x.size for x in arrays}) > 1:
+        raise ValueError("`paired=True` needs samples of equal length (one value per example). "
+                         f"Received: lengths {[x.size for x in arrays]}")
+    return arrays
+
+
+def bootstrap(*samples, statistic=np.mean, paired=False, resamples=1000, confidence=0.95,
+              method="percentile", seed=0):
+    """Bootstrap confidence interval of `statistic(*samples)`, with `scipy.stats.bootstrap`.
+
+    Examples are resampled with replacement `resamples` times (1,000 as in
+    the SINCERE paper); with `paired=True` the same indices are drawn for
+    every sample, as needed when the samples score the same test examples.
+
+    Args:
+        *samples: one or more 1-D arrays `(M,)` of per-example values (bool,
+            int or float; e.g. `prediction == label`, a margin per example).
+        statistic: callable `(*samples, axis=-1) -> value`; it must accept
+            `axis` (numpy reductions do). Defaults to `np.mean`.
+        paired: resample the samples' examples together. Defaults to `False`.
+        resamples: number of resamples. Defaults to `1000`.
+        confidence: interval mass in (0, 1). Defaults to `0.95`.
+        method: `"percentile"` (the SINCERE paper's), `"basic"` or `"BCa"`.
+        seed: resampling seed. Defaults to `0`.
+
+    Returns:
+        `BootstrapInterval` (`estimate` = the statistic on all examples).
+
+    Raises:
+        ValueError: empty, non-1-D or non-finite samples, unequal lengths with
+            `paired=True`, `confidence` outside (0, 1), `resamples < 1` or an
+            unknown `method`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> margins = np.linspace(0.0, 0.2, 101)
+    >>> r = clzoo.eval.bootstrap(margins, statistic=np.median)
+    >>> round(r.estimate, 3), r.low < 0.1 < r.high, r.significant
+    (0.1, True, True)
+
+    Reference:
+    - Feeney and Hughes, SINCERE, sec. 4; Efron and Tibshirani 1993
+    """
+    arrays = _samples(samples, paired)
+    if not 0 < confidence < 1:
+        raise ValueError(f"`confidence` must be in (0, 1). Received: confidence={confidence!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
+        raise ValueError(f"`resamples` must be a positive integer. Received: resamples={resamples!r}")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}. Received: method={method!r}")
+    estimate = float(statistic(*arrays, axis=-1))
+    result = stats.bootstrap(arrays, statistic, n_resamples=int(resamples), paired=paired,
+                             vectorized=True, confidence_level=confidence, method=method,
+                             rng=np.random.default_rng(seed))
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return BootstrapInterval(estimate, low, high, confidence, not low <= 0.0 <= high)
+
+
+def _correct(x, name):
+    x = np.asarray(x).reshape(-1)
+    if x.dtype != bool:
+        raise ValueError(f"`{name}` must be boolean (prediction == label). Received: dtype={x.dtype}")
+    return x
+
+
+def _mean_difference(a, b, axis=-1):
+    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
 
 def bootstrap_accuracy_difference(correct_a, correct_b, resamples=1000, confidence=0.95, seed=0):
     """Percentile bootstrap interval of `accuracy(A) - accuracy(B)` over the same test set.
 
-    Test examples are resampled with replacement `resamples` times (1,000 as
-    in the SINCERE paper) and both models are scored on each resample, so the
-    pairing of their predictions is kept.
+    A paired `bootstrap`: each resample scores both models on the same test
+    examples, so the pairing of their predictions is kept (SINCERE sec. 4).
 
     Args:
         correct_a, correct_b: bool `(M,)`, whether each model got each test
-            example right (or int predictions: pass `pred == labels`).
+            example right (pass `pred == labels`).
         resamples: Defaults to `1000`.
         confidence: interval mass in (0, 1). Defaults to `0.95`.
         seed: resampling seed.
 
     Returns:
         `BootstrapInterval`.
+
+    Raises:
+        ValueError: non-boolean inputs, different lengths, empty arrays.
 
     Example:
 
@@ -48,34 +147,22 @@ def bootstrap_accuracy_difference(correct_a, correct_b, resamples=1000, confiden
     >>> (r.low, r.high, r.significant)
     (0.0, 0.0, False)
     """
-    a = np.asarray(correct_a).reshape(-1)
-    b = np.asarray(correct_b).reshape(-1)
+    a, b = _correct(correct_a, "correct_a"), _correct(correct_b, "correct_b")
     if a.shape != b.shape or a.size == 0:
         raise ValueError(
             "`correct_a` and `correct_b` must be non-empty and score the same test examples. "
             f"Received: {a.shape} and {b.shape}"
         )
-    if a.dtype != bool or b.dtype != bool:
-        raise ValueError("`correct_a` and `correct_b` must be boolean (prediction == label).")
-    if not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must be in (0, 1). Received: confidence={confidence!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
-        raise ValueError(f"`resamples` must be a positive integer. Received: resamples={resamples!r}")
-    diff = a.astype(np.float64) - b.astype(np.float64)
-    rng = np.random.default_rng(seed)
-    stats = np.array([diff[rng.integers(0, diff.size, diff.size)].mean() for _ in range(resamples)])
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(stats, [tail, 1 - tail])
-    low, high = float(low), float(high)
-    return BootstrapInterval(float(diff.mean()), low, high, confidence, not low <= 0.0 <= high)
+    return bootstrap(a, b, statistic=_mean_difference, paired=True, resamples=resamples,
+                     confidence=confidence, seed=seed)
 
 
 def bootstrap_accuracy(correct, resamples=1000, confidence=0.95, seed=0):
     """Accuracy of one model with its percentile bootstrap interval over the test examples.
 
     Returns:
-        `BootstrapInterval` whose `difference` is the accuracy itself and
-        `significant` says whether the interval excludes 0.
+        `BootstrapInterval` whose `difference` (`estimate`) is the accuracy
+        itself and `significant` says whether the interval excludes 0.
 
     Example:
 
@@ -84,6 +171,5 @@ def bootstrap_accuracy(correct, resamples=1000, confidence=0.95, seed=0):
     >>> round(r.difference, 2), r.low < 0.9 < r.high
     (0.9, True)
     """
-    correct = np.asarray(correct).reshape(-1)
-    return bootstrap_accuracy_difference(correct, np.zeros_like(correct, dtype=bool), resamples,
-                                         confidence, seed)
+    return bootstrap(_correct(correct, "correct"), resamples=resamples, confidence=confidence,
+                     seed=seed)

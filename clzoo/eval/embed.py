@@ -30,3 +30,62 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
         norms = np.linalg.norm(features, axis=1, keepdims=True)
         features = features / np.maximum(norms, 1e-12)
     return features
+
+
+def projection_encoder(model):
+    """A `keras.Model`: images -> the L2-normalized projection-head embeddings of `model`.
+
+    This is the space the contrastive loss shapes (the loss normalizes before
+    its dot products), as opposed to the encoder features used by probes.
+
+    Args:
+        model: a `clzoo.models.ContrastiveModel` (anything with `.encoder`
+            and `.projection_head`), e.g. loaded from a run's `checkpoint.keras`.
+
+    Returns:
+        `keras.Model` mapping float images in [0, 1] `(B, H, W, 3)` to
+        float32 `(B, dim)` unit vectors.
+
+    Raises:
+        ValueError: `model` has no encoder or no projection head.
+    """
+    import keras
+
+    encoder = getattr(model, "encoder", None)
+    head = getattr(model, "projection_head", None)
+    if encoder is None or head is None:
+        raise ValueError("`model` must have an `encoder` and a `projection_head` (a "
+                         f"clzoo.models.ContrastiveModel). Received: {type(model).__name__}")
+    inputs = keras.Input(encoder.input_shape[1:])
+    outputs = keras.layers.UnitNormalization(axis=-1)(head(encoder(inputs)))
+    return keras.Model(inputs, outputs, name="encoder_and_projection_head")
+
+
+def projection_embeddings(model, images, batch_size=512, size=None, verbose=False):
+    """L2-normalized projection-head embeddings of a `ContrastiveModel` over uint8 images.
+
+    Args:
+        model: `clzoo.models.ContrastiveModel` (see `projection_encoder`).
+        images: uint8 `(N, H, W, 3)`.
+        batch_size: images per forward pass. Defaults to `512`.
+        size: resize to `size x size` first. Defaults to `None` (as is).
+        verbose: progress bar. Defaults to `False`.
+
+    Returns:
+        float32 `(N, dim)`, each row of unit L2 norm.
+
+    Raises:
+        ValueError: `model` has no projection head.
+
+    Example:
+
+    >>> import numpy as np, keras, clzoo
+    >>> inputs = keras.Input((8, 8, 3))
+    >>> encoder = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(inputs))
+    >>> model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(output_dim=4))
+    >>> z = clzoo.eval.projection_embeddings(model, np.full((2, 8, 8, 3), 200, np.uint8))
+    >>> z.shape, bool(np.allclose(np.linalg.norm(z, axis=1), 1, atol=1e-5))
+    ((2, 4), True)
+    """
+    return embed(projection_encoder(model), images, batch_size=batch_size, size=size,
+                 normalize=True, verbose=verbose)

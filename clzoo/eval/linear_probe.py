@@ -14,8 +14,8 @@ import dataclasses
 import keras
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from clzoo._console import keras_verbose
 from clzoo.eval import _checks
@@ -167,7 +167,7 @@ def sgd_linear_probe(encoder, train_images, train_labels, test_images, test_labe
     num_classes = int(max(y_train.max(), y_test.max())) + 1
     images = _scaled(train_images)
     order = np.random.default_rng(seed).permutation(len(images))
-    n_val = max(1, int(round(validation_fraction * len(images))))
+    n_val = max(1, round(validation_fraction * len(images)))
     val, fit = order[:n_val], order[n_val:]
     scores = {}
     if len(learning_rates) > 1:

@@ -72,7 +72,7 @@ def rank_suspected_mislabeled(embeddings, labels, fraction=None):
     other_mean = (x @ total - np.sum(x * sums[index], axis=1)) / (len(y) - counts[index])
     scores = own - other_mean
     order = np.argsort(scores, kind="stable")
-    suspected = order[:int(round(fraction * len(y)))] if fraction is not None else order[:0]
+    suspected = order[:round(fraction * len(y))] if fraction is not None else order[:0]
     centers = sums / counts[:, None]
     centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
     suggested = classes[np.argmax(x @ centers.T, axis=1)]

@@ -37,84 +37,95 @@ def _bins(separation, count):
     return np.linspace(low - pad, min(high + pad, 1.0 + pad), count)
 
 
-def separation_histogram(separation, path, title="Target-noise separation", class_names=None):
+def _titled(what, model):
+    return f"{what}: {model}" if model else what
+
+
+def _class_name(c, class_names):
+    return class_names[c] if class_names is not None and c < len(class_names) else str(c)
+
+
+SIMILARITY_AXIS = "cosine similarity to nearest training embedding (unitless, -1 to 1)"
+
+
+def separation_histogram(separation, path, model=None):
     """SINCERE Fig. 2: histograms of nearest-target and nearest-noise cosine similarity.
 
-    Draws both histograms with dotted lines at their medians, and writes
-    the figure to `path` (PNG). Returns `path`.
+    Draws both histograms with dotted lines at their medians, titled with
+    `model` (the model or preset name), and writes the figure to `path`
+    (PNG). Returns `path`.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     bins = _bins(separation, 60)
-    for values, label, color in ((separation.target, "nearest target", "tab:blue"),
-                                 (separation.noise, "nearest noise", "tab:red")):
+    for values, label, color in ((separation.target, "nearest target (same class)", "tab:blue"),
+                                 (separation.noise, "nearest noise (other class)", "tab:red")):
         ax.hist(values, bins=bins, alpha=0.55, color=color, label=label)
-        ax.axvline(np.median(values), color=color, linestyle=":", linewidth=2)
-    ax.set_xlabel("cosine similarity to nearest training embedding")
-    ax.set_ylabel("test images")
-    ax.set_title(f"{title} (mean margin {separation.margin:.3f})")
-    ax.legend()
+        ax.axvline(np.median(values), color=color, linestyle=":", linewidth=2,
+                   label=f"median, {label.split(' (')[0]}")
+    ax.set_xlabel(SIMILARITY_AXIS)
+    ax.set_ylabel("test images (count)")
+    ax.set_title(_titled(f"Target-noise separation (mean margin {separation.margin:.3f})", model))
+    ax.legend(fontsize=8)
     return _save(fig, path)
 
 
-def per_class_separation(separation, path, class_names=None):
+def per_class_separation(separation, path, class_names=None, model=None):
     """SINCERE app. O: one target/noise histogram per class, in a grid. Returns `path`."""
     plt = _pyplot()
     classes = sorted(separation.per_class_margin)
     cols = min(5, len(classes))
     rows = int(np.ceil(len(classes) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows + 0.8), squeeze=False)
     bins = _bins(separation, 40)
     for ax, c in zip(axes.flat, classes):
         members = separation.labels == c
-        for values, color in ((separation.target[members], "tab:blue"),
-                              (separation.noise[members], "tab:red")):
-            ax.hist(values, bins=bins, alpha=0.55, color=color)
+        for values, color, label in ((separation.target[members], "tab:blue", "nearest target"),
+                                     (separation.noise[members], "tab:red", "nearest noise")):
+            ax.hist(values, bins=bins, alpha=0.55, color=color, label=label)
             ax.axvline(np.median(values), color=color, linestyle=":")
-        name = class_names[c] if class_names is not None and c < len(class_names) else str(c)
-        ax.set_title(f"{name}: margin {separation.per_class_margin[c]:.3f}", fontsize=9)
+        ax.set_title(f"{_class_name(c, class_names)}: margin "
+                     f"{separation.per_class_margin[c]:.3f}", fontsize=9)
     for ax in list(axes.flat)[len(classes):]:
         ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.supxlabel(SIMILARITY_AXIS, fontsize=9)
+    fig.supylabel("test images (count)", fontsize=9)
+    fig.suptitle(_titled("Target-noise separation per class", model))
     fig.tight_layout()
     return _save(fig, path)
 
 
-def reliability_diagram(reliability, path, title="Reliability diagram"):
+def reliability_diagram(reliability, path, model=None):
     """Accuracy against confidence per bin, with the diagonal of perfect calibration. Returns `path`."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    fig, ax = plt.subplots(figsize=(4.6, 4.6))
     edges = reliability.edges
     centers = (edges[:-1] + edges[1:]) / 2
     filled = reliability.count > 0
     ax.bar(centers[filled], reliability.accuracy[filled], width=np.diff(edges)[filled],
-           edgecolor="black", color="tab:blue", alpha=0.7, label="accuracy")
+           edgecolor="black", color="tab:blue", alpha=0.7, label="accuracy in bin")
     ax.plot([0, 1], [0, 1], "k--", label="perfect calibration")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("confidence (top-1 probability)")
-    ax.set_ylabel("accuracy")
-    ax.set_title(f"{title} (ECE {reliability.ece:.3f})")
+    ax.set_xlabel("confidence (top-1 softmax probability, 0 to 1)")
+    ax.set_ylabel("accuracy (fraction correct, 0 to 1)")
+    ax.set_title(_titled(f"Reliability of the probe (ECE {reliability.ece:.3f})", model),
+                 fontsize=10)
     ax.legend(loc="upper left")
     return _save(fig, path)
 
 
-def embedding_map(embeddings, labels, path, class_names=None, max_points=3000, seed=0):
-    """2-D t-SNE map (scikit-learn) of up to `max_points` embeddings, coloured by class. Returns `path`."""
-    from sklearn.manifold import TSNE
-
+def embedding_map(points, labels, path, class_names=None, model=None):
+    """Scatter of a 2-D map (t-SNE) `(P, 2)` coloured by class `(P,)`. Returns `path`."""
     plt = _pyplot()
-    rng = np.random.default_rng(seed)
-    pick = rng.choice(len(labels), min(max_points, len(labels)), replace=False)
-    points = TSNE(n_components=2, init="pca", random_state=seed,
-                  perplexity=min(30.0, max(2.0, (len(pick) - 1) / 3))).fit_transform(
-        np.asarray(embeddings)[pick])
     fig, ax = plt.subplots(figsize=(6, 5))
-    labels = np.asarray(labels)[pick]
+    points, labels = np.asarray(points), np.asarray(labels)
     for c in np.unique(labels):
-        name = class_names[c] if class_names is not None and c < len(class_names) else str(c)
-        ax.scatter(*points[labels == c].T, s=4, label=name)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(f"t-SNE of {len(pick)} test embeddings")
-    ax.legend(markerscale=3, fontsize=8, loc="best")
+        ax.scatter(*points[labels == c].T, s=4, label=_class_name(c, class_names))
+    ax.set_xlabel("t-SNE dimension 1 (arbitrary units)")
+    ax.set_ylabel("t-SNE dimension 2 (arbitrary units)")
+    ax.set_title(_titled(f"t-SNE of {len(labels)} test embeddings", model))
+    ax.legend(markerscale=3, fontsize=8, loc="best", title="class")
     return _save(fig, path)

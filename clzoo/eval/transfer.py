@@ -35,7 +35,7 @@ def coarse_labels(fine_labels, class_names, mapping=None):
     missing = [name for name in class_names if name not in mapping]
     if missing:
         raise ValueError(f"`mapping` has no coarse class for {missing}.")
-    coarse_names = sorted(set(mapping[name] for name in class_names))
+    coarse_names = sorted({mapping[name] for name in class_names})
     lookup = np.array([coarse_names.index(mapping[name]) for name in class_names])
     fine = np.asarray(fine_labels).reshape(-1)
     fine = _checks.labels(fine, fine.shape[0], "fine_labels")

@@ -25,15 +25,34 @@ def dataset_id(spec):
     return f"{name}-{label_set}" if label_set else name
 
 
+def probe_accuracy(metadata):
+    """Linear-probe top-1 of the preset's `clzoo eval` report, or None.
+
+    Reports name it `probe` (the metric's registry name); presets made before
+    that rename (the built-in ones, checksummed) call it `linear_probe`.
+
+    Example:
+
+    >>> from clzoo.presets.card import probe_accuracy
+    >>> probe_accuracy({"metrics": {"eval": {"probe": {"accuracy": 0.5}}}})
+    0.5
+    >>> probe_accuracy({"metrics": {"eval": {"linear_probe": {"accuracy": 0.25}}}})
+    0.25
+    """
+    report = metadata.get("metrics", {}).get("eval", {})
+    probe = report.get("probe") or report.get("linear_probe")
+    return probe["accuracy"] if probe else None
+
+
 def _model_index(metadata):
     train = metadata.get("metrics", {}).get("train", {})
     dataset = dataset_id(metadata.get("dataset"))
     metrics = [{"type": "accuracy", "value": round(100 * value, 2),
                 "name": f"weighted kNN top-1 ({k}, cosine)"}
                for k, value in train.get("knn_top1_by_k", {}).items()]
-    probe = metadata.get("metrics", {}).get("eval", {}).get("linear_probe")
-    if probe:
-        metrics.append({"type": "accuracy", "value": round(100 * probe["accuracy"], 2),
+    probe = probe_accuracy(metadata)
+    if probe is not None:
+        metrics.append({"type": "accuracy", "value": round(100 * probe, 2),
                         "name": "linear probe top-1 (logistic regression)"})
     return [{"name": metadata["name"], "results": [{
         "task": {"type": "image-classification"},
@@ -64,9 +83,9 @@ def model_card(metadata, license="apache-2.0"):
         "## Evaluation", "",
         f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
     ]
-    probe = metadata.get("metrics", {}).get("eval", {}).get("linear_probe")
-    if probe:
-        lines += [f"Linear probe (logistic regression on frozen features): {probe['accuracy']:.2%}.", ""]
+    probe = probe_accuracy(metadata)
+    if probe is not None:
+        lines += [f"Linear probe (logistic regression on frozen features): {probe:.2%}.", ""]
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "

@@ -1,9 +1,13 @@
-"""The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`."""
+"""The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`.
+
+The run summary keeps its own keys (`knn_top1`, `knn_top1_k`, `knn_top1_by_k`,
+`linear_probe`, `ncc_accuracy`, `baselines`), read by `clzoo train`'s table,
+the README figures and CI; the report under `eval/` uses the metric names.
+"""
 
 import keras
 
 from clzoo.data import load_split
-from clzoo.eval import embed, knn_accuracy
 from clzoo.models import get_encoder
 
 
@@ -11,15 +15,14 @@ def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None
     """Weighted-kNN top-1 of `encoder` on `data`'s test split, with its train split as memory.
 
     `train` may pass the already loaded training `Split` so it is not read again.
+
+    Returns:
+        `{"k1": accuracy, ...}`, the `knn` metric's scalars.
     """
-    train = train if train is not None else load_split(data, "train")
-    test = load_split(data, "test")
-    size = encoder.input_shape[1]
-    train_emb = embed(encoder, train.images, size=size, verbose=verbose)
-    test_emb = embed(encoder, test.images, size=size, verbose=verbose)
-    accuracy = knn_accuracy(train_emb, train.labels, test_emb, test.labels, ks=ks,
-                            num_classes=len(train.class_names))
-    return {f"k{k}": acc for k, acc in accuracy.items()}
+    from clzoo.eval import evaluate
+
+    return evaluate(encoder, data, metrics=("knn",), verbose=verbose, train=train,
+                    ks=tuple(ks)).metrics["knn"]
 
 
 def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=True):
@@ -39,7 +42,7 @@ def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=
     spec = recipe.eval
     report = None
     if spec.report:
-        from clzoo.eval.report import evaluate
+        from clzoo.eval import evaluate
 
         wanted = sorted(set(spec.metrics) | {"knn"})
         report = evaluate(encoder, recipe.data, metrics=wanted, output_dir=eval_dir,
@@ -52,11 +55,10 @@ def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=
     headline = f"k{spec.knn_headline_k}"
     metrics = {"knn_top1": knn[headline], "knn_top1_k": spec.knn_headline_k,
                "knn_top1_by_k": knn}
-    if report is not None:
-        if "ncc_accuracy" in report.metrics:
-            metrics["ncc_accuracy"] = report.metrics["ncc_accuracy"]
-        if "linear_probe" in report.metrics:
-            metrics["linear_probe"] = report.metrics["linear_probe"]["accuracy"]
+    if report is not None:  # report metric name -> run-summary key
+        for name, key in (("ncc", "ncc_accuracy"), ("probe", "linear_probe")):
+            if name in report.metrics:
+                metrics[key] = report.metrics[name]["accuracy"]
     if spec.baselines:
         metrics["baselines"] = baselines(recipe, train_split, encoder.input_shape[1],
                                          probe="linear_probe" in metrics, verbose=bool(verbose))

@@ -55,7 +55,7 @@ def test_collapsed_simplex_etf_separation_margin_is_one_plus_one_over_c_minus_on
 
 def test_two_clusters_with_known_margin():
     # Class 0 at angle 0 and 0.2 rad, class 1 at 1.2 rad: test at 0.1 rad.
-    angle = lambda a: np.stack([np.cos(a), np.sin(a)], axis=-1)  # noqa: E731
+    angle = lambda a: np.stack([np.cos(a), np.sin(a)], axis=-1)
     train = angle(np.array([0.0, 0.2, 1.2]))
     sep = E.target_noise_separation(train, [0, 0, 1], angle(np.array([0.1, 1.1])), [0, 1])
     np.testing.assert_allclose(sep.target, [np.cos(0.1), np.cos(0.1)], rtol=1e-6)

@@ -26,7 +26,7 @@ def test_report_writes_every_metric_and_plot(tmp_path):
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m == json.loads(json.dumps(result.metrics))
     assert m["knn"]["k5"] == pytest.approx(E.knn_accuracy(train, y_train, test, y_test, ks=(5,))[5])
-    assert m["ncc_accuracy"] == E.nearest_class_center_accuracy(train, y_train, test, y_test)
+    assert m["ncc"]["accuracy"] == E.nearest_class_center_accuracy(train, y_train, test, y_test)
     assert m["geometry"]["test"]["cdnv"] == pytest.approx(E.cdnv(test, y_test))
     assert m["separation"]["margin"] == pytest.approx(
         E.target_noise_separation(train, y_train, test, y_test).margin)
@@ -40,6 +40,7 @@ def test_report_writes_every_metric_and_plot(tmp_path):
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
         assert f"({name})" in report
     assert "target-noise margin" in report and "CDNV" in report
+    assert set(m["seconds"]) == set(m["metrics"]) and "| `knn` |" in report
     assert set(result.correct) == {"knn_k1", "knn_k5", "ncc", "probe"}
     assert not list(tmp_path.glob(".*tmp*"))
 
@@ -54,7 +55,7 @@ def test_compare_results_of_a_model_with_itself_is_not_significant():
 
 
 def test_unknown_metric_is_refused():
-    with pytest.raises(ValueError, match="Unknown metrics.*Choose from"):
+    with pytest.raises(ValueError, match="Unknown metrics.*accuracy.*Choose from"):
         E.parse_metrics("knn,accuracy")
 
 

@@ -1,0 +1,75 @@
+"""`clzoo.eval.bootstrap` (scipy) against a plain NumPy percentile bootstrap written from its definition."""
+
+import numpy as np
+import pytest
+
+import clzoo.eval as E
+
+RNG = np.random.default_rng(5)
+
+
+def _numpy_percentile_bootstrap(samples, statistic, resamples, confidence, seed, paired):
+    """Resample examples with replacement (the same indices for every sample when paired)."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        if paired:
+            index = rng.integers(0, len(samples[0]), len(samples[0]))
+            drawn = [s[index] for s in samples]
+        else:
+            drawn = [s[rng.integers(0, len(s), len(s))] for s in samples]
+        values.append(statistic(*drawn))
+    tail = (1 - confidence) / 2
+    return np.quantile(values, [tail, 1 - tail])
+
+
+@pytest.mark.parametrize("statistic", [np.mean, np.median])
+def test_one_sample_interval_agrees_with_a_numpy_loop(statistic):
+    margins = RNG.normal(0.1, 0.3, size=400)
+    r = E.bootstrap(margins, statistic=statistic, resamples=4000, seed=1)
+    low, high = _numpy_percentile_bootstrap([margins], statistic, 4000, 0.95, 2, paired=False)
+    assert r.estimate == pytest.approx(statistic(margins))
+    # Two independent Monte Carlo estimates of the same percentiles.
+    assert r.low == pytest.approx(low, abs=0.012) and r.high == pytest.approx(high, abs=0.012)
+
+
+def test_paired_accuracy_difference_agrees_with_a_numpy_loop():
+    a = RNG.uniform(size=800) < 0.8
+    b = np.where(RNG.uniform(size=800) < 0.85, a, ~a)  # correlated with a
+    r = E.bootstrap_accuracy_difference(a, b, resamples=4000, seed=1)
+    low, high = _numpy_percentile_bootstrap(
+        [a.astype(float), b.astype(float)], lambda x, y: x.mean() - y.mean(), 4000, 0.95, 2,
+        paired=True)
+    assert r.difference == pytest.approx(a.mean() - b.mean())
+    assert r.low == pytest.approx(low, abs=0.006) and r.high == pytest.approx(high, abs=0.006)
+    # Unpaired resampling ignores the correlation and gives a wider interval.
+    unpaired = E.bootstrap(a, b, statistic=lambda x, y, axis=-1: x.mean(axis) - y.mean(axis),
+                           resamples=4000)
+    assert unpaired.high - unpaired.low > 1.5 * (r.high - r.low)
+
+
+def test_identical_inputs_have_an_interval_containing_zero():
+    correct = RNG.uniform(size=300) < 0.6
+    r = E.bootstrap_accuracy_difference(correct, correct)
+    assert r.low <= 0.0 <= r.high and not r.significant
+    assert isinstance(r, E.BootstrapInterval)
+    acc = E.bootstrap_accuracy(correct)
+    assert isinstance(acc, E.BootstrapInterval) and acc.low < correct.mean() < acc.high
+
+
+def test_bootstrap_refuses_bad_arguments():
+    x = np.ones(5)
+    with pytest.raises(ValueError, match="paired=True"):
+        E.bootstrap(x, np.ones(4), statistic=lambda a, b, axis=-1: a.mean(axis), paired=True)
+    with pytest.raises(ValueError, match="method"):
+        E.bootstrap(x, method="jackknife")
+    with pytest.raises(ValueError, match="confidence"):
+        E.bootstrap(x, confidence=1.5)
+    with pytest.raises(ValueError, match="resamples"):
+        E.bootstrap(x, resamples=0)
+    with pytest.raises(ValueError, match="1-D"):
+        E.bootstrap(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        E.bootstrap(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="boolean"):
+        E.bootstrap_accuracy(np.array([1, 0]))
