@@ -15,8 +15,8 @@ from clzoo.version import __version__
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # Choices and defaults of the parser, kept here so that `clzoo --help` imports
-# neither Keras nor TensorFlow; tests/test_cli.py checks them against
-# clzoo.eval.report.METRICS / DEFAULT_METRICS and clzoo.data.VIEW_RECIPES.
+# neither Keras nor TensorFlow; tests/test_cli.py checks them against the
+# clzoo.eval.METRICS registry / DEFAULT_METRICS and clzoo.data.VIEW_RECIPES.
 EVAL_METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
                 "loss_gap", "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
 EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "coarse_to_fine"))
@@ -108,13 +108,15 @@ def _load_encoder(target, space="encoder"):
     with `clzoo.presets.load_preset` and its checks.
     `space="encoder"`: encoder features (what probes and transfer use).
     `space="projection"`: the projection head's L2-normalized embeddings, the
-    space the loss shapes; needs the full model (a run's `checkpoint.keras`).
+    space the loss shapes (`clzoo.eval.projection_encoder`); needs the full
+    model (a run's `checkpoint.keras`).
     """
     import keras
 
     import clzoo.losses  # noqa: F401  (importing them registers clzoo's classes for loading)
     import clzoo.models  # noqa: F401
     import clzoo.optimizers  # noqa: F401
+    from clzoo.eval import projection_encoder
     from clzoo.presets import BUILTIN_PRESETS, load_preset
 
     if space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
@@ -126,14 +128,16 @@ def _load_encoder(target, space="encoder"):
     if not path.is_file():
         raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
     model = keras.saving.load_model(path)
-    encoder = getattr(model, "encoder", model)
     if space == "encoder":
-        return encoder, path
-    head = getattr(model, "projection_head", None)
-    if head is None:
+        return getattr(model, "encoder", model), path
+    if getattr(model, "projection_head", None) is None:
         raise ValueError(f"--space projection needs a model with a projection head; {path} has none")
-    inputs = keras.Input(encoder.input_shape[1:])
-    return keras.Model(inputs, head(encoder(inputs)), name="encoder_and_projection_head"), path
+    return projection_encoder(model), path
+
+
+def _model_name(target, path):
+    """What the report calls the model: the file loaded, or the preset name / hf:// handle as given."""
+    return str(path) if path.exists() else str(target)
 
 
 def _default_output(target, path, name):
@@ -154,15 +158,18 @@ def _eval(args):
                       ks=[int(k) for k in args.k.split(",")],
                       shots=[int(m) for m in args.shots.split(",")],
                       probe_epochs=args.probe_epochs,
-                      info={"model": str(path), "space": args.space})
+                      info={"model": _model_name(args.model, path), "space": args.space})
     m = result.metrics
     if "knn" in m:
         print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in m["knn"].items()))
-    if "linear_probe" in m:
-        print(f"linear probe top-1: {m['linear_probe']['accuracy']:.2%}")
+    for name, label in (("ncc", "nearest-class-center top-1"), ("probe", "linear probe top-1"),
+                        ("sgd_probe", "SGD linear probe top-1")):
+        if name in m:
+            print(f"{label}: {m[name]['accuracy']:.2%}")
     if "separation" in m:
         print(f"target-noise margin: {m['separation']['margin']:.4f}")
-    print(f"wrote {out / 'report.md'}, metrics.json and {len(result.files) - 2} plots")
+    print(f"wrote {out / 'report.md'}, metrics.json and {len(result.files) - 2} plots "
+          f"({sum(m['seconds'].values()):.0f} s of metrics)")
     return 0
 
 
@@ -184,10 +191,10 @@ def _compare(args):
     results, names = [], []
     for label, target in (("A", args.model_a), ("B", args.model_b)):
         encoder, path = _load_encoder(target, args.space)
-        names.append(f"{label}: {path}")
+        names.append(f"{label}: {_model_name(target, path)}")
         results.append(evaluate(encoder, args.data, metrics, output_dir=out / label, train=train,
                                 ks=[int(k) for k in args.k.split(",")],
-                                info={"model": str(path), "space": args.space}))
+                                info={"model": _model_name(target, path), "space": args.space}))
     table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
     lines = [f"# clzoo compare on {args.data} ({args.space} space)", "", f"- {names[0]}", f"- {names[1]}", "",
              "Top-1 of each classifier and the 95% percentile bootstrap interval of A - B "

@@ -95,10 +95,10 @@ def test_presets_lists_every_registry_entry(capsys):
 
 def test_parser_constants_match_the_registries():
     from clzoo.data import VIEW_RECIPES
-    from clzoo.eval.report import DEFAULT_METRICS, METRICS
+    from clzoo.eval import DEFAULT_METRICS, METRICS
     from clzoo.presets.loading import REGISTRY
 
-    assert cli.EVAL_METRICS == METRICS
+    assert cli.EVAL_METRICS == tuple(METRICS)
     assert cli.EVAL_DEFAULT_METRICS == DEFAULT_METRICS
     assert set(cli.VIEW_RECIPE_NAMES) == set(VIEW_RECIPES)
     assert cli.PRESET_REGISTRY.resolve() == REGISTRY.resolve()
