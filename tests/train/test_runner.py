@@ -43,7 +43,7 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
                      "--metrics", "knn,probe,separation"]) == 0
     evaluated = json.loads((out / "eval" / "metrics.json").read_text())
     assert evaluated["knn"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
-    assert evaluated["linear_probe"]["accuracy"] > 0.5
+    assert evaluated["probe"]["accuracy"] > 0.5
     assert (out / "eval" / "report.md").is_file() and (out / "eval" / "separation.png").is_file()
 
     # The projection head's space, from the full model in checkpoint.keras.
