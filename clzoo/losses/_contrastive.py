@@ -12,7 +12,10 @@ import functools
 import math
 
 import keras
+import numpy as np
 from keras import ops
+
+from clzoo.losses import _checks as K
 
 # Fill value for masked logits: finite so that gradients stay finite where a
 # row is entirely masked (a class seen once), far below any real logit
@@ -21,8 +24,12 @@ _MASKED_LOGIT = -1e9
 
 
 def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):
-    """Return `value` as a float in `[low, high]` (or `(low, high]`), else a `ValueError` naming it."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    """Return `value` as a float in `[low, high]` (or `(low, high]`), else a `ValueError` naming it.
+
+    Python and NumPy scalars are accepted (`np.float32(0.1)`, `np.int64(4)`);
+    bools, strings, arrays, NaN and infinities are refused.
+    """
+    ok = K.is_number(value) and math.isfinite(float(value))
     if ok and low is not None:
         ok = value > low if low_open else value >= low
     if ok and high is not None:
@@ -38,6 +45,28 @@ def validate_temperature(temperature, name="temperature"):
                            what="a positive, finite number")
 
 
+def validate_positive_int(value, name, allow_none=True):
+    """Return `value` (None or a positive Python / NumPy integer) as an int, else a `ValueError`."""
+    if value is None and allow_none:
+        return None
+    if not K.is_number(value, integral=True) or value < 1:
+        raise ValueError(f"`{name}` must be None or a positive integer. Received: {name}={value!r}")
+    return int(value)
+
+
+def validate_bool(value, name):
+    """Return `value` (a Python or NumPy bool) as a bool, else a `ValueError` naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
+    return bool(value)
+
+
+def _static_size(size, name, shape, arg="y_pred"):
+    if size is not None and size < 1:
+        raise ValueError(f"`{arg}` has {name} 0; a contrastive loss needs at least one sample with a "
+                         f"non-empty embedding. Received: {arg}.shape={shape}")
+
+
 def standardize_embeddings(y_pred, normalize=True):
     """Flatten `(batch, views, dim)` or `(batch, dim)` to float32 `(batch*views, dim)`.
 
@@ -46,24 +75,32 @@ def standardize_embeddings(y_pred, normalize=True):
         the static batch size is unknown.
 
     Raises:
-        ValueError: if `y_pred` is not of rank 2 or 3.
+        ValueError: naming `y_pred`, if it is not of rank 2 or 3, has an
+            empty batch, `dim == 0` or `views == 0`, or is complex, string or
+            bool.
     """
+    y_pred = K.as_array_or_tensor(y_pred, "y_pred")
+    if K.dtype_of(y_pred) == "bool":
+        raise ValueError("`y_pred` must be real-valued embeddings. Received: y_pred with dtype bool")
     y_pred = ops.convert_to_tensor(y_pred)
-    rank = len(y_pred.shape)
+    rank = K.rank_of(y_pred)
     if rank not in (2, 3):
+        shape = tuple(y_pred.shape) if rank is not None else "unknown"
         raise ValueError(
             "`y_pred` must be embeddings of shape (batch, views, dim) or "
-            f"(batch, dim). Received: y_pred.shape={tuple(y_pred.shape)}"
+            f"(batch, dim). Received: y_pred.shape={shape}"
         )
     if rank == 2:
         y_pred = ops.expand_dims(y_pred, 1)
-    views, dim = y_pred.shape[1], y_pred.shape[2]
+    batch, views, dim = y_pred.shape
     if views is None or dim is None:
         raise ValueError(
             "The views and dim axes of `y_pred` must have a static size. "
             f"Received: y_pred.shape={tuple(y_pred.shape)}"
         )
-    batch = y_pred.shape[0]
+    shape = tuple(y_pred.shape) if rank == 3 else (batch, dim)
+    for size, what in ((batch, "an empty batch"), (views, "views"), (dim, "dim")):
+        _static_size(size, what, shape)
     if batch is None:
         batch = ops.shape(y_pred)[0]
     # Logits and log-sum-exp in float32 even under mixed precision.
@@ -75,38 +112,108 @@ def standardize_embeddings(y_pred, normalize=True):
     return z, batch, views
 
 
-def standardize_labels(y_true, batch):
-    """Turn `(batch,)`, `(batch, 1)` or one-hot `(batch, classes)` labels into int32 `(batch,)`.
+_LABELS_HELP = (
+    "`y_true` must be integer class ids of shape (batch,) or (batch, 1), or exactly one-hot rows "
+    "(batch, classes)"
+)
 
+
+def _host_ids(y_true):
+    """NumPy integer ids beyond int32 on a backend without int64: dense ids, same classes."""
+    if (isinstance(y_true, np.ndarray) and y_true.dtype.kind in "iu" and y_true.size
+            and K.index_dtype() == "int32"
+            and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
+        return np.unique(y_true, return_inverse=True)[1].reshape(y_true.shape).astype("int32")
+    return y_true
+
+
+def _one_hot_ids(y_true):
+    """Class ids of exactly one-hot rows; anything else is refused (never argmaxed)."""
+    y_true = ops.convert_to_tensor(y_true)
+    binary = ops.logical_or(ops.equal(y_true, 0), ops.equal(y_true, 1))
+    ones = ops.sum(ops.cast(ops.equal(y_true, 1), "int32"), axis=-1)
+    row_ok = ops.logical_and(ops.all(binary, axis=-1), ops.equal(ones, 1))
+
+    def detail(row_ok_np, y_np):
+        bad = int(np.argmin(row_ok_np))
+        return f". Received: y_true.shape={y_np.shape}, row {bad} = {y_np[bad][:8].tolist()}"
+
+    K.require(ops.all(row_ok),
+              _LABELS_HELP + ". A rank-2 y_true that is not one-hot is refused: (batch, views) "
+              "labels, multi-hot rows and soft rows (MixUp, label smoothing: use "
+              "SoftTargetInfoNCELoss) are never argmaxed", (row_ok, y_true), detail)
+    return ops.cast(ops.argmax(y_true, axis=-1), "int32")
+
+
+def _whole_float_ids(y_true):
+    """Float labels that are whole numbers within the id range, as integers; others refused."""
+    dtype = "int64" if K.dtype_of(y_true) == "float64" and K.index_dtype() == "int64" else "int32"
+    bits = 63 if dtype == "int64" else 31
+    bound = 2.0**bits
+    y_true = ops.convert_to_tensor(y_true)
+    ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < bound)
+
+    def detail(ok_np, y_np):
+        bad = int(np.argmin(ok_np.reshape(-1)))
+        return f". Received: y_true[{bad}]={y_np.reshape(-1)[bad]!r}"
+
+    K.require(ops.all(ok), "Float `y_true` must hold whole-number class ids (no fractions, NaN "
+              f"or inf, |id| < 2^{bits})", (ok, y_true), detail)
+    return ops.cast(y_true, dtype)
+
+
+def _int_ids(y_true):
+    """Integer labels without a float round trip: 64-bit ids stay 64-bit where the backend allows."""
+    wide = K.dtype_of(y_true) in ("int64", "uint32", "uint64")
+    return ops.cast(y_true, K.index_dtype() if wide else "int32")
+
+
+def _check_count(labels, batch, shape):
+    count = labels.shape[0]
+    samples = batch if isinstance(batch, int) else "a dynamic number of"
+    message = (f"`y_true` must hold one label per sample of `y_pred` ({samples} samples). "
+               f"Received: {count if count is not None else 'a dynamic number of'} labels "
+               f"(y_true.shape={shape})")
+    if isinstance(batch, int) and count is not None:
+        if count != batch:
+            raise ValueError(message)
+        return
+    # Unknown at trace time (tf.function with a None batch): checked when the step runs.
+    K.require(ops.equal(ops.shape(labels)[0], batch), message)
+
+
+def standardize_labels(y_true, batch):
+    """Validate labels and return integer class ids `(batch,)` (int32, or int64 for 64-bit ids).
+
+    Accepted: integer `(batch,)` / `(batch, 1)` (used as they are, no float
+    round trip, so ids >= 2^24 and beyond int32 stay distinct), exactly
+    one-hot `(batch, classes)`, and float labels holding whole numbers.
     `y_true=None` gives instance labels `0..batch-1` (self-supervised losses).
 
     Raises:
-        ValueError: on a rank other than 1 or 2, or a label count that does
-            not match the batch size of `y_pred` (checked when both are static).
+        ValueError: naming `y_true`: string / complex dtypes, rank other than
+            1 or 2, rank-2 rows that are not exactly one-hot (soft, multi-hot,
+            `(batch, views)` ids), non-integer floats, or a label count other
+            than the batch size of `y_pred`. Inside compiled graphs the
+            value checks raise at run time (see `_checks.require`).
     """
     if y_true is None:
         return ops.arange(batch, dtype="int32")
-    y_true = ops.convert_to_tensor(y_true)
-    rank = len(y_true.shape)
+    y_true = _host_ids(K.as_array_or_tensor(y_true, "y_true"))
+    if K.dtype_of(y_true) == "bool":
+        y_true = ops.cast(y_true, "int32")
+    rank = K.rank_of(y_true)
+    shape = tuple(y_true.shape) if rank is not None else "unknown"
+    if rank not in (1, 2, None):
+        raise ValueError(f"{_LABELS_HELP}. Received: y_true.shape={shape}")
     if rank == 2 and y_true.shape[-1] is not None and y_true.shape[-1] > 1:
-        y_true = ops.argmax(y_true, axis=-1)
-    elif rank == 2:
-        y_true = ops.reshape(y_true, (-1,))
-    elif rank != 1:
-        raise ValueError(
-            "`y_true` must be integer labels of shape (batch,) or (batch, 1), "
-            "or one-hot labels of shape (batch, classes). "
-            f"Received: y_true.shape={tuple(y_true.shape)}"
-        )
-    count = y_true.shape[0]
-    if isinstance(batch, int) and count is not None and count != batch:
-        raise ValueError(
-            "`y_true` must hold one label per sample of `y_pred` "
-            f"({batch} samples). Received: {count} labels "
-            f"(y_true.shape={tuple(y_true.shape)})"
-        )
-    # Keras casts labels to float32; rounding restores the integer ids.
-    return ops.cast(ops.round(ops.cast(y_true, "float32")), "int32")
+        labels = _one_hot_ids(y_true)
+    else:  # (batch,), (batch, 1); an unknown layout must then hold exactly one id per sample.
+        labels = ops.reshape(ops.convert_to_tensor(y_true), (-1,))
+        float_labels = K.kind_of(labels) == "float"
+        labels = _whole_float_ids(labels) if float_labels else _int_ids(labels)
+    _check_count(labels, batch, shape)
+    return labels
 
 
 class PairMasks:
@@ -204,12 +311,7 @@ def _gather_global_batch(z, labels, views):
 
 def validate_chunk_size(chunk_size):
     """Return `chunk_size` (None or a positive int) or raise a `ValueError` naming it."""
-    if chunk_size is not None and (isinstance(chunk_size, bool)
-                                   or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(
-            f"`chunk_size` must be None or a positive integer. Received: chunk_size={chunk_size!r}"
-        )
-    return chunk_size
+    return validate_positive_int(chunk_size, "chunk_size")
 
 
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
@@ -406,12 +508,81 @@ def mean_over_views(anchor_loss, anchor_valid, views):
     return total / ops.maximum(ops.sum(valid, axis=-1), 1.0)
 
 
+def standardize_sample_weight(sample_weight, batch, check_values=False):
+    """Validate `sample_weight`: a scalar, `(batch,)` or `(batch, 1)`, finite and non-negative.
+
+    The shape is always checked (statically, or when the step runs if the
+    batch is unknown). Values are checked on concrete tensors (eager calls,
+    torch) and, with `check_values=True`, inside compiled steps too.
+
+    Raises:
+        ValueError: naming `sample_weight` (wrong shape, negative, NaN / inf,
+            string or complex).
+    """
+    if sample_weight is None:
+        return None
+    weight = ops.convert_to_tensor(K.as_array_or_tensor(sample_weight, "sample_weight"))
+    rank = K.rank_of(weight)
+    shape = tuple(weight.shape) if rank is not None else "unknown"
+    message = ("`sample_weight` must be a scalar or one weight per sample, shape (batch,) or "
+               f"(batch, 1) with batch={batch if isinstance(batch, int) else 'dynamic'}. "
+               f"Received: sample_weight.shape={shape}")
+    if rank is None or rank > 2 or (rank == 2 and weight.shape[1] not in (1, None)):
+        raise ValueError(message)
+    if rank == 2 and weight.shape[1] is None:
+        K.require(ops.equal(ops.shape(weight)[1], 1), message)
+    if rank >= 1:
+        if isinstance(batch, int) and weight.shape[0] is not None:
+            if weight.shape[0] != batch:
+                raise ValueError(message)
+        else:
+            K.require(ops.equal(ops.shape(weight)[0], batch), message)
+    if check_values or K.concrete(weight) is not None:
+        valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
+        K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
+                  lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}, "
+                            f"finite={bool(np.all(np.isfinite(w)))}")
+    return weight
+
+
+class _PerSampleValues(keras.losses.Loss):
+    """Keras' own `sample_weight` handling and reduction, applied to precomputed per-sample values."""
+
+    def call(self, y_true, y_pred):
+        return y_pred
+
+
+def reduce_per_sample(loss, values, sample_weight):
+    """Weight and reduce `values` `(batch,)` exactly as `keras.losses.Loss.__call__` would for `loss`."""
+    reducer = _PerSampleValues(reduction=loss.reduction, name=loss.name, dtype=loss.dtype)
+    return reducer(values, values, sample_weight=sample_weight)
+
+
+def check_finite_embeddings(y_pred):
+    """Refuse NaN / inf in `y_pred` (see `_checks.require` for compiled steps)."""
+    finite = ops.all(ops.isfinite(ops.convert_to_tensor(y_pred)))
+    K.require(finite, "`y_pred` holds NaN or inf embeddings (check the model's outputs, learning "
+              "rate or mixed-precision loss scale); every gradient of the batch would be NaN")
+    return finite
+
+
 class ContrastiveLoss(keras.losses.Loss):
     """Base class of the embedding losses: validation, config and reduction.
 
     Subclasses implement `call(y_true, y_pred)` returning a `(batch,)` tensor
     and add their own arguments to `get_config()`. Every embedding loss takes
-    `chunk_size` (see `per_sample_loss`).
+    `chunk_size` (see `per_sample_loss`) and `check_values`.
+
+    Unlike `keras.losses.Loss`, labels reach `call` as given (Keras would
+    cast them to float32, merging ids >= 2^24); they are validated by
+    `standardize_labels`. `sample_weight` must be a scalar, `(batch,)` or
+    `(batch, 1)`, finite and non-negative (`ValueError` naming it).
+
+    `check_values=True` also refuses NaN / inf embeddings and checks
+    `sample_weight` values inside compiled steps (`fit`, `tf.function`,
+    `jax.jit`). It is off by default because it costs a full pass over
+    `y_pred` and, on JAX, a device-to-host callback per step; with it off,
+    integer `(batch,)` labels add no check at all to the step.
     """
 
     def __init__(
@@ -422,27 +593,34 @@ class ContrastiveLoss(keras.losses.Loss):
         reduction="sum_over_batch_size",
         name=None,
         dtype=None,
+        check_values=False,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.temperature = validate_temperature(temperature)
-        self.normalize = bool(normalize)
+        self.normalize = validate_bool(normalize, "normalize")
         self.chunk_size = validate_chunk_size(chunk_size)
+        self.check_values = validate_bool(check_values, "check_values")
 
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if y_true is None:
-            if self.uses_labels:
-                raise ValueError(
-                    f"{type(self).__name__} needs class labels. Received: y_true=None"
-                )
-            # Keras' base class needs a tensor; the labels are ignored.
-            y_true = ops.zeros((ops.shape(y_pred)[0],), dtype="int32")
-        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+        with keras.name_scope(self.name):
+            y_pred = K.as_array_or_tensor(y_pred, "y_pred")
+            if K.dtype_of(y_pred) == "bool":
+                raise ValueError("`y_pred` must be real-valued embeddings. Received: bool")
+            y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
+            if y_true is None and self.uses_labels:
+                raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
+            batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
+            weight = standardize_sample_weight(sample_weight, batch, self.check_values)
+            values = self.call(y_true, y_pred)
+            if self.check_values:
+                values = K.poison(values, check_finite_embeddings(y_pred))
+            return reduce_per_sample(self, values, weight)
 
     def get_config(self):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,
-                       "chunk_size": self.chunk_size})
+                       "chunk_size": self.chunk_size, "check_values": self.check_values})
         return config

@@ -92,9 +92,11 @@ class DCLLoss(C.ContrastiveLoss):
     uses_labels = False
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
-                 reduction="sum_over_batch_size", name="dcl_loss", dtype=None):
+                 reduction="sum_over_batch_size", name="dcl_loss", dtype=None,
+                 check_values=False):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype)
+                         reduction=reduction, name=name, dtype=dtype,
+                         check_values=check_values)
 
     def call(self, y_true, y_pred):
         return dcl_loss(None, y_pred, temperature=self.temperature, normalize=self.normalize,

@@ -81,9 +81,11 @@ class NSCLLoss(C.ContrastiveLoss):
     """
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
-                 reduction="sum_over_batch_size", name="nscl_loss", dtype=None):
+                 reduction="sum_over_batch_size", name="nscl_loss", dtype=None,
+                 check_values=False):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype)
+                         reduction=reduction, name=name, dtype=dtype,
+                         check_values=check_values)
 
     def call(self, y_true, y_pred):
         return nscl_loss(y_true, y_pred, temperature=self.temperature,

@@ -121,6 +121,7 @@ class SINCERELoss(C.ContrastiveLoss):
         reduction="sum_over_batch_size",
         name="sincere_loss",
         dtype=None,
+        check_values=False,
     ):
         super().__init__(
             temperature=temperature,
@@ -129,6 +130,7 @@ class SINCERELoss(C.ContrastiveLoss):
             reduction=reduction,
             name=name,
             dtype=dtype,
+            check_values=check_values,
         )
 
     def call(self, y_true, y_pred):

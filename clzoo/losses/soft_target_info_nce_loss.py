@@ -23,15 +23,53 @@ def _validate_noise_probs(noise_probs):
     return [float(p) for p in probs]
 
 
-def _concrete(x):
-    """NumPy value of `x`, or None while tracing a graph."""
-    try:
-        return np.asarray(ops.convert_to_numpy(x))
-    except Exception:  # symbolic tensors (tf.function, jax.jit) have no value yet
-        return None
+def _check_targets(y_true):
+    """Finite, non-negative target rows summing to 1; see `_checks.require` for compiled steps."""
+    row_sums = ops.sum(y_true, axis=-1)
+    row_ok = ops.logical_and(ops.all(ops.logical_and(ops.isfinite(y_true), y_true >= 0), axis=-1),
+                             ops.abs(row_sums - 1.0) <= _ROW_SUM_TOLERANCE)
+
+    def detail(row_ok_np, sums_np, targets_np):
+        bad = int(np.argmin(row_ok_np))
+        cause = ("has a negative entry" if np.any(targets_np[bad] < 0) else
+                 "has NaN or inf" if not np.all(np.isfinite(targets_np[bad])) else
+                 f"sums to {sums_np[bad]:.6g}")
+        return f". Received: row {bad} {cause} ({targets_np[bad][:8].tolist()})"
+
+    C.K.require(ops.all(row_ok), "`y_true` must hold soft targets: finite, non-negative rows "
+                "summing to 1 (one-hot, MixUp / CutMix mixtures, label smoothing)",
+                (row_ok, row_sums, y_true), detail)
+    return row_ok
 
 
-def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None):
+def _standardize(y_true, y_pred):
+    y_true = C.K.as_array_or_tensor(y_true, "y_true")
+    y_pred = C.K.as_array_or_tensor(y_pred, "y_pred")
+    ranks = (C.K.rank_of(y_true), C.K.rank_of(y_pred))
+    shapes = tuple(tuple(x.shape) if r is not None else "unknown" for x, r in zip((y_true, y_pred), ranks))
+    if ranks != (2, 2):
+        hint = (" Integer class ids (batch,) belong to the hard-label losses (SupConLoss, ...) or "
+                "must be one-hot encoded first." if ranks[0] == 1 else "")
+        raise ValueError(
+            "`y_true` (soft targets) and `y_pred` (logits) must both have shape "
+            f"(batch, classes). Received: y_true.shape={shapes[0]}, y_pred.shape={shapes[1]}.{hint}")
+    y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
+    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    for axis, what in ((0, "an empty batch"), (1, "classes")):
+        for name, x in (("y_true", y_true), ("y_pred", y_pred)):
+            if x.shape[axis] == 0:
+                raise ValueError(f"`{name}` has {what} 0. Received: {name}.shape={tuple(x.shape)}")
+    mismatch = [a for a in (0, 1) if None not in (y_true.shape[a], y_pred.shape[a])
+                and y_true.shape[a] != y_pred.shape[a]]
+    if mismatch:
+        raise ValueError(
+            "`y_true` and `y_pred` must have the same shape (batch, classes). "
+            f"Received: y_true.shape={tuple(y_true.shape)}, y_pred.shape={tuple(y_pred.shape)}")
+    return y_true, y_pred
+
+
+def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None,
+                              validate_targets=True):
     """Soft-target InfoNCE per sample (Hugger and Uhlmann, eq. 12).
 
     With class scores `s_b = logits_b / temperature - log(eta)` (eta the noise
@@ -48,14 +86,23 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None)
         temperature: positive float. Defaults to `1.0`.
         noise_probs: class prior eta, `classes` positive floats summing to 1;
             `None` means uniform. Defaults to `None`.
+        validate_targets: check that target rows are finite, non-negative
+            and sum to 1 (within 1e-3), also inside compiled steps (`fit`,
+            `tf.function`, `jax.jit`); a failing batch also gets a NaN loss,
+            so even an XLA-compiled TF step (which drops asserts) never
+            trains on it silently. Costs a host callback per step on JAX
+            inside `jit`. Defaults to `True`.
 
     Returns:
         float32 `(batch,)`.
 
     Raises:
         ValueError: for a non-positive temperature, bad `noise_probs`, inputs
-            not of rank 2 or of different shapes, `noise_probs` of the wrong
-            length, or (when values are known) target rows not summing to 1.
+            not of rank 2 or of different shapes, an empty batch or 0 classes,
+            string / complex inputs, `noise_probs` of the wrong length, or
+            target rows that are not soft targets. Inside a compiled step the
+            target check raises when the step runs: TensorFlow
+            `InvalidArgumentError`, JAX `JaxRuntimeError`, with the same message.
 
     Example:
 
@@ -71,35 +118,14 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None)
     """
     temperature = C.validate_temperature(temperature)
     noise_probs = _validate_noise_probs(noise_probs)
-    y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
-    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
-    if len(y_pred.shape) != 2 or len(y_true.shape) != 2:
-        raise ValueError(
-            "`y_true` (soft targets) and `y_pred` (logits) must both have shape "
-            f"(batch, classes). Received: y_true.shape={tuple(y_true.shape)}, "
-            f"y_pred.shape={tuple(y_pred.shape)}"
-        )
-    if None not in (y_true.shape[-1], y_pred.shape[-1]) and y_true.shape != y_pred.shape \
-            and None not in (y_true.shape[0], y_pred.shape[0]):
-        raise ValueError(
-            "`y_true` and `y_pred` must have the same shape (batch, classes). "
-            f"Received: y_true.shape={tuple(y_true.shape)}, y_pred.shape={tuple(y_pred.shape)}"
-        )
+    y_true, y_pred = _standardize(y_true, y_pred)
     classes = y_pred.shape[-1]
     if noise_probs is not None and classes is not None and len(noise_probs) != classes:
         raise ValueError(
             f"`noise_probs` needs one probability per class ({classes}). "
             f"Received: {len(noise_probs)} values"
         )
-    targets = _concrete(y_true)
-    if targets is not None and targets.size:
-        sums = targets.sum(axis=-1)
-        if np.any(np.abs(sums - 1.0) > _ROW_SUM_TOLERANCE) or np.any(targets < 0):
-            bad = int(np.argmax(np.abs(sums - 1.0)))
-            raise ValueError(
-                "`y_true` must hold soft targets: non-negative rows summing to 1. "
-                f"Received: row {bad} sums to {sums[bad]:.6g}"
-            )
+    row_ok = _check_targets(y_true) if validate_targets else None
     scores = y_pred / temperature
     # A uniform prior adds the same log K to every score (targets sum to 1), so it cancels.
     if noise_probs is not None:
@@ -107,7 +133,8 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None)
     # pair[b, l] = t_l . s_b
     pair = ops.matmul(scores, ops.transpose(y_true))
     positive = ops.sum(scores * y_true, axis=-1)
-    return ops.logsumexp(pair, axis=-1) - positive
+    loss = ops.logsumexp(pair, axis=-1) - positive
+    return loss if row_ok is None else C.K.poison(loss, ops.all(row_ok))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -125,7 +152,18 @@ class SoftTargetInfoNCELoss(keras.losses.Loss):
         temperature: positive float. Defaults to `1.0`.
         noise_probs: class prior (list summing to 1) or `None` for uniform.
             Defaults to `None`.
+        validate_targets: refuse target rows that are not finite,
+            non-negative and summing to 1, eagerly and inside `fit` /
+            `tf.function` / `jax.jit` (see the function). Defaults to `True`.
         reduction, name, dtype: as `keras.losses.Loss`.
+
+    Raises:
+        ValueError: on invalid arguments, inputs that are not soft targets /
+            logits of one shape, or a `sample_weight` that is not a scalar,
+            `(batch,)` or `(batch, 1)` of finite non-negative numbers (each
+            message names the argument). Compiled steps raise the target
+            check when they run (TensorFlow `InvalidArgumentError`, JAX
+            `JaxRuntimeError`, same message).
 
     Example:
 
@@ -141,16 +179,27 @@ class SoftTargetInfoNCELoss(keras.losses.Loss):
 
     def __init__(self, temperature=1.0, noise_probs=None,
                  reduction="sum_over_batch_size", name="soft_target_info_nce_loss",
-                 dtype=None):
+                 dtype=None, validate_targets=True):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.temperature = C.validate_temperature(temperature)
         self.noise_probs = _validate_noise_probs(noise_probs)
+        self.validate_targets = C.validate_bool(validate_targets, "validate_targets")
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        y_pred = C.K.as_array_or_tensor(y_pred, "y_pred")
+        y_true = C.K.as_array_or_tensor(y_true, "y_true")
+        if sample_weight is not None and C.K.rank_of(y_pred):
+            batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
+            sample_weight = C.standardize_sample_weight(sample_weight, batch)
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
 
     def call(self, y_true, y_pred):
         return soft_target_info_nce_loss(y_true, y_pred, temperature=self.temperature,
-                                         noise_probs=self.noise_probs)
+                                         noise_probs=self.noise_probs,
+                                         validate_targets=self.validate_targets)
 
     def get_config(self):
         config = super().get_config()
-        config.update({"temperature": self.temperature, "noise_probs": self.noise_probs})
+        config.update({"temperature": self.temperature, "noise_probs": self.noise_probs,
+                       "validate_targets": self.validate_targets})
         return config

@@ -102,9 +102,11 @@ class SpreadLoss(C.ContrastiveLoss):
     """
 
     def __init__(self, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None,
-                 reduction="sum_over_batch_size", name="spread_loss", dtype=None):
+                 reduction="sum_over_batch_size", name="spread_loss", dtype=None,
+                 check_values=False):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype)
+                         reduction=reduction, name=name, dtype=dtype,
+                         check_values=check_values)
         self.alpha = _validate_alpha(alpha)
 
     def call(self, y_true, y_pred):

@@ -15,15 +15,7 @@ def _validate(variant, base_temperature, max_positives):
         )
     if base_temperature is not None:
         C.validate_temperature(base_temperature, name="base_temperature")
-    if max_positives is not None and (
-        isinstance(max_positives, bool)
-        or not isinstance(max_positives, int)
-        or max_positives < 1
-    ):
-        raise ValueError(
-            "`max_positives` must be None or a positive integer. "
-            f"Received: max_positives={max_positives!r}"
-        )
+    C.validate_positive_int(max_positives, "max_positives")
 
 
 def _capped_positives(masks, max_positives):
@@ -190,6 +182,7 @@ class SupConLoss(C.ContrastiveLoss):
         reduction="sum_over_batch_size",
         name="sup_con_loss",
         dtype=None,
+        check_values=False,
     ):
         super().__init__(
             temperature=temperature,
@@ -198,13 +191,14 @@ class SupConLoss(C.ContrastiveLoss):
             reduction=reduction,
             name=name,
             dtype=dtype,
+            check_values=check_values,
         )
         _validate(variant, base_temperature, max_positives)
         self.base_temperature = (
             None if base_temperature is None else float(base_temperature)
         )
         self.variant = variant
-        self.max_positives = max_positives
+        self.max_positives = C.validate_positive_int(max_positives, "max_positives")
 
     def call(self, y_true, y_pred):
         return sup_con_loss(

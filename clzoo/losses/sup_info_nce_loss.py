@@ -92,9 +92,11 @@ class SupInfoNCELoss(C.ContrastiveLoss):
     """
 
     def __init__(self, temperature=0.1, epsilon=0.25, normalize=True, chunk_size=None,
-                 reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None):
+                 reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None,
+                 check_values=False):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype)
+                         reduction=reduction, name=name, dtype=dtype,
+                         check_values=check_values)
         self.epsilon = _validate_epsilon(epsilon)
 
     def call(self, y_true, y_pred):

@@ -12,16 +12,18 @@ class Encoder:
     """
 
     @classmethod
-    def from_preset(cls, handle, verify=True):
-        """Load an encoder from a built-in preset name, `hf://owner/repo` or a preset folder.
+    def from_preset(cls, handle, verify=True, trainable=False):
+        """Load an encoder from a built-in preset name, `hf://owner/repo[@revision]` or a folder.
 
-        Returns a frozen `keras.Model` taking float images in [0, 1]
+        Returns a `keras.Model` taking float images in [0, 1]
         `(batch, H, W, 3)` at the preset's size and returning features
-        `(batch, D)`. See `clzoo.presets.load_preset` for the checks made.
+        `(batch, D)`, frozen unless `trainable=True` (keras-hub and timm
+        return trainable models; clzoo's are feature extractors first). See
+        `clzoo.presets.load_preset` for the checks made and the errors raised.
         """
         from clzoo.presets import load_preset
 
-        return load_preset(handle, verify=verify)
+        return load_preset(handle, verify=verify, trainable=trainable)
 
     @staticmethod
     def presets():

@@ -110,35 +110,129 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
     return out
 
 
-def verify_preset(folder, expected_checksums_sha256=None):
+# Size caps (bytes) of the preset's own files: checked before a file is hashed or parsed.
+MAX_BYTES = {"checksums.json": 64 << 10, "config.json": 32 << 20, "preprocessing.json": 1 << 20,
+             "metadata.json": 16 << 20, "README.md": 4 << 20, "model.weights.h5": 8 << 30}
+# Deepest JSON nesting accepted (a Keras functional config is about 10 levels deep).
+MAX_JSON_DEPTH = 64
+_SHA256_CHARS = frozenset("0123456789abcdef")
+
+
+def _json_depth_ok(value, limit):
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def read_json(path, kind=dict, max_bytes=None):
+    """Parse a preset's JSON file defensively.
+
+    Raises:
+        PresetError: naming `path` when it is missing, a link, larger than
+            its cap, not UTF-8, not JSON, nested deeper than
+            `MAX_JSON_DEPTH`, or not a JSON `kind` (object by default).
+    """
+    path = Path(path)
+    max_bytes = max_bytes or MAX_BYTES.get(path.name, 32 << 20)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise PresetError(f"{path} is {size} bytes, more than the {max_bytes} allowed.")
+        text = path.read_bytes().decode("utf-8")
+        value = json.loads(text)
+    except PresetError:
+        raise
+    except OSError as error:
+        raise PresetError(f"Cannot read {path}: {error}") from error
+    except UnicodeDecodeError as error:
+        raise PresetError(f"{path} is not UTF-8 text (binary content?): {error}") from error
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, or nesting too deep to parse
+        raise PresetError(f"{path} is not valid JSON: {type(error).__name__}: {error}") from error
+    if not _json_depth_ok(value, MAX_JSON_DEPTH):
+        raise PresetError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep.")
+    if not isinstance(value, kind):
+        raise PresetError(f"{path} must hold a JSON {'object' if kind is dict else kind.__name__}. "
+                          f"Received: a JSON {type(value).__name__}")
+    return value
+
+
+def _inside(path, root):
+    try:
+        path.resolve(strict=True).relative_to(Path(root).resolve())
+        return True
+    except (OSError, ValueError, RuntimeError):  # dangling link, outside, symlink loop
+        return False
+
+
+def _check_file(folder, name, links_within):
+    """The preset file `name`: a regular file (or a link resolving inside `links_within`) under its cap."""
+    path = folder / name
+    if path.is_symlink() and (links_within is None or not _inside(path, links_within)):
+        raise PresetError(f"Preset file {name} in {folder} is a symbolic link"
+                          + ("" if links_within is None else " leading outside the download cache")
+                          + "; refusing to follow it.")
+    if not path.is_file():
+        raise PresetError(f"Preset file {name} is missing from {folder}.")
+    size = path.stat().st_size
+    if size > MAX_BYTES[name]:
+        raise PresetError(f"Preset file {name} in {folder} is {size} bytes, more than the "
+                          f"{MAX_BYTES[name]} allowed.")
+    return path
+
+
+def _checked_listing(listing, checksums):
+    """`checksums.json` may name only the preset's own files, each with a SHA-256 hex digest."""
+    for name, digest in checksums.items():
+        if name not in PRESET_FILES:
+            raise PresetError(
+                f"{listing} names {name!r}, which is not a preset file (expected only "
+                f"{', '.join(PRESET_FILES)}; no paths, '..', absolute names or extra files).")
+        if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _SHA256_CHARS):
+            raise PresetError(f"{listing} gives {name} a checksum that is not a SHA-256 hex digest: "
+                              f"{str(digest)[:80]!r}")
+    for required in PRESET_FILES:
+        if required not in checksums:
+            raise PresetError(f"{listing} lists no checksum for {required}.")
+
+
+def verify_preset(folder, expected_checksums_sha256=None, links_within=None):
     """Check that every preset file is present and matches `checksums.json`.
+
+    `checksums.json` must be a JSON object naming exactly the preset files
+    (`PRESET_FILES`), never a path, `..`, an absolute name or another file;
+    every file must be a regular file under its size cap (`MAX_BYTES`).
 
     Args:
         folder: preset folder.
         expected_checksums_sha256: SHA-256 that `checksums.json` itself must
             have (built-in presets pin it in the registry).
+        links_within: None (no symbolic links at all), or a folder that
+            links may resolve into (the Hugging Face cache of the repo, whose
+            snapshot files are links to its blobs).
 
     Raises:
-        PresetError: naming the missing, unexpected or modified file.
+        PresetError: naming the missing, unexpected, oversized, linked,
+            malformed or modified file.
     """
     folder = Path(folder)
     listing = folder / CHECKSUMS
-    if not listing.is_file():
+    if not listing.exists() and not listing.is_symlink():
         raise PresetError(f"{folder} is not a clzoo preset: {CHECKSUMS} is missing.")
+    if listing.is_symlink() and (links_within is None or not _inside(listing, links_within)):
+        raise PresetError(f"{listing} is a symbolic link; refusing to follow it.")
     if expected_checksums_sha256 and sha256(listing) != expected_checksums_sha256:
         raise PresetError(f"{listing} does not match the registry's pinned SHA-256.")
-    try:
-        checksums = json.loads(listing.read_text())
-    except json.JSONDecodeError as error:
-        raise PresetError(f"{listing} is not valid JSON: {error}") from error
-    for required in PRESET_FILES:
-        if required not in checksums:
-            raise PresetError(f"{listing} lists no checksum for {required}.")
+    checksums = read_json(listing)
+    _checked_listing(listing, checksums)
     for name, expected in checksums.items():
-        path = folder / name
-        if not path.is_file():
-            raise PresetError(f"Preset file {name} is missing from {folder}.")
-        if sha256(path) != expected:
+        if sha256(_check_file(folder, name, links_within)) != expected:
             raise PresetError(
                 f"Preset file {name} in {folder} does not match its SHA-256 "
                 "(modified, truncated or corrupted); refusing to load it."

@@ -1,15 +1,22 @@
-"""Resolve a preset handle (built-in name, `hf://owner/repo`, local folder) and load it safely."""
+"""Resolve a preset handle (built-in name, `hf://owner/repo[@revision]`, local folder) and load it safely."""
 
+import functools
 import json
+import re
 from pathlib import Path
 
 import keras
 
-from clzoo.presets.format import PresetError, verify_preset
+from clzoo.presets.format import PresetError, read_json, verify_preset
+from clzoo.registry import Registry, did_you_mean
 
 # The built-in presets ship as package data (the repo's top-level pretrained/ links here).
 PRETRAINED = Path(__file__).resolve().parent / "builtin"
 REGISTRY = PRETRAINED / "registry.json"
+
+# `owner/repo` as the Hub spells it, and a revision (branch, tag or commit hash).
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}$")
 
 
 def _registry():
@@ -18,78 +25,155 @@ def _registry():
     return json.loads(REGISTRY.read_text())
 
 
-BUILTIN_PRESETS = _registry()
+def parse_hf_handle(handle):
+    """`"hf://owner/repo[@revision]"` -> `("owner/repo", revision or None)`.
+
+    Raises:
+        PresetError: when the repository id or the revision is malformed
+            (`..`, empty parts, spaces, more than one `/` in the id).
+    """
+    body = handle[len("hf://"):]
+    repo, _, revision = body.partition("@")
+    if not _REPO_ID.match(repo) or ".." in repo:
+        raise PresetError(f"`handle` must look like hf://owner/repo or hf://owner/repo@revision. "
+                          f"Received: {handle!r}")
+    if "@" in body:
+        if not _REVISION.match(revision) or ".." in revision:
+            raise PresetError(f"The revision in {handle!r} must be a branch, tag or commit hash. "
+                              f"Received: {revision!r}")
+    return repo, revision or None
+
+
+def _registry_entry_for(repo):
+    """The built-in (name, entry) whose Hub handle is `hf://repo`, else (None, None)."""
+    for name in PRESETS:
+        entry = PRESETS.entry(name).metadata
+        if entry.get("handle", "").split("@")[0] == f"hf://{repo}":
+            return name, entry
+    return None, None
+
+
+def _download(repo, revision):
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as error:
+        raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
+    try:
+        return Path(snapshot_download(repo_id=repo, revision=revision))
+    except Exception as error:  # network, offline cache miss, missing repo or revision
+        at = f"@{revision}" if revision else ""
+        raise PresetError(
+            f"Could not get preset hf://{repo}{at} from the Hugging Face Hub or its cache: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+
+
+def _resolve_hf(handle, entry=None):
+    """(snapshot folder, pinned SHA-256, cache root links may point into) of an `hf://` handle."""
+    repo, revision = parse_hf_handle(handle)
+    if entry is None:
+        _, entry = _registry_entry_for(repo)
+    pinned = None
+    if entry is not None:  # clzoo's own repos: the registry's revision and SHA-256, always
+        pinned = entry.get("checksums_sha256")
+        revision = revision or entry.get("revision")
+    folder = _download(repo, revision)
+    # Snapshot files are links into the repo's blobs/ folder: two levels up.
+    return folder, pinned, folder.parent.parent
 
 
 def resolve_preset(handle):
     """Local folder of a preset, and the pinned SHA-256 of its `checksums.json` (or None).
 
     - a built-in name (`clzoo.presets.BUILTIN_PRESETS`): the files shipped in
-      `pretrained/<name>/` (a source checkout), else its Hub handle;
-    - `hf://owner/repo`: downloaded with huggingface_hub into its cache (works
-      offline from the cache with `HF_HUB_OFFLINE=1`);
+      `pretrained/<name>/` (a source checkout), else its Hub handle at the
+      registry's `revision`, checked against the registry's SHA-256;
+    - `hf://owner/repo[@revision]`: downloaded with huggingface_hub
+      (`snapshot_download(revision=...)`) into its cache (works offline from
+      the cache with `HF_HUB_OFFLINE=1`). A repo that the registry lists is
+      pinned exactly like its built-in name (local copy, registry revision
+      unless one is named, SHA-256 always);
     - a folder path.
+
+    Raises:
+        PresetError: unknown name (with a suggestion), malformed `hf://`
+            handle or revision, or a failed download.
     """
-    handle = str(handle)
-    if handle in BUILTIN_PRESETS:
-        entry = BUILTIN_PRESETS[handle]
+    return _resolve(str(handle))[:2]
+
+
+def _resolve(handle):
+    name = handle if handle in PRESETS else None
+    if handle.startswith("hf://"):
+        name = _registry_entry_for(parse_hf_handle(handle)[0])[0]
+        if name is not None and "@" not in handle:
+            return _resolve(name)
+    if name is not None and not handle.startswith("hf://"):
+        entry = PRESETS.entry(name).metadata
         local = PRETRAINED / entry["path"]
         if local.is_dir():
-            return local, entry.get("checksums_sha256")
-        handle = entry["handle"]
-        pinned = entry.get("checksums_sha256")
-    else:
-        pinned = None
+            return local, entry.get("checksums_sha256"), None
+        return _resolve_hf(entry["handle"], entry)
     if handle.startswith("hf://"):
-        try:
-            from huggingface_hub import snapshot_download
-        except ImportError as error:
-            raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
-        repo = handle[len("hf://"):]
-        try:
-            return Path(snapshot_download(repo_id=repo)), pinned
-        except Exception as error:  # network, offline cache miss, missing repo
-            raise PresetError(
-                f"Could not get preset {handle} from the Hugging Face Hub or its cache: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+        return _resolve_hf(handle)
     folder = Path(handle).expanduser()
     if not folder.is_dir():
-        known = ", ".join(BUILTIN_PRESETS) or "none"
+        known = ", ".join(PRESETS) or "none"
         raise PresetError(
             f"Unknown preset {handle!r}: not a built-in name ({known}), not hf://owner/repo and "
-            "not a folder."
+            "not a folder." + did_you_mean(handle, PRESETS)
         )
-    return folder, pinned
+    return folder, None, None
 
 
 def _refuse_code(config, where):
-    """Walk a Keras config and refuse layers that carry Python code."""
-    if isinstance(config, dict):
-        inner = config.get("config")
-        if config.get("class_name") in ("Lambda", "TFOpLambda") or (
-                isinstance(inner, dict) and "function" in inner):
-            raise PresetError(f"{where} contains a {config.get('class_name')} layer (Python code); "
-                              "clzoo presets never load code.")
-        for value in config.values():
-            _refuse_code(value, where)
-    elif isinstance(config, list):
-        for value in config:
-            _refuse_code(value, where)
+    """Walk a Keras config (iteratively) and refuse layers that carry Python code."""
+    stack = [config]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            inner = item.get("config")
+            if item.get("class_name") in ("Lambda", "TFOpLambda") or (
+                    isinstance(inner, dict) and "function" in inner):
+                raise PresetError(f"{where} contains a {item.get('class_name')} layer (Python code); "
+                                  "clzoo presets never load code.")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
-def load_preset(handle, verify=True):
+def load_preset(handle, verify=True, trainable=False):
     """Load a preset's encoder: float images in [0, 1] -> features `(batch, D)`.
 
     Every file is checked against `checksums.json` (and, for built-in
-    presets, `checksums.json` against the registry) before anything is
-    read; the config is refused if it holds Lambda layers, and it is
-    deserialized with Keras `safe_mode`; weights are read from the `.h5`
-    file, never from pickle.
+    presets and their `hf://` repos, `checksums.json` against the registry)
+    before anything is read; `checksums.json` may name only the preset's
+    own files, with no links (except the Hub cache's own) and size caps;
+    `config.json` must be a JSON object, not too deep, without Lambda
+    layers, and is deserialized with Keras `safe_mode`; weights are read
+    from the `.h5` file, never from pickle.
+
+    Args:
+        handle: built-in name, `hf://owner/repo`, `hf://owner/repo@revision`
+            (a branch, tag or commit, passed to `snapshot_download`) or a
+            preset folder.
+        verify: check the SHA-256 of every file. Defaults to `True`.
+        trainable: return the encoder trainable (for fine-tuning). Defaults
+            to `False`: clzoo presets are feature extractors for kNN / linear
+            probes, so they come frozen. (keras-hub's `from_preset` and timm's
+            `create_model` return trainable models; pass `trainable=True` to
+            get the same.)
+
+    Returns:
+        a `keras.Model`.
 
     Raises:
-        PresetError: unknown handle, missing / modified / truncated file,
-            code in the config, or a config naming an unknown class.
+        PresetError: unknown handle, malformed `hf://` handle or revision,
+            missing / modified / truncated / oversized / linked file,
+            `checksums.json` naming other files or paths, malformed JSON
+            (list, binary, deep nesting), code in the config, or a config
+            naming an unknown class. Each message names the file.
+        ValueError: `trainable` or `verify` not a bool.
 
     Example:
 
@@ -98,14 +182,14 @@ def load_preset(handle, verify=True):
     """
     import clzoo  # noqa: F401  (registers clzoo's serializable classes)
 
-    folder, pinned = resolve_preset(handle)
+    for value, name in ((verify, "verify"), (trainable, "trainable")):
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
+    folder, pinned, links_within = _resolve(str(handle))
     if verify:
-        verify_preset(folder, pinned)
+        verify_preset(folder, pinned, links_within=links_within)
     config_path = folder / "config.json"
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise PresetError(f"Cannot read {config_path}: {error}") from error
+    config = read_json(config_path)
     _refuse_code(config, config_path)
     try:
         with keras.saving.custom_object_scope({}):
@@ -119,5 +203,14 @@ def load_preset(handle, verify=True):
         model.load_weights(weights)
     except Exception as error:
         raise PresetError(f"Cannot load weights from {weights}: {type(error).__name__}: {error}") from error
-    model.trainable = False
+    model.trainable = trainable
     return model
+
+
+
+# name -> `load_preset(name, ...)`, with the registry.json entry as metadata.
+PRESETS = Registry("preset")
+for _name, _entry in _registry().items():
+    PRESETS.register(_name, functools.partial(load_preset, _name), **_entry)
+# `{name: registry entry}` (a plain dict view of PRESETS), read by the CLI and `Encoder.presets()`.
+BUILTIN_PRESETS = {name: PRESETS.entry(name).metadata for name in PRESETS}

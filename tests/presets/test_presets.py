@@ -15,6 +15,7 @@ import yaml
 import clzoo
 from clzoo.presets import PresetError, build_preset, load_preset, push_preset
 from clzoo.presets.format import sha256
+from clzoo.registry import Registry
 
 X = np.random.default_rng(0).uniform(size=(3, 32, 32, 3)).astype("float32")
 
@@ -119,8 +120,9 @@ def test_pinned_checksums_of_builtin_presets(tmp_path, monkeypatch):
     copy = tmp_path / "pretrained" / "p"
     shutil.copytree(loading.PRETRAINED / "sincere_resnet20_cifar10", copy)
     monkeypatch.setattr(loading, "PRETRAINED", tmp_path / "pretrained")
-    monkeypatch.setattr(loading, "BUILTIN_PRESETS", {"p": {"path": "p", "handle": "hf://x/p",
-                                                           "checksums_sha256": "0" * 64}})
+    registry = Registry("preset")
+    registry.register("p", lambda: None, path="p", handle="hf://x/p", checksums_sha256="0" * 64)
+    monkeypatch.setattr(loading, "PRESETS", registry)
     with pytest.raises(PresetError, match="pinned SHA-256"):
         load_preset("p")
 
