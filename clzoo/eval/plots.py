@@ -90,8 +90,9 @@ def per_class_separation(separation, path, class_names=None, model=None):
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("test images (count)", fontsize=9)
     fig.supxlabel(SIMILARITY_AXIS, fontsize=9)
-    fig.supylabel("test images (count)", fontsize=9)
     fig.suptitle(_titled("Target-noise separation per class", model))
     fig.tight_layout()
     return _save(fig, path)

@@ -184,7 +184,7 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
     size = encoder.input_shape[1]
     train_x = embed(encoder, train.images, size=size, normalize=False, verbose=verbose)
     test_x = embed(encoder, test.images, size=size, normalize=False, verbose=verbose)
-    kwargs["info"] = {"data": description, **kwargs.get("info", {})}
+    kwargs["info"] = {"data": description, **(kwargs.get("info") or {})}
     return evaluate_embeddings(train_x, train.labels, test_x, test.labels, names,
                                class_names=train.class_names, output_dir=output_dir,
                                verbose=verbose, encoder=encoder,

@@ -32,6 +32,10 @@ class KNN(Metric):
                                       context.ks, context.num_classes)
         correct = {f"knn_k{k}": p == context.test_labels for k, p in predictions.items()}
         scalars = {f"k{k}": float(np.mean(c)) for k, c in zip(predictions, correct.values())}
-        rows = [(f"weighted kNN top-1, {k} (cosine; SINCERE app. M)", percent(v))
-                for k, v in scalars.items()]
+        rows = [(f"weighted kNN top-1, k = {k} (cosine; SINCERE app. M)", percent(v))
+                for k, v in zip(predictions, scalars.values())]
+        skipped = [k for k in context.ks if k not in predictions]
+        if skipped:
+            rows.append((f"weighted kNN top-1, k = {', '.join(map(str, skipped))}",
+                         f"skipped: only {len(context.train)} training embeddings"))
         return MetricResult(self.name, scalars, correct, rows)
