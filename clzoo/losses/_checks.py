@@ -116,26 +116,34 @@ def _raise_unless(ok, *values, message, detail):
         raise ValueError(message + extra)
 
 
-def require(ok, message, values=(), detail=None):
+def require(ok, message, values=(), detail=None, gate=None):
     """Raise `ValueError(message + detail(*values))` unless the scalar bool tensor `ok` holds.
 
     Eager: checked now. TensorFlow graph: an assert op. JAX trace: a host
     callback. See the module docstring for the error types at run time.
+
+    Returns:
+        `gate`, which in a TensorFlow graph runs only after the assert (so a
+        shape error downstream cannot pre-empt the clear message).
     """
     concrete_ok = concrete(ok)
     if concrete_ok is not None:
         _raise_unless(concrete_ok, *[concrete(v) for v in values], message=message, detail=detail)
-        return
+        return gate
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        tf.debugging.Assert(ok, [message, *values], summarize=8)
+        check = tf.debugging.Assert(ok, [message, *values], summarize=8)
+        if gate is not None:
+            with tf.control_dependencies([check]):
+                gate = tf.identity(gate)
     elif backend == "jax":
         import jax
 
         jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
                            ok, *values)
+    return gate
 
 
 def poison(value, ok):

@@ -118,10 +118,22 @@ _LABELS_HELP = (
 )
 
 
+_FLOAT_IDS_HELP = "Float `y_true` must hold whole-number class ids (no fractions, NaN or inf"
+
+
 def _host_ids(y_true):
-    """NumPy integer ids beyond int32 on a backend without int64: dense ids, same classes."""
-    if (isinstance(y_true, np.ndarray) and y_true.dtype.kind in "iu" and y_true.size
-            and K.index_dtype() == "int32"
+    """NumPy labels, made exact on the host: float ids -> int64, then ids beyond int32 on a
+    backend without int64 (JAX without x64) -> dense ids with the same classes."""
+    if not isinstance(y_true, np.ndarray):
+        return y_true
+    if y_true.dtype.kind == "f" and (y_true.ndim < 2 or y_true.shape[-1] == 1):
+        ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**63)
+        if not ok.all():
+            bad = int(np.argmin(ok.reshape(-1)))
+            raise ValueError(f"{_FLOAT_IDS_HELP}, |id| < 2^63). "
+                             f"Received: y_true[{bad}]={y_true.reshape(-1)[bad]!r}")
+        y_true = y_true.astype(np.int64)
+    if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
             and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
         return np.unique(y_true, return_inverse=True)[1].reshape(y_true.shape).astype("int32")
     return y_true
@@ -138,11 +150,11 @@ def _one_hot_ids(y_true):
         bad = int(np.argmin(row_ok_np))
         return f". Received: y_true.shape={y_np.shape}, row {bad} = {y_np[bad][:8].tolist()}"
 
-    K.require(ops.all(row_ok),
-              _LABELS_HELP + ". A rank-2 y_true that is not one-hot is refused: (batch, views) "
-              "labels, multi-hot rows and soft rows (MixUp, label smoothing: use "
-              "SoftTargetInfoNCELoss) are never argmaxed", (row_ok, y_true), detail)
-    return ops.cast(ops.argmax(y_true, axis=-1), "int32")
+    ids = ops.cast(ops.argmax(y_true, axis=-1), "int32")
+    return K.require(ops.all(row_ok),
+                     _LABELS_HELP + ". A rank-2 y_true that is not one-hot is refused: (batch, views) "
+                     "labels, multi-hot rows and soft rows (MixUp, label smoothing: use "
+                     "SoftTargetInfoNCELoss) are never argmaxed", (row_ok, y_true), detail, gate=ids)
 
 
 def _whole_float_ids(y_true):
@@ -157,9 +169,8 @@ def _whole_float_ids(y_true):
         bad = int(np.argmin(ok_np.reshape(-1)))
         return f". Received: y_true[{bad}]={y_np.reshape(-1)[bad]!r}"
 
-    K.require(ops.all(ok), "Float `y_true` must hold whole-number class ids (no fractions, NaN "
-              f"or inf, |id| < 2^{bits})", (ok, y_true), detail)
-    return ops.cast(y_true, dtype)
+    return K.require(ops.all(ok), f"{_FLOAT_IDS_HELP}, |id| < 2^{bits})", (ok, y_true), detail,
+                     gate=ops.cast(y_true, dtype))
 
 
 def _int_ids(y_true):
@@ -177,9 +188,9 @@ def _check_count(labels, batch, shape):
     if isinstance(batch, int) and count is not None:
         if count != batch:
             raise ValueError(message)
-        return
+        return labels
     # Unknown at trace time (tf.function with a None batch): checked when the step runs.
-    K.require(ops.equal(ops.shape(labels)[0], batch), message)
+    return K.require(ops.equal(ops.shape(labels)[0], batch), message, gate=labels)
 
 
 def standardize_labels(y_true, batch):
@@ -212,8 +223,7 @@ def standardize_labels(y_true, batch):
         labels = ops.reshape(ops.convert_to_tensor(y_true), (-1,))
         float_labels = K.kind_of(labels) == "float"
         labels = _whole_float_ids(labels) if float_labels else _int_ids(labels)
-    _check_count(labels, batch, shape)
-    return labels
+    return _check_count(labels, batch, shape)
 
 
 class PairMasks:
@@ -530,18 +540,18 @@ def standardize_sample_weight(sample_weight, batch, check_values=False):
     if rank is None or rank > 2 or (rank == 2 and weight.shape[1] not in (1, None)):
         raise ValueError(message)
     if rank == 2 and weight.shape[1] is None:
-        K.require(ops.equal(ops.shape(weight)[1], 1), message)
+        weight = K.require(ops.equal(ops.shape(weight)[1], 1), message, gate=weight)
     if rank >= 1:
         if isinstance(batch, int) and weight.shape[0] is not None:
             if weight.shape[0] != batch:
                 raise ValueError(message)
         else:
-            K.require(ops.equal(ops.shape(weight)[0], batch), message)
+            weight = K.require(ops.equal(ops.shape(weight)[0], batch), message, gate=weight)
     if check_values or K.concrete(weight) is not None:
         valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
-        K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
-                  lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}, "
-                            f"finite={bool(np.all(np.isfinite(w)))}")
+        weight = K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
+                           lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}"
+                                     f", finite={bool(np.all(np.isfinite(w)))}", gate=weight)
     return weight
 
 

@@ -1,0 +1,163 @@
+"""Hostile labels for the supervised embedding losses: refused with a clear `ValueError`, or exact.
+
+Re-run under the other backends by `tests/hostile/test_other_backends.py`.
+"""
+
+import numpy as np
+import pytest
+
+import clzoo
+from tests.hostile._util import (BACKEND, compiled, embeddings, identity_model, runtime_error,
+                                 to_numpy)
+from tests.losses import reference
+
+L = clzoo.losses
+SUPERVISED = {"SupConLoss": L.SupConLoss, "SINCERELoss": L.SINCERELoss,
+              "SupInfoNCELoss": L.SupInfoNCELoss, "SpreadLoss": L.SpreadLoss, "NSCLLoss": L.NSCLLoss}
+Z = embeddings(4, 2, 8)
+
+# Rank-2 layouts that are not exactly one-hot: never argmaxed.
+NOT_ONE_HOT = {
+    "batch_by_views_ids": np.array([[0, 0], [0, 0], [1, 1], [1, 1]]),
+    "batch_by_views_binary": np.array([[0, 0], [1, 1], [0, 0], [1, 1]]),
+    "multi_hot": np.array([[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]),
+    "all_zero_row": np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]),
+    "value_two": np.array([[2, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]),
+    "negative_entry": np.array([[1, -1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]),
+    "soft_mixup": np.array([[0.5, 0.5], [1, 0], [0, 1], [0.3, 0.7]], "float32"),
+    "label_smoothing": np.array([[0.9, 0.05, 0.05]] * 2 + [[0.05, 0.9, 0.05]] * 2, "float32"),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(NOT_ONE_HOT))
+@pytest.mark.parametrize("loss", sorted(SUPERVISED))
+def test_rank2_labels_that_are_not_one_hot_are_refused(loss, layout):
+    with pytest.raises(ValueError, match=r"`y_true` must be .*one-hot.*never argmaxed.*y_true.shape"):
+        SUPERVISED[loss]()(NOT_ONE_HOT[layout], Z)
+
+
+@pytest.mark.parametrize("loss", sorted(SUPERVISED))
+def test_exact_one_hot_equals_integer_ids(loss):
+    ids = np.array([0, 0, 2, 1])
+    for one_hot in (np.eye(3, dtype="int64")[ids], np.eye(3, dtype="float32")[ids],
+                    np.eye(3, dtype=bool)[ids]):
+        np.testing.assert_allclose(to_numpy(SUPERVISED[loss]()(one_hot, Z)),
+                                   to_numpy(SUPERVISED[loss]()(ids, Z)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("labels", [[0.5, 1, 2, 3], [0, 1, 2, np.nan], [0, 1, np.inf, 3],
+                                    [0, 1, 2, 3 + 1e-6], [-0.5, 0, 1, 1], [1e300, 0, 1, 1]])
+def test_non_integer_float_labels_are_refused(labels):
+    with pytest.raises(ValueError, match=r"Float `y_true` must hold whole-number class ids.*y_true\["):
+        L.SupConLoss()(np.array(labels, "float64"), Z)
+
+
+def _reference(labels):
+    dense = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
+    return reference.supcon(dense, Z.astype("float64"), 0.1)
+
+
+BIG_IDS = {
+    "2^24": [2**24, 2**24, 2**24 + 1, 2**24 + 1],
+    "plus_minus_3e9": [3_000_000_000, 3_000_000_000, -3_000_000_000, -3_000_000_000],
+    "0_and_2^32": [0, 0, 2**32, 2**32],
+    "int32_edges": [2**31 - 1, 2**31 - 1, -(2**31), -(2**31)],
+    "2^53": [2**53, 2**53, 2**53 + 1, 2**53 + 1],
+    "int64_edges": [2**63 - 1, 2**63 - 1, -(2**63), -(2**63)],
+}
+
+
+@pytest.mark.parametrize("ids", sorted(BIG_IDS))
+@pytest.mark.parametrize("form", ["int64", "column"])
+def test_big_integer_ids_stay_distinct(ids, form):
+    labels = np.array(BIG_IDS[ids], "int64")
+    labels = labels[:, None] if form == "column" else labels
+    got = to_numpy(L.SupConLoss(reduction="none")(labels, Z))
+    np.testing.assert_allclose(got, _reference(labels), rtol=1e-5)
+    merged = reference.supcon(np.zeros(4, int), Z.astype("float64"), 0.1)
+    assert not np.allclose(got, merged)  # the classes were not merged
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_whole_float_ids_keep_their_classes(dtype):
+    labels = np.array([2**24, 2**24, 2**24 + 1, 2**24 + 1], dtype)
+    want = _reference(labels)  # float32 already merged 2^24 + 1 into 2^24 before the loss saw it
+    np.testing.assert_allclose(to_numpy(L.sup_con_loss(labels, Z)), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ids", ["2^24", "plus_minus_3e9"])
+def test_big_ids_stay_distinct_under_compile_and_evaluate(ids):
+    labels = np.array(BIG_IDS[ids], "int64")
+    model = identity_model((2, 8))
+    model.compile(loss=L.SupConLoss())
+    got = model.evaluate(Z, labels, batch_size=4, verbose=0)
+    np.testing.assert_allclose(got, _reference(labels).mean(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("labels", [np.array(["cat", "cat", "dog", "dog"]), ["a", "a", "b", "b"],
+                                    np.array([b"a", b"a", b"b", b"b"]),
+                                    np.array([0, 0, "x", 1], dtype=object),
+                                    np.array([1 + 1j, 1, 2, 2])])
+def test_string_object_and_complex_labels_are_refused(labels):
+    with pytest.raises(ValueError, match=r"`y_true` must be numeric.*map class names"):
+        L.SupConLoss()(labels, Z)
+
+
+def test_string_tensor_labels_are_refused():
+    if BACKEND != "tensorflow":
+        pytest.skip("only TensorFlow has string tensors")
+    import tensorflow as tf
+
+    with pytest.raises(ValueError, match=r"`y_true` must be real numbers.*string"):
+        L.SupConLoss()(tf.constant(["a", "a", "b", "b"]), Z)
+
+
+@pytest.mark.parametrize("labels", [np.array(3), np.zeros((4, 1, 1), "int64"), np.zeros((4, 2, 2))])
+def test_label_rank_other_than_1_or_2_is_refused(labels):
+    with pytest.raises(ValueError, match=r"`y_true` must be integer class ids.*y_true.shape"):
+        L.SupConLoss()(labels, Z)
+
+
+@pytest.mark.parametrize("count", [0, 3, 5, 8])
+def test_label_count_mismatch_is_refused(count):
+    with pytest.raises(ValueError, match=r"`y_true` must hold one label per sample.*\(4 samples\)"):
+        L.SupConLoss()(np.zeros(count, "int64"), Z)
+
+
+@pytest.mark.parametrize("loss", sorted(SUPERVISED))
+def test_label_count_mismatch_is_caught_compiled_with_unknown_batch(loss):
+    fn = compiled(lambda y, z: SUPERVISED[loss]()(y, z))
+    # Static shapes under jax.jit: refused while tracing; a None batch on TF: when the step runs.
+    expected = ValueError if BACKEND != "tensorflow" else runtime_error()
+    with pytest.raises(expected, match=r"y_true` must hold one label per sample"):
+        to_numpy(fn(np.zeros(3, "int64"), Z))
+
+
+@pytest.mark.parametrize("layout", ["batch_by_views_ids", "soft_mixup", "multi_hot"])
+def test_not_one_hot_is_caught_inside_compiled_steps(layout):
+    fn = compiled(lambda y, z: L.SupConLoss()(y, z))
+    with pytest.raises(runtime_error(), match=r"must be integer class ids .*never argmaxed"):
+        to_numpy(fn(NOT_ONE_HOT[layout], Z))
+
+
+def test_fractional_float_labels_are_caught_inside_compiled_steps():
+    fn = compiled(lambda y, z: L.SupConLoss()(y, z))
+    with pytest.raises(runtime_error(), match=r"whole-number class ids"):
+        to_numpy(fn(np.array([0.5, 1, 2, 3], "float32"), Z))
+
+
+def test_not_one_hot_labels_stop_fit():
+    model = identity_model((2, 8))
+    model.compile(optimizer="sgd", loss=L.SupConLoss())
+    with pytest.raises(runtime_error(), match=r"never argmaxed"):
+        model.fit(Z, NOT_ONE_HOT["batch_by_views_ids"], batch_size=4, epochs=1, verbose=0)
+
+
+def test_integer_labels_add_no_check_to_a_compiled_step():
+    if BACKEND != "tensorflow":
+        pytest.skip("graph inspection on TensorFlow")
+    import tensorflow as tf
+
+    fn = tf.function(lambda y, z: L.SupConLoss()(y, z))
+    ops = fn.get_concrete_function(tf.TensorSpec([4], tf.int64), tf.TensorSpec([4, 2, 8])).graph
+    assert not [op for op in ops.get_operations() if op.type in ("Assert", "PyFunc")]
