@@ -47,7 +47,7 @@ def main():
             next(dataset)
         pipeline_rate = args.batches * args.batch_size / (time.perf_counter() - start)
         if trainer_rate is None:  # the model's cost does not depend on the views
-            model = build_model(config, (32, 32, 3))
+            model = build_model(config, views)
             model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss=clzoo.losses.SINCERELoss())
             x, y = batch
             for _ in range(3):

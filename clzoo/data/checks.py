@@ -67,16 +67,26 @@ def _folder_class_names(path, data):
     if not root.exists():
         raise ValueError("`data` must be 'digits', 'tfds:<name>' or an existing image "
                          f"folder. Received: data={data!r} (no such path)")
-    train, test = class_folders(root, "train"), class_folders(root, "test")
+    train = class_folders(root, "train")
+    count = sum(_count_images(root / "train" / name) for name in train)
+    test = class_folders(root, "test")
+    for name in test:
+        _count_images(root / "test" / name)
     if train != test:
         only_train = sorted(set(train) - set(test))
         only_test = sorted(set(test) - set(train))
         raise ValueError(
             f"The test classes of data={data!r} differ from its training classes (matched by "
             f"name): only in train: {only_train or 'none'}; only in test: {only_test or 'none'}.")
-    count = sum(1 for name in train for f in (root / "train" / name).iterdir()
-                if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith("."))
     return tuple(train), count
+
+
+def _count_images(folder):
+    count = sum(1 for f in folder.iterdir()
+                if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith("."))
+    if not count:
+        raise ValueError(f"Class folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)}).")
+    return count
 
 
 def _tfds_class_names(name):

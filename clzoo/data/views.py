@@ -22,9 +22,12 @@ differ per image and per view, and a run is repeatable given the seed.
 """
 
 import math
+import functools
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import tensorflow as tf
+
+from clzoo.registry import Registry
 
 
 @dataclass
@@ -297,7 +300,14 @@ def multi_view(image, seed, config):
 
 
 # Named view recipes: (description with source, ViewConfig fields; `size` filled in).
-VIEW_RECIPES = {
+def _from_settings(name, settings, size=32, views=2):
+    settings = dict(settings)
+    if name == "simclr" and size >= 96:
+        settings["blur_p"] = 0.5
+    return ViewConfig(views=views, size=size, **settings)
+
+
+_RECIPES = {  # name: (description, ViewConfig fields)
     "supcon": ("SupCon / SINCERE CIFAR views: crop 0.2-1, flip, jitter 0.4/0.4/0.4/0.1 p=0.8, "
                "grayscale p=0.2 (SupCon reference code)", {}),
     "simclr": ("SimCLR views: crop 0.08-1, flip, jitter 0.8/0.8/0.8/0.2 p=0.8, grayscale p=0.2, "
@@ -313,6 +323,11 @@ VIEW_RECIPES = {
                     "per_view": ({"blur_p": 1.0}, {"blur_p": 0.1, "solarize_p": 0.2})}),
 }
 
+VIEW_RECIPES = Registry("view recipe")
+for _name, (_description, _settings) in _RECIPES.items():
+    VIEW_RECIPES.register(_name, functools.partial(_from_settings, _name, _settings),
+                          description=_description)
+
 
 def view_recipe(name, size=32, views=2):
     """The `ViewConfig` of a named view recipe.
@@ -324,7 +339,7 @@ def view_recipe(name, size=32, views=2):
     `simclr`, as SimCLR does on CIFAR.
 
     Args:
-        name: a key of `VIEW_RECIPES` (`supcon`, `simclr`, `randaugment`,
+        name: a name in the `VIEW_RECIPES` registry (`supcon`, `simclr`, `randaugment`,
             `stacked_randaugment`, `asymmetric`).
         size: output side in pixels. Defaults to `32`.
         views: views per image. Defaults to `2`.
@@ -335,9 +350,4 @@ def view_recipe(name, size=32, views=2):
     >>> view_recipe("simclr", size=96).blur_p
     0.5
     """
-    if name not in VIEW_RECIPES:
-        raise ValueError(f"Unknown view recipe {name!r}. Known: {', '.join(VIEW_RECIPES)}")
-    settings = dict(VIEW_RECIPES[name][1])
-    if name == "simclr" and size >= 96:
-        settings["blur_p"] = 0.5
-    return ViewConfig(views=views, size=size, **settings)
+    return VIEW_RECIPES.get(name)(size=size, views=views)

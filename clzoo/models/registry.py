@@ -4,6 +4,7 @@ import functools
 
 from clzoo.models import backbones
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
+from clzoo.registry import Registry
 
 _CIFAR_DESCRIPTIONS = {
     "resnet18": "CIFAR-stem ResNet-18 (SupCon / SINCERE CIFAR encoder), 512-d, 11.2M params",
@@ -13,27 +14,28 @@ _CIFAR_DESCRIPTIONS = {
     "resnet10_narrow": "narrow ResNet-10, 256-d, 1.2M params (trains on a CPU)",
 }
 
-ENCODERS = {
-    **{name: (functools.partial(cifar_resnet, name), _CIFAR_DESCRIPTIONS[name]) for name in ARCHITECTURES},
-    "hub_resnet18": (functools.partial(backbones.hub_resnet, 18),
-                     "ImageNet-stem ResNet-18 from keras-hub, 512-d"),
-    "hub_resnet50": (functools.partial(backbones.hub_resnet, 50),
-                     "ImageNet-stem ResNet-50 from keras-hub, 2048-d"),
-    "vit_small_patch4": (backbones.vit,
-                         "ViT with 4x4 patches (6 layers, 3 heads, width 192) from keras-hub"),
-}
+ENCODERS = Registry("encoder")
+for _name in ARCHITECTURES:
+    ENCODERS.register(_name, functools.partial(cifar_resnet, _name),
+                      description=_CIFAR_DESCRIPTIONS[_name])
+ENCODERS.register("hub_resnet18", functools.partial(backbones.hub_resnet, 18),
+                  description="ImageNet-stem ResNet-18 from keras-hub, 512-d")
+ENCODERS.register("hub_resnet50", functools.partial(backbones.hub_resnet, 50),
+                  description="ImageNet-stem ResNet-50 from keras-hub, 2048-d")
+ENCODERS.register("vit_small_patch4", backbones.vit,
+                  description="ViT with 4x4 patches (6 layers, 3 heads, width 192) from keras-hub")
 
 
 def list_encoders():
     """`{name: description}` of every registered encoder."""
-    return {name: description for name, (_, description) in ENCODERS.items()}
+    return ENCODERS.describe()
 
 
 def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     """Build a registered encoder: float images in [0, 1] `(B, H, W, 3)` -> features `(B, D)`.
 
     Args:
-        architecture: a key of `ENCODERS` (see `list_encoders()`).
+        architecture: a name in the `ENCODERS` registry (see `list_encoders()`).
         input_shape: `(H, W, 3)`. Defaults to `(32, 32, 3)`.
         **kwargs: passed to the builder (`name=`, and `preset=` for keras-hub ones).
 
@@ -46,6 +48,4 @@ def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     >>> clzoo.models.get_encoder("resnet20").output_shape
     (None, 64)
     """
-    if architecture not in ENCODERS:
-        raise ValueError(f"Unknown encoder {architecture!r}. Known: {', '.join(ENCODERS)}")
-    return ENCODERS[architecture][0](input_shape=tuple(input_shape), **kwargs)
+    return ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs)

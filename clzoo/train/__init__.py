@@ -1,5 +1,6 @@
 """Recipe-driven training: typed recipes, the run folder, tasks, the resumable fit, the runner."""
 
+from clzoo.train.builders import build_model
 from clzoo.train.evaluation import evaluate_encoder
 from clzoo.train.fit import TrainingDiverged, TrainingInterrupted
 from clzoo.train.recipe import Recipe, RecipeError, load_recipe
@@ -15,4 +16,4 @@ def __getattr__(name):
 
 
 __all__ = ["DEFAULTS", "Recipe", "RecipeError", "TrainingDiverged", "TrainingInterrupted",
-           "evaluate_encoder", "load_recipe", "train"]
+           "build_model", "evaluate_encoder", "load_recipe", "train"]

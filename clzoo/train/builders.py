@@ -55,3 +55,17 @@ def build_optimizer(recipe, steps_per_epoch):
     spec = recipe.training
     schedule = SCHEDULES.get(spec.schedule)(spec, steps_per_epoch)
     return OPTIMIZERS.get(spec.optimizer)(schedule, spec)
+
+
+def build_model(recipe, views=None, num_classes=None):
+    """The recipe's model for its task: encoder + projection head, or encoder + classifier.
+
+    Args:
+        recipe: a `Recipe`.
+        views: the `ViewConfig` (input size, views per image); defaults to the recipe's.
+        num_classes: classifier outputs (task `soft_target` only).
+    """
+    from clzoo.train.tasks import TASKS
+
+    views = views or views_from_config(recipe.views)
+    return TASKS.get(recipe.task)().build_model(recipe, views, num_classes)

@@ -8,7 +8,9 @@ import pytest
 from clzoo.models import list_encoders
 from clzoo.optimizers import LARS
 from clzoo.train import load_recipe
-from clzoo.train.runner import build_loss, build_model, build_optimizer, views_from_config
+from clzoo.data import ViewConfig
+from clzoo.train.builders import build_loss, build_optimizer, views_from_config
+from clzoo.train.tasks import TASKS
 
 RECIPES = sorted(Path(__file__).parents[2].joinpath("recipes").rglob("*.yaml"))
 
@@ -33,23 +35,24 @@ def test_recipe_resolves_and_builds(path):
     text = path.read_text()
     assert text.startswith("#"), "a recipe starts with comments saying where its values come from"
     config = load_recipe(path)
-    assert config["model"]["architecture"] in list_encoders()
+    assert config.model.architecture in list_encoders()
     loss = build_loss(config)
     assert isinstance(loss, keras.losses.Loss)
     optimizer = build_optimizer(config, steps_per_epoch=10)
-    if config["training"]["optimizer"] == "lars":
+    if config.training.optimizer == "lars":
         assert isinstance(optimizer, LARS)
-    views = views_from_config(config["views"])
-    if config["task"] == "soft_target":  # a classifier on one view of MixUp / CutMix batches
-        assert views.views == 1 and config["mix"]["label_smoothing"] == 0.1
-        model = build_model(config, (8, 8, 3), num_classes=3) if path.stem.endswith("_small") else None
+    views = views_from_config(config.views)
+    if config.task == "soft_target":  # a classifier on one view of MixUp / CutMix batches
+        assert views.views == 1 and config.mix["label_smoothing"] == 0.1
+        small = path.stem.endswith("_small")
+        model = TASKS.get(config.task)().build_model(config, ViewConfig(views=1, size=8), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
     else:
         assert views.views == 2
     if path.stem.endswith("_small"):
-        assert config["model"]["architecture"] == "resnet20" and config["training"]["epochs"] <= 12
-    elif config["task"] == "soft_target":  # the paper's ImageNet schedule (Table 3)
-        assert config["training"]["epochs"] == 100 and config["training"]["batch_size"] == 1024
+        assert config.model.architecture == "resnet20" and config.training.epochs <= 12
+    elif config.task == "soft_target":  # the paper's ImageNet schedule (Table 3)
+        assert config.training.epochs == 100 and config.training.batch_size == 1024
     elif path.parent.name != "recipes":  # the full recipes carry the papers' lengths
-        assert config["training"]["epochs"] >= 800 and config["training"]["batch_size"] >= 512
-        assert config["training"]["warmup_epochs"] == 10
+        assert config.training.epochs >= 800 and config.training.batch_size >= 512
+        assert config.training.warmup_epochs == 10

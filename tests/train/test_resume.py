@@ -124,12 +124,16 @@ def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one
     recipe["eval"]["report"] = False
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    train(load_recipe(path), tmp_path / "run", verbose=0)
+    first = train(load_recipe(path), tmp_path / "run", verbose=0)
+    saved = (tmp_path / "run" / "metrics.json").read_bytes()
+    mtime = (tmp_path / "run" / "metrics.json").stat().st_mtime_ns
     with pytest.raises(FileExistsError, match="--resume"):
         train(load_recipe(path), tmp_path / "run", verbose=0)
     with pytest.raises(ValueError, match="training"):
         train(load_recipe(path, ["training.learning_rate=0.1"]), tmp_path / "run", verbose=0,
               resume=True)
-    # Resuming a finished run trains nothing more and reports the same.
+    # Resuming a finished run is a no-op: nothing trains, metrics.json is not rewritten.
     again = train(load_recipe(path), tmp_path / "run", verbose=0, resume=True)
-    assert again["resumed_from_step"] == 2 and again["steps"] == 2
+    assert again["steps"] == 2 and again["knn_top1"] == first["knn_top1"]
+    assert (tmp_path / "run" / "metrics.json").read_bytes() == saved
+    assert (tmp_path / "run" / "metrics.json").stat().st_mtime_ns == mtime
