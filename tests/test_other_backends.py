@@ -1,4 +1,5 @@
-"""Run the model, preset round-trip, view / soft-target and repeatability tests under every other Keras backend.
+"""Run the model, preset round-trip, view / soft-target and repeatability tests under every other
+Keras backend.
 
 The loss suite has its own runner in `tests/losses/test_other_backends.py`. The
 other data tests exercise only TensorFlow ops and run once.

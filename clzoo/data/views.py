@@ -21,8 +21,8 @@ Every draw uses a seed of its own derived from a per-image seed, so views
 differ per image and per view, and a run is repeatable given the seed.
 """
 
-import math
 import functools
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import tensorflow as tf
@@ -101,7 +101,8 @@ class ViewConfig:
             )
         self.per_view = tuple(dict(o) for o in self.per_view)
         for override in self.per_view:
-            unknown = set(override) - {f.name for f in fields(self)} | ({"views", "size", "per_view"} & set(override))
+            unknown = (set(override) - {f.name for f in fields(self)}
+                       | ({"views", "size", "per_view"} & set(override)))
             if unknown:
                 raise ValueError(f"`per_view` can override view settings only. Received: {sorted(unknown)}")
             replace(self, per_view=(), **override)  # validates the values
@@ -167,7 +168,7 @@ def color_jitter(image, seed, brightness, contrast, saturation, hue):
     branches = [adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue]
     order = tf.random.experimental.stateless_shuffle(tf.range(4), seed=seeds[4])
     for step in range(4):
-        image = tf.switch_case(order[step], [lambda f=f: f(image) for f in branches])
+        image = tf.switch_case(order[step], [lambda f=f, x=image: f(x) for f in branches])
     return image
 
 

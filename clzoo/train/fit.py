@@ -6,8 +6,16 @@ from dataclasses import dataclass
 import keras
 
 from clzoo._console import keras_verbose
-from clzoo.train.callbacks import (AtomicCheckpoint, JSONLinesHistory, RestoreEpochLoss, StepLog,
-                                   StopOnNaN, StopOnSignal, Throughput, checkpoint_progress)
+from clzoo.train.callbacks import (
+    AtomicCheckpoint,
+    JSONLinesHistory,
+    RestoreEpochLoss,
+    StepLog,
+    StopOnNaN,
+    StopOnSignal,
+    Throughput,
+    checkpoint_progress,
+)
 from clzoo.train.distribute import portable_batch_norm
 
 

@@ -11,12 +11,21 @@ them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 import inspect
 import re
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt,
-                      PositiveFloat, PositiveInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clzoo.registry import did_you_mean
 
@@ -36,7 +45,7 @@ class _Section(BaseModel):
 
 class ModelSpec(_Section):
     architecture: str = "resnet20"  # a name of clzoo.models.list_encoders()
-    head_hidden_dims: Optional[list[PositiveInt]] = None  # None: one layer as wide as the encoder
+    head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
     head_batch_norm: bool = False
     embedding_dim: PositiveInt = 128
     classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
@@ -85,8 +94,8 @@ class TrainingSpec(_Section):
     trust_coefficient: PositiveFloat = 1e-3  # LARS only
     deterministic: bool = True  # deterministic kernels: same seed, same run (CPU)
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
-    checkpoint_every_steps: Optional[PositiveInt] = None  # also every N steps (always per epoch)
-    log_every_steps: Optional[PositiveInt] = None  # steps.jsonl rows; default once per epoch
+    checkpoint_every_steps: PositiveInt | None = None  # also every N steps (always per epoch)
+    log_every_steps: PositiveInt | None = None  # steps.jsonl rows; default once per epoch
 
     @field_validator("optimizer", "schedule")
     @classmethod
@@ -233,7 +242,7 @@ def load_recipe(path=None, overrides=()):
     >>> load_recipe(None, ["training.epochz=3"])
     Traceback (most recent call last):
     ...
-    clzoo.train.recipe.RecipeError: <defaults>: unknown recipe key 'training.epochz' ... Did you mean 'epochs'?
+    clzoo.train.recipe.RecipeError: <defaults>: unknown recipe key 'training.epochz' ...
     """
     source = "<defaults>" if path is None else str(path)
     raw = _read(path, source)

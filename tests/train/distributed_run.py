@@ -27,7 +27,8 @@ if mode == "worker":
     })
 else:
     data, out = sys.argv[2:4]
-sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
+# After site-packages: test the installed clzoo.
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import tensorflow as tf  # noqa: E402
 
@@ -37,13 +38,15 @@ if mode == "mirrored":
         cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 
 import keras  # noqa: E402
+
 keras.config.disable_traceback_filtering()
 from clzoo.train import load_recipe, train  # noqa: E402
 
 # A ViT: LayerNorm only. With batch norm the curves agree to ~1e-6 for the first steps, then
 # drift apart: float32 rounding in the one-pass synchronized variance (E[x^2] - E[x]^2) of
 # Keras' BatchNormalization(synchronized=True), amplified by training.
-RECIPE = [f"data={data}", "model.architecture=vit_small_patch4", "model.embedding_dim=16", "views.size=8", "views.flip=false",
+RECIPE = [f"data={data}", "model.architecture=vit_small_patch4", "model.embedding_dim=16",
+          "views.size=8", "views.flip=false",
           "views.grayscale_p=0.0", "training.epochs=4", "training.batch_size=32",
           "training.learning_rate=0.05", "training.log_every_steps=1", "eval.report=false",
           "eval.knn_k=[5]", "eval.knn_headline_k=5"]

@@ -1,14 +1,15 @@
-"""Every recipe in recipes/ resolves: known keys, a registered encoder, a loss, optimizer and views that build."""
+"""Every recipe in recipes/ resolves: known keys, a registered encoder, a loss, optimizer and views
+that build."""
 
 from pathlib import Path
 
 import keras
 import pytest
 
+from clzoo.data import ViewConfig
 from clzoo.models import list_encoders
 from clzoo.optimizers import LARS
 from clzoo.train import load_recipe
-from clzoo.data import ViewConfig
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.tasks import TASKS
 
@@ -45,7 +46,8 @@ def test_recipe_resolves_and_builds(path):
     if config.task == "soft_target":  # a classifier on one view of MixUp / CutMix batches
         assert views.views == 1 and config.mix["label_smoothing"] == 0.1
         small = path.stem.endswith("_small")
-        model = TASKS.get(config.task)().build_model(config, ViewConfig(views=1, size=8), 3) if small else None
+        task = TASKS.get(config.task)()
+        model = task.build_model(config, ViewConfig(views=1, size=8), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
     else:
         assert views.views == 2

@@ -1,4 +1,5 @@
-"""Resuming: kill -9 a training run at random moments; the resumed run ends where an uninterrupted one does."""
+"""Resuming: kill -9 a training run at random moments; the resumed run ends where an uninterrupted
+one does."""
 
 import json
 import os
@@ -16,7 +17,6 @@ from clzoo.data import ViewConfig, from_arrays, training_batches
 from clzoo.train import load_recipe, train
 from clzoo.train.callbacks import checkpoint_progress
 from tests.train.tiny_data import write_tiny_digits
-
 
 
 def tiny_recipe(data):
