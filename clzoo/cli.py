@@ -29,8 +29,7 @@ LIGHT_COMMANDS = ("presets",)
 def _train(args):
     import signal
 
-    from clzoo.train import (RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe,
-                             train)
+    from clzoo.train import RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe, train
 
     overrides = list(args.set or [])
     if args.data:
@@ -73,6 +72,9 @@ def _train(args):
     except (FileExistsError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk while checkpointing: the previous checkpoint is kept
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
     print("\n" + _results_table(metrics, config.data))

@@ -40,15 +40,21 @@ class StopOnNaN(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (full disk, lost mount); the previous one is intact."""
+
+
 class AtomicCheckpoint(keras.callbacks.Callback):
     """Save the whole model (weights and optimizer state) to `path`, atomically.
 
     Saves at each epoch end and, with `every_steps`, whenever the optimizer's
     step count is a multiple of it. The model is written to a temporary file
     beside `path` and renamed over it, so `path` always holds the last
-    complete checkpoint, even after `kill -9`. The optimizer's `iterations`
-    inside it is the global step a resumed run starts from. Nothing is saved
-    when `nan_guard` reports a failure or a weight is not finite.
+    complete checkpoint, even after `kill -9` or a full disk. The optimizer's
+    `iterations` inside it is the global step a resumed run starts from.
+    Nothing is saved when `nan_guard` reports a failure, a weight is not
+    finite, or the model's outputs on `probe` are not (training then stops
+    as for a NaN loss).
 
     Args:
         path: the `.keras` file.
@@ -59,10 +65,14 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         enabled: False on non-chief workers of a multi-worker run.
         single_replica: also store the running epoch loss (its metric
             variables are per replica when there are several).
+        probe: a batch of model inputs whose outputs must be finite. Optional.
+
+    Raises:
+        CheckpointWriteError: (an `OSError`) when the file cannot be written.
     """
 
     def __init__(self, path, nan_guard=None, every_steps=None, saving=None, enabled=True,
-                 single_replica=True):
+                 single_replica=True, probe=None):
         super().__init__()
         if every_steps is not None and (isinstance(every_steps, bool) or int(every_steps) < 1):
             raise ValueError(f"`every_steps` must be a positive integer or None. "
@@ -73,16 +83,31 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         self.saving = saving or (lambda: contextlib.nullcontext())
         self.enabled = enabled
         self.single_replica = single_replica
+        self.probe = probe
         self.saved_epoch = None
         self.saved_step = None
+        self.refused_step = None
+
+    def _healthy(self):
+        """Finite weights, and (with `probe`) finite outputs on the probe batch: a model whose
+        weights are finite can still map every input to NaN (e.g. a zero-variance batch norm)."""
+        if not all(np.all(np.isfinite(keras.ops.convert_to_numpy(w))) for w in self.model.weights):
+            return False
+        if self.probe is None:
+            return True
+        outputs = keras.ops.convert_to_numpy(self.model(self.probe, training=False))
+        return bool(np.all(np.isfinite(outputs)))
 
     def _save(self):
         if not self.enabled or (self.nan_guard is not None and self.nan_guard.failed_at is not None):
             return False
-        if not all(np.all(np.isfinite(keras.ops.convert_to_numpy(w)))
-                   for w in self.model.weights):
-            return False
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if not self._healthy():
+            self.refused_step = step
+            if self.nan_guard is not None:
+                self.nan_guard.failed_at = (self.nan_guard._epoch, step, float("nan"))
+            self.model.stop_training = True
+            return False
         progress = {"step": step}
         tracker = loss_tracker(self.model)
         if tracker is not None and self.single_replica:
@@ -95,7 +120,13 @@ class AtomicCheckpoint(keras.callbacks.Callback):
             with zipfile.ZipFile(tmp, "a") as archive:
                 archive.writestr(PROGRESS_FILE, json.dumps(progress))
 
-        atomic_write(self.path, write, suffix=".keras")
+        try:
+            atomic_write(self.path, write, suffix=".keras")
+        except OSError as error:
+            kept = f"step {self.saved_step}" if self.saved_step is not None else "the previous one"
+            raise CheckpointWriteError(
+                f"Could not write checkpoint {self.path}: {error.strerror or error}. The last "
+                f"complete checkpoint ({kept}) is intact; free space and resume.") from None
         self.saved_step = step
         return True
 

@@ -59,7 +59,10 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     """
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     first_epoch, offset = divmod(done, plan.steps)
-    parts = _callbacks(model, run, plan, place, done, monitor)
+    probe = None
+    if place.replicas == 1 and place.is_chief:  # the probe runs outside any strategy
+        probe = next(iter(batches_from(0).take(1)))[0]
+    parts = _callbacks(model, run, plan, place, done, monitor, probe)
     started = time.perf_counter()
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
     if done < plan.epochs * plan.steps:
@@ -97,12 +100,12 @@ class _Callbacks:
         return self.nan_guard.failed_at is not None or self.signals.received is not None
 
 
-def _callbacks(model, run, plan, place, done, monitor):
+def _callbacks(model, run, plan, place, done, monitor, probe=None):
     chief = place.is_chief
     nan_guard, signals = StopOnNaN(), StopOnSignal()
     checkpoint = AtomicCheckpoint(run.checkpoint, nan_guard, every_steps=plan.checkpoint_every_steps,
                                   saving=lambda: portable_batch_norm(model), enabled=chief,
-                                  single_replica=place.replicas == 1)
+                                  single_replica=place.replicas == 1, probe=probe)
     throughput = Throughput(plan.batch_size)
     history = JSONLinesHistory(run / "history.jsonl", enabled=chief)
     step_log = StepLog(run / "steps.jsonl", every=plan.log_every_steps or plan.steps,
@@ -128,6 +131,11 @@ def _callbacks(model, run, plan, place, done, monitor):
 def _raise_if_stopped(parts, run):
     saved = parts.checkpoint.saved_step
     where = f"{run.checkpoint} (step {saved})" if saved is not None else "none (nothing was saved)"
+    if parts.checkpoint.refused_step is not None:
+        raise TrainingDiverged(
+            f"Training stopped: the model's outputs on a probe batch are not finite at step "
+            f"{parts.checkpoint.refused_step} (the loss still was). Last good checkpoint: {where}. "
+            "Try a lower training.learning_rate.")
     if parts.nan_guard.failed_at is not None:
         epoch, batch, loss = parts.nan_guard.failed_at
         raise TrainingDiverged(

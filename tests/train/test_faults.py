@@ -1,0 +1,79 @@
+"""Faults during training: outputs that go non-finite, a full disk, and strict JSON logs."""
+
+import errno
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from clzoo.files import json_line, strict_json, write_json
+from clzoo.train import callbacks as callbacks_module
+from clzoo.train.callbacks import AtomicCheckpoint, CheckpointWriteError, StopOnNaN
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+class _PoisonAfter(keras.callbacks.Callback):
+    """After `steps` batches, make the layer map the probe input to inf while weights stay finite."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps, self.seen = steps, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if self.seen == self.steps:
+            kernel = self.model.layers[0].kernel
+            kernel.assign(np.full(kernel.shape, 3e38, "float32"))
+
+
+def test_a_checkpoint_is_kept_only_when_probe_outputs_are_finite(tmp_path):
+    model = _model()
+    guard = StopOnNaN()
+    probe = np.ones((4, 3), "float32")
+    checkpoint = AtomicCheckpoint(tmp_path / "c.keras", guard, probe=probe)
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
+    model.fit(x, y, batch_size=2, epochs=3, verbose=0,
+              callbacks=[guard, _PoisonAfter(8), checkpoint])
+    assert checkpoint.saved_step == 4 and checkpoint.refused_step == 8
+    assert guard.failed_at is not None
+    restored = keras.saving.load_model(tmp_path / "c.keras")
+    assert np.all(np.isfinite(restored(probe)))
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_says_so(tmp_path, monkeypatch):
+    model = _model()
+    path = tmp_path / "c.keras"
+    checkpoint = AtomicCheckpoint(path, StopOnNaN())
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[checkpoint])
+    before = path.read_bytes()
+    real = callbacks_module.atomic_write
+
+    def full_disk(target, write, suffix=""):
+        return real(target, lambda tmp: (write(tmp), _raise_enospc()), suffix=suffix)
+
+    monkeypatch.setattr(callbacks_module, "atomic_write", full_disk)
+    with pytest.raises(CheckpointWriteError, match="No space left on device.*step 2.*intact"):
+        model.fit(x, y, batch_size=4, epochs=2, initial_epoch=1, verbose=0, callbacks=[checkpoint])
+    assert path.read_bytes() == before
+    assert not list(tmp_path.glob(".*.tmp*"))
+
+
+def _raise_enospc():
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_logs_and_metrics_are_strict_json(tmp_path):
+    value = {"loss": float("nan"), "rows": [1.0, float("inf")], "ok": 0.5}
+    assert strict_json(value) == {"loss": None, "rows": [1.0, None], "ok": 0.5}
+    assert json.loads(json_line(value))["loss"] is None
+    write_json(tmp_path / "m.json", value)
+    assert "NaN" not in (tmp_path / "m.json").read_text()
+    json.loads((tmp_path / "m.json").read_text(), parse_constant=lambda c: pytest.fail(c))
