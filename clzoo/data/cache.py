@@ -1,6 +1,7 @@
 """Where clzoo keeps decoded datasets."""
 
 import os
+import warnings
 from pathlib import Path
 
 
@@ -20,6 +21,30 @@ def cache_dir(*parts):
     return path
 
 
+def read_npz(path):
+    """The arrays of the cached `.npz` at `path` as a dict, or None when there is none.
+
+    A damaged file (truncated, empty, not a zip, a member failing its CRC, or
+    one holding pickled objects, which are refused) is deleted with a
+    warning and None is returned, so the caller rebuilds it instead of
+    crashing on it.
+    """
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        return None
+    except Exception as error:  # BadZipFile, EOFError, ValueError, OSError, a bare .npy
+        discard(path, f"{type(error).__name__}: {error}")
+        return None
+
+
+def discard(path, reason):
+    """Delete the damaged cache file `path`, warning with `reason`."""
+    warnings.warn(f"Cache file {path} is damaged ({reason}); rebuilding it.", stacklevel=3)
+    Path(path).unlink(missing_ok=True)
 
 
 from clzoo.files import atomic_write, atomic_write_text  # noqa: E402,F401  (old import path)

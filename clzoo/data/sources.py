@@ -5,10 +5,12 @@ Every source gives the same thing: uint8 images `(N, H, W, 3)`, int32 labels
 `clzoo.data.cache_dir()`; the source folder is only read.
 """
 
+import errno
 import functools
 import hashlib
 import json
 import os
+import stat
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,10 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from clzoo.data.cache import atomic_write, cache_dir
+from clzoo.data.cache import atomic_write, cache_dir, discard, read_npz
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 EMBEDDED = ("digits",)
+ALPHA_BACKGROUND = (255, 255, 255)  # transparent pixels are composited on white
+CACHE_FORMAT = 2  # bump when the cached arrays or their key change
+CACHE_SAMPLE = 4096  # bytes hashed from the start and from the end of each image file
 
 
 @dataclass
@@ -155,8 +160,9 @@ def parse_data_spec(data):
     so folders whose names contain `@` load as they are.
 
     Raises:
-        ValueError: for an unknown label set, or `cifar100_coarse` on
-            anything but `tfds:cifar100`.
+        ValueError: for a spec that is neither an existing path nor ends in a
+            known label set (`my@data` with no such folder, `x@cifar3`,
+            `x@cifar2/`), or `cifar100_coarse` on anything but `tfds:cifar100`.
 
     Example:
 
@@ -171,8 +177,10 @@ def parse_data_spec(data):
         return data, None
     source, label_set = data.rsplit("@", 1)
     if label_set not in LABEL_SETS:
-        raise ValueError(f"Unknown label set {label_set!r} in data={data!r}. Choose from: "
-                         f"{', '.join(LABEL_SETS)} (or give an existing folder).")
+        folder = "" if source in EMBEDDED or source.startswith("tfds:") else \
+            ", which is not an existing folder either"
+        raise ValueError(f"Unknown label set {label_set!r} (the part after the last '@') in "
+                         f"data={data!r}{folder}. Choose from: {', '.join(LABEL_SETS)}.")
     if label_set == "cifar100_coarse" and source != "tfds:cifar100":
         raise ValueError("The cifar100_coarse label set reads tfds:cifar100's coarse labels. "
                          f"Received: data={data!r}")
@@ -239,11 +247,57 @@ def _visible(folder):
     return sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=lambda p: p.name)
 
 
-def class_folders(root, split):
+def _broken(path, error):
+    """Why `path` could not be followed: a symlink loop, a dangling symlink, or the OS's reason."""
+    if error.errno == errno.ELOOP:
+        return "symlink loop"
+    if path.is_symlink():
+        return f"dangling symlink (to {os.readlink(path)})"
+    return f"unreadable ({error.strerror or error})"
+
+
+def _report(problems, what, where, on_unreadable):
+    """Raise a ValueError naming the first of `problems` (`(path, reason)` pairs), or warn with
+    their count when `on_unreadable="skip"`."""
+    if not problems:
+        return
+    path, reason = problems[0]
+    if on_unreadable == "error":
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"Cannot read {what} {path}: {reason}{more}. "
+                         "load_split(..., on_unreadable='skip') leaves such entries out.")
+    warnings.warn(f"Skipped {len(problems)} unreadable {what}(s) in {where}, e.g. {path} "
+                  f"({reason}).", stacklevel=4)
+
+
+def _class_entry(entry, split_dir):
+    """`(is_class, problem)` for one entry of a split folder: directories are classes; links that
+    dangle, loop, or lead back to the split folder or a parent of it are problems; files are
+    neither."""
+    try:
+        info = entry.stat()
+    except OSError as error:
+        return False, _broken(entry, error)
+    if not stat.S_ISDIR(info.st_mode):
+        return False, None
+    if entry.is_symlink():
+        target = entry.resolve()
+        if split_dir.resolve().is_relative_to(target):
+            return False, f"symlink loop (links back to {target})"
+    return True, None
+
+
+def class_folders(root, split, on_unreadable="error"):
     """Sorted class names of `root/split/<class>/`, hidden folders left out.
 
+    Files beside the class folders are ignored. A class entry that is a
+    dangling symlink, a symlink loop, or a link back to the split folder or
+    one of its parents is refused, or left out with a warning when
+    `on_unreadable="skip"`.
+
     Raises:
-        ValueError: when the split folder is missing or holds no class folder.
+        ValueError: when the split folder is missing or holds no class
+            folder, or (unless skipping) names the first broken class entry.
     """
     split_dir = Path(root) / split
     if not split_dir.is_dir():
@@ -251,7 +305,14 @@ def class_folders(root, split):
             f"Expected an image folder with a '{split}' sub-folder of class "
             f"folders ({root}/{split}/<class>/<image>). Received: data={str(root)!r}"
         )
-    classes = [p.name for p in _visible(split_dir) if p.is_dir()]
+    classes, problems = [], []
+    for entry in _visible(split_dir):
+        is_class, problem = _class_entry(entry, split_dir)
+        if problem:
+            problems.append((entry, problem))
+        elif is_class:
+            classes.append(entry.name)
+    _report(problems, "class folder", split_dir, on_unreadable)
     if not classes:
         raise ValueError(
             f"No class folders in {split_dir}: expected {split_dir}/<class>/<image>."
@@ -259,20 +320,95 @@ def class_folders(root, split):
     return classes
 
 
-def _list_folder(root, split):
-    classes = class_folders(root, split)
+def _image_files(folder):
+    """`(found, problems)` for the image-named entries of a class folder: `found` holds
+    `(path, os.stat_result)` of regular non-empty files; dangling or looping links, directories
+    and empty files are `(path, reason)` problems. Other names are ignored."""
+    found, problems = [], []
+    try:
+        entries = _visible(folder)
+    except OSError as error:
+        return [], [(folder, _broken(folder, error))]
+    for path in entries:
+        if path.suffix.lower() not in IMAGE_EXTENSIONS:
+            continue
+        try:
+            info = path.stat()
+        except OSError as error:
+            problems.append((path, _broken(path, error)))
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
+            problems.append((path, f"not a file ({kind})"))
+        elif info.st_size == 0:
+            problems.append((path, "empty file"))
+        else:
+            found.append((path, info))
+    return found, problems
+
+
+def _list_folder(root, split, on_unreadable="error"):
+    """`(files, stats, labels, classes)` of `root/split`, broken entries reported by `_report`.
+
+    Raises:
+        ValueError: a class folder with no image-named file, or (when
+            skipping) with no usable one; see also `class_folders`.
+    """
+    classes = class_folders(root, split, on_unreadable)
     split_dir = root / split
-    files, labels = [], []
+    found, problems = [], []
     for label, name in enumerate(classes):
-        found = [f for f in _visible(split_dir / name) if f.suffix.lower() in IMAGE_EXTENSIONS]
-        if not found:
+        images, bad = _image_files(split_dir / name)
+        if not images and not bad:
             raise ValueError(
                 f"Class folder {split_dir / name} holds no images "
                 f"({', '.join(IMAGE_EXTENSIONS)})."
             )
-        files += found
-        labels += [label] * len(found)
-    return files, np.asarray(labels, np.int32), classes
+        found += [(path, info, label) for path, info in images]
+        problems += bad
+    _report(problems, "image", split_dir, on_unreadable)
+    labels = np.asarray([label for _, _, label in found], np.int32)
+    _check_every_class(labels, classes, split_dir)
+    return [f for f, _, _ in found], [i for _, i, _ in found], labels, classes
+
+
+def _check_every_class(labels, classes, split_dir):
+    """Refuse a split where a class kept no image (all of its files were skipped)."""
+    missing = sorted(set(range(len(classes))) - set(np.unique(labels).tolist()))
+    if missing:
+        raise ValueError(f"Class folder {split_dir / classes[missing[0]]} has no readable image "
+                         f"left after skipping unreadable files ({len(missing)} such class(es)).")
+
+
+def _to_rgb(image):
+    """uint8 `(H, W, 3)` pixels of a PIL image.
+
+    16-bit grey (`I;16*`, or `I` within 0..65535) is scaled to 0..255 as
+    `round(v / 257)`; Pillow reads 16-bit colour PNGs as the high byte of each
+    sample (within 1 of that). Alpha (RGBA, LA, palettes and colours marked
+    transparent) is composited on `ALPHA_BACKGROUND`. Palette, 1-bit, grey,
+    CMYK and YCbCr images become RGB by Pillow's conversions.
+
+    Raises:
+        ValueError: 32-bit integer pixels outside 0..65535, or float (`F`)
+            pixels: their scale is unknown.
+    """
+    mode = image.mode
+    if mode == "F":
+        raise ValueError("float pixels (mode 'F') have no known 0..255 scale")
+    if mode.startswith("I"):  # "I;16", "I;16B", "I;16L", "I;16N", "I"
+        values = np.asarray(image).astype(np.int64)
+        if values.size and (values.min() < 0 or values.max() > 65535):
+            raise ValueError(f"32-bit integer pixels span {values.min()}..{values.max()}, not "
+                             "0..65535; their scale is unknown")
+        grey = ((values * 255 + 32767) // 65535).astype(np.uint8)
+        return np.repeat(grey[..., None], 3, axis=-1)
+    if "A" in mode or "a" in mode or "transparency" in image.info:
+        rgba = np.asarray(image.convert("RGBA"), dtype=np.int32)
+        alpha = rgba[..., 3:]
+        background = np.asarray(ALPHA_BACKGROUND, np.int32)
+        return ((rgba[..., :3] * alpha + background * (255 - alpha) + 127) // 255).astype(np.uint8)
+    return np.asarray(image.convert("RGB"), dtype=np.uint8)
 
 
 def _decode(path, skip=False):
@@ -280,7 +416,7 @@ def _decode(path, skip=False):
 
     try:
         with Image.open(path) as image:
-            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+            return _to_rgb(image)
     except Exception as error:  # PIL raises several types for bad files.
         if skip:
             return None
@@ -290,21 +426,79 @@ def _decode(path, skip=False):
         ) from error
 
 
-def _load_folder(path, split, on_unreadable="error"):
+def _sample(path, size):
+    """Hash of the first and last `CACHE_SAMPLE` bytes of `path` (all of a small file)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(2 * CACHE_SAMPLE if size <= 2 * CACHE_SAMPLE else CACHE_SAMPLE)
+            if size > 2 * CACHE_SAMPLE:
+                handle.seek(-CACHE_SAMPLE, os.SEEK_END)
+                data += handle.read(CACHE_SAMPLE)
+    except OSError:
+        return b"unreadable"  # decoding names it
+    return hashlib.blake2b(data, digest_size=8).digest()
+
+
+def _cache_key(root, split, on_unreadable, files, stats):
+    """Hex key of the listed files' content: each file's path, size, mtime_ns and inode, and a hash
+    of its first and last `CACHE_SAMPLE` bytes, so a same-size rewrite within the same second (or
+    with its mtime put back) is seen. Not seen: an edit that keeps size, mtime_ns and inode and
+    touches only the middle of a file over 8 KiB."""
+    digest = hashlib.blake2b(json.dumps([CACHE_FORMAT, str(root), split, on_unreadable]).encode(),
+                             digest_size=8)
+    sizes = [info.st_size for info in stats]
+    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 2)) as pool:
+        samples = pool.map(_sample, files, sizes, chunksize=512)
+        for path, info, sample in zip(files, stats, samples):
+            digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\0".encode())
+            digest.update(sample)
+    return digest.hexdigest()
+
+
+def _read_cached(cached, labels, classes):
+    """The `Split` cached at `cached`, or None when there is none; a damaged or inconsistent
+    file is deleted with a warning (and then rebuilt by the caller)."""
+    arrays = read_npz(cached)
+    if arrays is None:
+        return None
+    images, kept = arrays.get("images"), arrays.get("labels")
+    skipped = arrays.get("skipped")
+    if (images is None or kept is None or skipped is None or images.dtype != np.uint8
+            or images.ndim != 4 or images.shape[-1] != 3 or kept.shape != (len(images),)
+            or list(arrays.get("class_names", [])) != classes
+            or len(kept) + len(skipped) != len(labels)
+            or (not len(skipped) and not np.array_equal(kept, labels))):
+        discard(cached, "its arrays do not match the folder")
+        return None
+    if len(skipped):
+        warnings.warn(f"Skipped {len(skipped)} unreadable image(s) in {cached.name.rsplit('-', 1)[0]}"
+                      f", e.g. {skipped[0]}", stacklevel=4)
+    return Split(images, kept.astype(np.int32), classes)
+
+
+def _folder_root(path):
+    """The resolved folder `path`; a missing path, a dangling link or a link loop is refused."""
     root = Path(path).expanduser()
-    if not root.exists():
+    try:
+        os.stat(root)
+    except OSError as error:
+        reason = _broken(root, error) if error.errno != errno.ENOENT or root.is_symlink() \
+            else "no such path"
         raise ValueError(
             "`data` must be 'digits', 'tfds:<name>' or an existing image "
-            f"folder. Received: data={path!r} (no such path)"
-        )
-    root = root.resolve()
-    files, labels, classes = _list_folder(root, split)
-    stats = [(str(f.relative_to(root)), f.stat().st_size, int(f.stat().st_mtime)) for f in files]
-    key = hashlib.sha256(json.dumps([str(root), split, stats, on_unreadable]).encode()).hexdigest()[:16]
+            f"folder. Received: data={path!r} ({reason})"
+        ) from None
+    return root.resolve()
+
+
+def _load_folder(path, split, on_unreadable="error"):
+    root = _folder_root(path)
+    files, stats, labels, classes = _list_folder(root, split, on_unreadable)
+    key = _cache_key(root, split, on_unreadable, files, stats)
     cached = cache_dir("datasets") / f"{root.name}-{split}-{key}.npz"
-    if cached.exists():
-        with np.load(cached, allow_pickle=False) as archive:
-            return Split(archive["images"], archive["labels"], list(archive["class_names"]))
+    split_data = _read_cached(cached, labels, classes)
+    if split_data is not None:
+        return split_data
 
     from tqdm.auto import tqdm
 
@@ -321,22 +515,27 @@ def _load_folder(path, split, on_unreadable="error"):
                       f"e.g. {unreadable[0]}", stacklevel=3)
         keep = [i for i, image in enumerate(images) if image is not None]
         files, images, labels = [files[i] for i in keep], [images[i] for i in keep], labels[keep]
-        if not images:
-            raise ValueError(f"No readable images in {root / split}.")
+        _check_every_class(labels, classes, root / split)
+    images = _stack_one_size(images, files, root / split)
+
+    def write(tmp):
+        with open(tmp, "wb") as handle:
+            np.savez(handle, images=images, labels=labels, class_names=np.array(classes),
+                     skipped=np.array([str(f) for f in unreadable], dtype=str))
+
+    atomic_write(cached, write)
+    return Split(images, labels, classes)
+
+
+def _stack_one_size(images, files, where):
+    """Stack decoded images; refuse (naming two files) when they differ in size."""
     shapes = {image.shape for image in images}
     if len(shapes) > 1:
         first = images[0].shape
         odd = next(f for f, image in zip(files, images) if image.shape != first)
         raise ValueError(
-            f"Images in {root / split} differ in size: {files[0].name} is "
+            f"Images in {where} differ in size: {files[0].name} is "
             f"{first[:2]}, {odd} is {next(s for s in shapes if s != first)[:2]}. "
             "Resize them to one size first."
         )
-    images = np.stack(images)
-
-    def write(tmp):
-        with open(tmp, "wb") as handle:
-            np.savez(handle, images=images, labels=labels, class_names=np.array(classes))
-
-    atomic_write(cached, write)
-    return Split(images, labels, classes)
+    return np.stack(images)
