@@ -34,7 +34,8 @@ for _cls, _description, _paper in (
     (SpreadLoss, "alpha * SINCERE-form attraction + (1 - alpha) * class-conditional InfoNCE",
      "Chen et al. 2022 (Perfectly Balanced, ICML) eqs. 1-3"),
     (NSCLLoss, "negatives-only supervised contrastive loss",
-     "Luthra, Yang and Galanti (Self-Supervised Contrastive Learning is Approximately Supervised Contrastive Learning) sec. 3.1"),
+     "Luthra, Yang and Galanti (Self-Supervised Contrastive Learning is Approximately "
+     "Supervised Contrastive Learning) sec. 3.1"),
     (SoftTargetInfoNCELoss, "soft-target InfoNCE on classifier logits (MixUp, label smoothing)",
      "Hugger and Uhlmann, soft-target InfoNCE eq. 12"),
 ):
