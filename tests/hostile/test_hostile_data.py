@@ -438,3 +438,15 @@ def test_class_with_no_readable_image_is_named_even_when_skipping(tmp_path):
     with pytest.raises(ValueError, match="dog.*no readable image"), \
             pytest.warns(UserWarning, match="Skipped 2 .*empty file"):
         load_split(str(root), on_unreadable="skip")
+
+
+def test_skipped_files_are_reported_again_from_the_cache(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "d", splits=("train",))
+    (root / "train" / "cat" / "bad.png").write_text("not a png")
+    with pytest.warns(UserWarning, match="Skipped 1 .*bad.png"):
+        first = load_split(str(root), on_unreadable="skip")
+    monkeypatch.setattr("clzoo.data.sources._decode", lambda *a, **k: 1 / 0)  # cache only
+    with pytest.warns(UserWarning, match="Skipped 1 .*bad.png"):
+        again = load_split(str(root), on_unreadable="skip")
+    np.testing.assert_array_equal(again.images, first.images)
+    assert again.labels.tolist() == [0, 0, 1, 1]
