@@ -1,4 +1,5 @@
-"""Every requested metric of `clzoo.eval.metrics` on one encoder and dataset: `metrics.json`, `report.md`, plots.
+"""Every requested metric of `clzoo.eval.metrics` on one encoder and dataset: `metrics.json`,
+`report.md`, plots.
 
 `evaluate_embeddings` works on features already computed; `evaluate` embeds
 the train and test images with a frozen encoder first. Each metric's

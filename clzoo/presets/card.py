@@ -78,7 +78,7 @@ def model_card(metadata, license="apache-2.0"):
         f"({title}) on {dataset_id(metadata.get('dataset'))} by [clzoo](https://github.com/clzoo).",
         "", "```python", "import clzoo",
         f"encoder = clzoo.models.Encoder.from_preset(\"{metadata['name']}\")  # images in [0, 1]",
-        "features = encoder.predict(images)  # (N, %d)" % metadata.get("feature_dim", 0),
+        f"features = encoder.predict(images)  # (N, {metadata.get('feature_dim', 0):d})",
         "```", "",
         "## Evaluation", "",
         f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",

@@ -82,7 +82,7 @@ def test_seeded_pipelines_repeat_and_the_switch_uses_both_mixes():
         np.testing.assert_array_equal(xa, xb)
         np.testing.assert_array_equal(ta, tb)
     assert not all(np.array_equal(ta, tc) for (_, ta), (_, tc) in zip(a, c))
-    for x, t in a:
+    for _, t in a:
         np.testing.assert_allclose(t.sum(1), 1.0, atol=1e-5)
         assert t.min() >= 0.1 / 8 - 1e-6  # smoothing keeps every class above eps / classes
 

@@ -61,7 +61,8 @@ def test_two_clusters_with_known_margin():
     np.testing.assert_allclose(sep.target, [np.cos(0.1), np.cos(0.1)], rtol=1e-6)
     np.testing.assert_allclose(sep.noise, [np.cos(1.1), np.cos(0.9)], rtol=1e-6)
     assert sep.per_class_margin[0] == pytest.approx(np.cos(0.1) - np.cos(1.1), rel=1e-6)
-    assert sep.margin == pytest.approx(np.mean([np.cos(0.1) - np.cos(1.1), np.cos(0.1) - np.cos(0.9)]), rel=1e-6)
+    expected = np.mean([np.cos(0.1) - np.cos(1.1), np.cos(0.1) - np.cos(0.9)])
+    assert sep.margin == pytest.approx(expected, rel=1e-6)
 
 
 def test_separation_blockwise_equals_one_block():
@@ -210,7 +211,8 @@ def _gap_loops(z, y, t):
             for l2 in range(k):
                 num = np.exp(z[i, l1] @ z[i, l2] / t)
                 den_d = sum(np.exp(z[i, l1] @ z[j, l3] / t) for j in range(n) if j != i for l3 in range(k))
-                den_n = sum(np.exp(z[i, l1] @ z[j, l3] / t) for j in range(n) if y[j] != y[i] for l3 in range(k))
+                den_n = sum(np.exp(z[i, l1] @ z[j, l3] / t)
+                            for j in range(n) if y[j] != y[i] for l3 in range(k))
                 dcl -= np.log(num / den_d)
                 nscl -= np.log(num / den_n)
     return dcl / (k * k * n), nscl / (k * k * n)

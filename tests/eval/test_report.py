@@ -114,7 +114,8 @@ def test_probe_augmentation_is_a_padded_crop_and_flip():
 def test_knn_monitor_logs_accuracy_during_fit():
     images, labels = _digits(128)
     encoder = _tiny_encoder()
-    model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(hidden_dims=(16,), output_dim=8))
+    head = clzoo.models.ProjectionHead(hidden_dims=(16,), output_dim=8)
+    model = clzoo.models.ContrastiveModel(encoder, head)
     model.compile(optimizer="adam", loss=clzoo.losses.SINCERELoss())
     monitor = E.KNNMonitor(images[:96], labels[:96], images[96:], labels[96:], ks=(1, 5), every=2)
     views = np.stack([images, images], axis=1).astype("float32") / 255.0

@@ -41,7 +41,7 @@ def parse_metrics(spec):
     >>> parse_metrics("knn,accuracy")
     Traceback (most recent call last):
     ...
-    ValueError: Unknown metrics ['accuracy'] in metrics='knn,accuracy'. Choose from: knn, ncc, probe, calibration, few_shot, geometry, separation, loss_gap, noisy_labels, map, sgd_probe, coarse_to_fine
+    ValueError: Unknown metrics ['accuracy'] in metrics='knn,accuracy'. Choose from: knn, ncc, ...
     """
     if spec is None or spec == "all":
         return DEFAULT_METRICS

@@ -21,7 +21,7 @@ class SGDProbe(Metric):
     >>> clzoo.eval.METRICS.get("sgd_probe")().check(clzoo.eval.EvalContext.create(x, y, x, y))
     Traceback (most recent call last):
     ...
-    ValueError: The 'sgd_probe' metric needs the encoder and images: use clzoo.eval.evaluate(encoder, data, ...).
+    ValueError: The 'sgd_probe' metric needs the encoder and images: use ...
     """
 
     name = "sgd_probe"
