@@ -117,15 +117,20 @@ def load_split(data, split="train", on_unreadable="error"):
             `tfds:cifar100@cifar100_coarse` (`clzoo.data.label_sets`).
         split: `"train"` or `"test"`. Defaults to `"train"`.
         on_unreadable: for image folders, `"error"` (default) stops at the
-            first file that cannot be decoded and names it; `"skip"` leaves
-            such files out and warns with their count.
+            first entry that cannot be used and names it (an undecodable or
+            empty image file, a directory named like an image, a dangling or
+            looping symlink as image or class folder); `"skip"` leaves such
+            entries out and warns with their count. Odd image modes are
+            converted, not refused: 16-bit scaled to 8-bit, alpha composited
+            on `ALPHA_BACKGROUND` (white), palette/1-bit/grey/CMYK to RGB.
 
     Returns:
         `Split` with uint8 images `(N, H, W, 3)` and int32 labels `(N,)`.
 
     Raises:
-        ValueError: when the path does not exist, a split or class folder is
-            missing or empty, images differ in size, or a file is unreadable.
+        ValueError: when the path does not exist (or is a broken link), a
+            split or class folder is missing or empty (or, when skipping, kept
+            no readable image), images differ in size, or an entry is unusable.
 
     Example:
 
