@@ -8,8 +8,8 @@ description, the paper it comes from, ...). `get(name)` returns the factory,
 """
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass(frozen=True)
