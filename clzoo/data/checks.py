@@ -8,7 +8,7 @@ folder is written.
 from dataclasses import dataclass
 from pathlib import Path
 
-from clzoo.data.sources import EMBEDDED, IMAGE_EXTENSIONS, class_folders, parse_data_spec
+from clzoo.data.sources import EMBEDDED, IMAGE_EXTENSIONS, _image_files, class_folders, parse_data_spec
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 
@@ -82,9 +82,10 @@ def _folder_class_names(path, data):
 
 
 def _count_images(folder):
-    count = sum(1 for f in folder.iterdir()
-                if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith("."))
-    if not count:
+    """Readable-looking image files (regular, non-empty); broken entries are named at load time."""
+    found, problems = _image_files(folder)
+    count = len(found)
+    if not count and not problems:
         raise ValueError(f"Class folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)}).")
     return count
 

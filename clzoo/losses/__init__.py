@@ -11,7 +11,6 @@ from clzoo.losses.soft_target_info_nce_loss import (
 from clzoo.losses.spread_loss import SpreadLoss, spread_loss
 from clzoo.losses.sup_con_loss import SupConLoss, sup_con_loss
 from clzoo.losses.sup_info_nce_loss import SupInfoNCELoss, sup_info_nce_loss
-
 from clzoo.registry import Registry
 
 ALL_OBJECTS = (InfoNCELoss, DCLLoss, SupConLoss, SINCERELoss, SupInfoNCELoss, SpreadLoss, NSCLLoss,
@@ -63,7 +62,8 @@ def get(identifier):
 
 
 __all__ = [
-    "ALL_OBJECTS", "ALL_OBJECTS_DICT", "LOSSES", "DCLLoss", "InfoNCELoss", "NSCLLoss", "SINCERELoss", "SupConLoss",
-    "SoftTargetInfoNCELoss", "SpreadLoss", "SupInfoNCELoss", "soft_target_info_nce_loss", "dcl_loss", "get", "info_nce_loss", "nscl_loss",
-    "sincere_loss", "spread_loss", "sup_con_loss", "sup_info_nce_loss",
+    "ALL_OBJECTS", "ALL_OBJECTS_DICT", "LOSSES", "DCLLoss", "InfoNCELoss", "NSCLLoss", "SINCERELoss",
+    "SupConLoss", "SoftTargetInfoNCELoss", "SpreadLoss", "SupInfoNCELoss", "soft_target_info_nce_loss",
+    "dcl_loss", "get", "info_nce_loss", "nscl_loss", "sincere_loss", "spread_loss", "sup_con_loss",
+    "sup_info_nce_loss",
 ]

@@ -1,6 +1,7 @@
 """SINCERE: Supervised Information Noise-Contrastive Estimation REvisited."""
 
 import keras
+
 from clzoo.losses import _contrastive as C
 
 

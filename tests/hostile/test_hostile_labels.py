@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import clzoo
-from tests.hostile._util import (BACKEND, compiled, embeddings, identity_model, runtime_error,
-                                 to_numpy)
+from tests.hostile._util import BACKEND, compiled, embeddings, identity_model, runtime_error, to_numpy
 from tests.losses import reference
 
 L = clzoo.losses

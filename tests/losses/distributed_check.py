@@ -11,7 +11,8 @@ import sys
 
 os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
+# After site-packages: test the installed clzoo.
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import tensorflow as tf  # noqa: E402
 

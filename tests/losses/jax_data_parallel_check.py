@@ -12,7 +12,8 @@ import sys
 os.environ["KERAS_BACKEND"] = "jax"
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
+# After site-packages: test the installed clzoo.
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import jax  # noqa: E402
 import keras  # noqa: E402

@@ -20,7 +20,8 @@ os.environ["TF_CONFIG"] = json.dumps({
     "cluster": {"worker": [f"127.0.0.1:{port0}", f"127.0.0.1:{port1}"]},
     "task": {"type": "worker", "index": task},
 })
-sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))  # after site-packages: test the installed clzoo
+# After site-packages: test the installed clzoo.
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import tensorflow as tf  # noqa: E402
 
@@ -54,7 +55,7 @@ for name, make_loss in LOSSES.items():
     loss = make_loss()
 
     @tf.function
-    def replica_step(xx, yy):
+    def replica_step(xx, yy, loss=loss):
         with tf.GradientTape() as tape:
             per_sample = loss.call(yy, model(xx))
             scaled = tf.reduce_mean(per_sample) / strategy.num_replicas_in_sync

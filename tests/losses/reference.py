@@ -34,7 +34,7 @@ def sincere(labels, embeddings, temperature):
     anchors = {}
     for i, (bi, vi, yi, zi) in enumerate(rows):
         terms = []
-        for p, (bp, vp, yp, zp) in enumerate(rows):
+        for p, (_, _, yp, zp) in enumerate(rows):
             if p == i or yp != yi:
                 continue
             pos = np.exp(zi @ zp / temperature)
@@ -66,7 +66,7 @@ def supcon(labels, embeddings, temperature, base_temperature=None,
     base_temperature = base_temperature or temperature
     rows, batch, views = _rows(labels, embeddings)
     anchors = {}
-    for i, (bi, vi, yi, zi) in enumerate(rows):
+    for i, (bi, vi, _, zi) in enumerate(rows):
         positives, dropped = _positive_order(rows, i, max_positives)
         if not positives:
             continue
@@ -136,7 +136,7 @@ def spread(labels, embeddings, temperature, alpha):
     rows, batch, views = _rows(labels, embeddings)
     attract, repel = {}, {}
     for i, (bi, vi, yi, zi) in enumerate(rows):
-        e = lambda z: np.exp(zi @ z / temperature)  # noqa: E731
+        e = lambda z, zi=zi: np.exp(zi @ z / temperature)  # noqa: E731
         other_class = sum(e(zn) for (_, _, yn, zn) in rows if yn != yi)
         same_class = sum(e(zn) for (bn, _, yn, zn) in rows if yn == yi and bn != bi)
         a_terms = [-np.log(e(zp) / (e(zp) + other_class))
@@ -158,7 +158,7 @@ def soft_target_info_nce(targets, logits, temperature, noise_probs=None):
     for b in range(len(logits)):
         s = [logits[b, k] / temperature - np.log(eta[k]) for k in range(classes)]
         positive = np.exp(sum(targets[b, i] * s[i] for i in range(classes)))
-        noise = sum(np.exp(sum(targets[l, j] * s[j] for j in range(classes)))
-                    for l in range(len(logits)) if l != b)
+        noise = sum(np.exp(sum(targets[m, j] * s[j] for j in range(classes)))
+                    for m in range(len(logits)) if m != b)
         out.append(-np.log(positive / (positive + noise)))
     return np.array(out)
