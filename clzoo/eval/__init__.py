@@ -23,47 +23,47 @@
 
 from clzoo.eval.baselines import BASELINES, baseline_metrics, raw_pixel_features
 from clzoo.eval.bootstrap import (
-                                  BootstrapInterval,
-                                  bootstrap,
-                                  bootstrap_accuracy,
-                                  bootstrap_accuracy_difference,
+    BootstrapInterval,
+    bootstrap,
+    bootstrap_accuracy,
+    bootstrap_accuracy_difference,
 )
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
 from clzoo.eval.embed import embed, projection_embeddings, projection_encoder
 from clzoo.eval.few_shot import few_shot_errors
 from clzoo.eval.geometry import (
-                                  cdnv,
-                                  class_centers,
-                                  directional_cdnv,
-                                  few_shot_error_bound,
-                                  nearest_class_center_accuracy,
-                                  nearest_class_center_predict,
-                                  variability,
+    cdnv,
+    class_centers,
+    directional_cdnv,
+    few_shot_error_bound,
+    nearest_class_center_accuracy,
+    nearest_class_center_predict,
+    variability,
 )
 from clzoo.eval.knn import knn_accuracy, knn_predict, knn_predictions
 from clzoo.eval.linear_probe import (
-                                  ProbeResult,
-                                  logistic_regression_probe,
-                                  sgd_linear_probe,
+    ProbeResult,
+    logistic_regression_probe,
+    sgd_linear_probe,
 )
 from clzoo.eval.loss_gap import dcl_nscl_gap
 from clzoo.eval.metrics import (
-                                  DEFAULT_METRICS,
-                                  METRICS,
-                                  EvalContext,
-                                  Metric,
-                                  MetricResult,
-                                  Plot,
-                                  parse_metrics,
-                                  register_metric,
+    DEFAULT_METRICS,
+    METRICS,
+    EvalContext,
+    Metric,
+    MetricResult,
+    Plot,
+    parse_metrics,
+    register_metric,
 )
 from clzoo.eval.monitor import KNNMonitor
 from clzoo.eval.noisy_labels import NoisyLabelRanking, rank_suspected_mislabeled
 from clzoo.eval.report import (
-                                  EvaluationResult,
-                                  compare_results,
-                                  evaluate,
-                                  evaluate_embeddings,
+    EvaluationResult,
+    compare_results,
+    evaluate,
+    evaluate_embeddings,
 )
 from clzoo.eval.separation import Separation, target_noise_separation
 from clzoo.eval.splits import train_test_split

@@ -41,8 +41,9 @@ def _titled(what, model):
     return f"{what}: {model}" if model else what
 
 
-def _class_name(c, class_names):
-    return class_names[c] if class_names is not None and c < len(class_names) else str(c)
+def class_name(label, class_names):
+    """`class_names[label]`, or the id as a string when there are no names (or too few)."""
+    return class_names[label] if class_names is not None and label < len(class_names) else str(label)
 
 
 SIMILARITY_AXIS = "cosine similarity to nearest training embedding (unitless, -1 to 1)"
@@ -84,7 +85,7 @@ def per_class_separation(separation, path, class_names=None, model=None):
                                      (separation.noise[members], "tab:red", "nearest noise")):
             ax.hist(values, bins=bins, alpha=0.55, color=color, label=label)
             ax.axvline(np.median(values), color=color, linestyle=":")
-        ax.set_title(f"{_class_name(c, class_names)}: margin "
+        ax.set_title(f"{class_name(c, class_names)}: margin "
                      f"{separation.per_class_margin[c]:.3f}", fontsize=9)
     for ax in list(axes.flat)[len(classes):]:
         ax.axis("off")
@@ -124,7 +125,7 @@ def embedding_map(points, labels, path, class_names=None, model=None):
     fig, ax = plt.subplots(figsize=(6, 5))
     points, labels = np.asarray(points), np.asarray(labels)
     for c in np.unique(labels):
-        ax.scatter(*points[labels == c].T, s=4, label=_class_name(c, class_names))
+        ax.scatter(*points[labels == c].T, s=4, label=class_name(c, class_names))
     ax.set_xlabel("t-SNE dimension 1 (arbitrary units)")
     ax.set_ylabel("t-SNE dimension 2 (arbitrary units)")
     ax.set_title(_titled(f"t-SNE of {len(labels)} test embeddings", model))

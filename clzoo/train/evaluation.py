@@ -39,33 +39,28 @@ def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=
         dict with `knn_top1`, `knn_top1_k`, `knn_top1_by_k`, and when measured
         `linear_probe`, `ncc_accuracy` and `baselines`.
     """
-    spec = recipe.eval
-    report = None
-    if spec.report:
-        from clzoo.eval import evaluate
+    from clzoo.eval import evaluate
 
-        wanted = sorted(set(spec.metrics) | {"knn"})
-        report = evaluate(encoder, recipe.data, metrics=wanted, output_dir=eval_dir,
-                          verbose=bool(verbose), train=train_split, ks=tuple(spec.knn_k),
-                          info={"model": str(encoder_path), "data": str(recipe.data)})
-        knn = report.metrics["knn"]
-    else:
-        knn = evaluate_encoder(encoder, recipe.data, ks=spec.knn_k, verbose=verbose,
-                               train=train_split)
-    headline = f"k{spec.knn_headline_k}"
-    metrics = {"knn_top1": knn[headline], "knn_top1_k": spec.knn_headline_k,
+    spec = recipe.eval
+    test_split = load_split(recipe.data, "test")  # read once, for the report and the baselines
+    report = evaluate(encoder, (train_split, test_split),
+                      metrics=(*spec.metrics, "knn") if spec.report else ("knn",),
+                      output_dir=eval_dir if spec.report else None, verbose=bool(verbose),
+                      ks=tuple(spec.knn_k),
+                      info={"model": str(encoder_path), "data": str(recipe.data)})
+    knn = report.metrics["knn"]
+    metrics = {"knn_top1": knn[f"k{spec.knn_headline_k}"], "knn_top1_k": spec.knn_headline_k,
                "knn_top1_by_k": knn}
-    if report is not None:  # report metric name -> run-summary key
-        for name, key in (("ncc", "ncc_accuracy"), ("probe", "linear_probe")):
-            if name in report.metrics:
-                metrics[key] = report.metrics[name]["accuracy"]
+    for name, key in (("ncc", "ncc_accuracy"), ("probe", "linear_probe")):  # report name -> key
+        if name in report.metrics:
+            metrics[key] = report.metrics[name]["accuracy"]
     if spec.baselines:
-        metrics["baselines"] = baselines(recipe, train_split, encoder.input_shape[1],
+        metrics["baselines"] = baselines(recipe, train_split, test_split, encoder.input_shape[1],
                                          probe="linear_probe" in metrics, verbose=bool(verbose))
     return metrics
 
 
-def baselines(recipe, train_split, size, probe, verbose):
+def baselines(recipe, train_split, test_split, size, probe, verbose):
     """Raw-pixel and random-init rows beside the trained encoder (`eval.baselines`)."""
     from clzoo.eval.baselines import baseline_metrics
 
@@ -75,7 +70,7 @@ def baselines(recipe, train_split, size, probe, verbose):
         keras.utils.set_random_seed(int(recipe.seed))
         random_encoder = get_encoder(recipe.model.architecture, input_shape=(size, size, 3),
                                      name="encoder")
-    rows = baseline_metrics(train_split, load_split(recipe.data, "test"), random_encoder,
+    rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
                             verbose=verbose)
     return {name: rows[name] for name in wanted}

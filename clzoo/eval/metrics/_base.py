@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from clzoo.eval import _checks
+from clzoo.eval.plots import class_name
 from clzoo.registry import Registry
 
 METRICS = Registry("metric")
@@ -108,18 +109,13 @@ class EvalContext:
 
     def class_name(self, label):
         """The name of class id `label` (its id as a string without names)."""
-        names = self.class_names
-        return names[label] if names is not None and label < len(names) else str(label)
+        return class_name(label, self.class_names)
 
     def cached(self, key, compute):
         """`compute()` once per context; later calls with `key` return the same object."""
         if key not in self.cache:
             self.cache[key] = compute()
         return self.cache[key]
-
-    def title(self, what):
-        """Plot title: `what` and the model's name."""
-        return f"{what}: {self.model}"
 
 
 class Metric:

@@ -33,13 +33,10 @@ class CoarseToFine(Metric):
     default = False
 
     def check(self, context):
-        if context.class_names is None:
-            raise ValueError("The 'coarse_to_fine' metric needs the class names (CIFAR-10's).")
-        coarse_labels(np.arange(len(context.class_names)), context.class_names)
+        _coarse_of_each_class(context)
 
     def compute(self, context):
-        self.check(context)
-        coarse, names = coarse_labels(np.arange(len(context.class_names)), context.class_names)
+        coarse, names = _coarse_of_each_class(context)
         scores = coarse_to_fine_transfer(context.train, context.train_labels, context.test,
                                          context.test_labels, coarse)
         return MetricResult(self.name, {**scores, "coarse_classes": names}, {}, [
@@ -47,3 +44,10 @@ class CoarseToFine(Metric):
              percent(scores["fine_accuracy"])),
             ("coarse-to-fine: fine top-1 within the true coarse class",
              percent(scores["within_coarse_accuracy"]))])
+
+
+def _coarse_of_each_class(context):
+    """`(coarse label of each fine class id, coarse names)`; raises without (CIFAR-10) class names."""
+    if context.class_names is None:
+        raise ValueError("The 'coarse_to_fine' metric needs the class names (CIFAR-10's).")
+    return coarse_labels(np.arange(len(context.class_names)), context.class_names)
