@@ -3,7 +3,7 @@
 from clzoo.train.builders import build_model
 from clzoo.train.evaluation import evaluate_encoder
 from clzoo.train.fit import TrainingDiverged, TrainingInterrupted
-from clzoo.train.recipe import Recipe, RecipeError, load_recipe
+from clzoo.train.recipe import Recipe, RecipeError, load_recipe, validate_recipe
 from clzoo.train.runner import train
 
 
@@ -16,4 +16,4 @@ def __getattr__(name):
 
 
 __all__ = ["DEFAULTS", "Recipe", "RecipeError", "TrainingDiverged", "TrainingInterrupted",
-           "build_model", "evaluate_encoder", "load_recipe", "train"]
+           "build_model", "evaluate_encoder", "load_recipe", "train", "validate_recipe"]

@@ -1,5 +1,7 @@
 """Build a recipe's parts by name: views, loss and optimizer (the model comes from its task)."""
 
+import inspect
+
 import keras
 
 from clzoo.data import ViewConfig, view_recipe
@@ -11,15 +13,31 @@ def views_from_config(spec):
     Raises:
         ValueError: an unknown view recipe or field, or a value `ViewConfig` refuses.
     """
-    from clzoo.train.recipe import _check_kwargs
-
     spec = dict(spec or {})
     name = spec.pop("recipe", None)
-    _check_kwargs(ViewConfig, spec, "views")
+    check_kwargs(ViewConfig, spec, "views")
     if name is None:
         return ViewConfig(**spec)
     base = view_recipe(name, size=spec.get("size", 32), views=spec.get("views", 2)).to_dict()
     return ViewConfig(**{**base, **spec})
+
+
+def check_kwargs(cls, kwargs, section):
+    """Refuse keyword arguments that `cls` does not take (`name` and `dtype` are not recipe keys).
+
+    Raises:
+        ValueError: naming the unknown argument, the section and the known ones (did-you-mean).
+    """
+    from clzoo.registry import did_you_mean
+
+    params = inspect.signature(cls).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n in params if n not in ("self", "name", "dtype")]
+    for key in kwargs:
+        if key not in known:
+            raise ValueError(f"unknown {section} argument {key!r} of {cls.__name__}; known: "
+                             f"{', '.join(known)}." + did_you_mean(key, known))
 
 
 def loss_class(name):

@@ -22,7 +22,9 @@ class StopOnNaN(keras.callbacks.Callback):
     """Stop `fit` at the first batch whose loss is NaN or infinite.
 
     Sets `self.failed_at = (epoch, batch, loss)`, which other callbacks and
-    the runner read so that no checkpoint of the broken weights is written.
+    the runner read so that no checkpoint of the broken weights is written;
+    `record` lets another check (the checkpoint's probe batch) stop training
+    the same way.
     """
 
     def __init__(self):
@@ -33,11 +35,15 @@ class StopOnNaN(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
+    def record(self, batch, value):
+        """Mark the run as failed at `batch` of the current epoch with `value`, and stop `fit`."""
+        self.failed_at = (self._epoch, batch, float(value))
+        self.model.stop_training = True
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
-            self.failed_at = (self._epoch, batch, float(loss))
-            self.model.stop_training = True
+            self.record(batch, loss)
 
 
 class CheckpointWriteError(OSError):
@@ -105,7 +111,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         if not self._healthy():
             self.refused_step = step
             if self.nan_guard is not None:
-                self.nan_guard.failed_at = (self.nan_guard._epoch, step, float("nan"))
+                self.nan_guard.record(step, float("nan"))
             self.model.stop_training = True
             return False
         progress = {"step": step}

@@ -59,14 +59,14 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     """
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     first_epoch, offset = divmod(done, plan.steps)
+    batches = batches_from(done) if done < plan.epochs * plan.steps else None
     probe = None
-    if place.replicas == 1 and place.is_chief:  # the probe runs outside any strategy
-        probe = next(iter(batches_from(0).take(1)))[0]
+    if batches is not None and place.replicas == 1 and place.is_chief:
+        probe = next(iter(batches.take(1)))[0]  # a new iterator: the fit still sees every batch
     parts = _callbacks(model, run, plan, place, done, monitor, probe)
     started = time.perf_counter()
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
-    if done < plan.epochs * plan.steps:
-        batches = batches_from(done)
+    if batches is not None:
         if offset:  # finish the interrupted epoch, then the rest on the same stream
             left = plan.steps - offset
             model.fit(batches.take(left), epochs=first_epoch + 1, initial_epoch=first_epoch,

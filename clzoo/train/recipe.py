@@ -8,7 +8,6 @@ Loss and view keyword arguments are passed on only when the recipe gives
 them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
-import inspect
 import re
 from pathlib import Path
 from typing import Literal
@@ -73,10 +72,10 @@ class LossSpec(BaseModel):
 
     @model_validator(mode="after")
     def _builds(self):
-        from clzoo.train.builders import loss_class
+        from clzoo.train.builders import check_kwargs, loss_class
 
         cls = loss_class(self.name)
-        _check_kwargs(cls, self.kwargs, "loss")
+        check_kwargs(cls, self.kwargs, "loss")
         cls(**self.kwargs)  # the class's own checks (temperature > 0, ...)
         return self
 
@@ -129,7 +128,7 @@ class EvalSpec(_Section):
     @field_validator("metrics")
     @classmethod
     def _known_metrics(cls, names):
-        from clzoo.eval.report import parse_metrics
+        from clzoo.eval import parse_metrics
 
         parse_metrics(names)
         return names
@@ -173,25 +172,15 @@ class Recipe(_Section):
     @classmethod
     def _mix_builds(cls, spec):
         from clzoo.data import MixConfig
+        from clzoo.train.builders import check_kwargs
 
-        _check_kwargs(MixConfig, spec, "mix")
+        check_kwargs(MixConfig, spec, "mix")
         MixConfig(**spec)
         return spec
 
     def to_dict(self):
         """Plain data (what `recipe.yaml` in a run folder holds)."""
         return self.model_dump(mode="json")
-
-
-def _check_kwargs(cls, kwargs, section):
-    params = inspect.signature(cls).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    known = [n for n in params if n not in ("self", "name", "dtype")]
-    for key in kwargs:
-        if key not in known:
-            raise ValueError(f"unknown {section} argument {key!r} of {cls.__name__}; known: "
-                             f"{', '.join(known)}." + did_you_mean(key, known))
 
 
 def __getattr__(name):
@@ -247,10 +236,24 @@ def load_recipe(path=None, overrides=()):
     source = "<defaults>" if path is None else str(path)
     raw = _read(path, source)
     overridden = _apply_overrides(raw, overrides, source)
+    return validate_recipe(raw, source, overridden)
+
+
+def validate_recipe(sections, source="<recipe>", overridden=()):
+    """A `Recipe` from a dict of recipe sections (what `load_recipe` reads from YAML).
+
+    Args:
+        sections: dict such as `{"training": {"epochs": 3}}`; missing keys take the defaults.
+        source: what error lines name as the recipe's origin.
+        overridden: dotted keys that came from overrides, for the error lines.
+
+    Raises:
+        RecipeError: every problem, one line each (see `load_recipe`).
+    """
     try:
-        return Recipe.model_validate(raw)
+        return Recipe.model_validate(sections)
     except ValidationError as error:
-        raise RecipeError(_explain(error, source, overridden)) from None
+        raise RecipeError(_explain(error, source, set(overridden))) from None
 
 
 def _read(path, source):

@@ -16,7 +16,7 @@ from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import placement, portable_batch_norm, synchronize_batch_norm
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
-from clzoo.train.recipe import Recipe, RecipeError
+from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.run_folder import RunFolder
 from clzoo.train.tasks import TASKS
 from clzoo.version import __version__
@@ -54,7 +54,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
         FileExistsError: `output_dir` holds a run and `resume` is False.
         ValueError: resuming with a recipe that differs from the saved one.
     """
-    recipe = recipe if isinstance(recipe, Recipe) else _validated(recipe)
+    recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     _check_before_work(recipe, place)
     if run.guard(recipe, resume) == "finished":
@@ -91,15 +91,6 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     return metrics
 
 
-def _validated(config):
-    try:
-        return Recipe.model_validate(config)
-    except Exception as error:  # pydantic's ValidationError, one line per problem
-        from clzoo.train.recipe import _explain
-
-        raise RecipeError(_explain(error, "<recipe>", set())) from None
-
-
 def _check_before_work(recipe, place):
     """The checks that need the data spec or the strategy; nothing is decoded or written."""
     try:
@@ -111,15 +102,18 @@ def _check_before_work(recipe, place):
         raise RecipeError([f"training.batch_size = {batch}: the global batch must divide evenly "
                            f"over the {place.replicas} replicas"])
     if data.train_images is not None and batch > data.train_images:
-        raise RecipeError([f"training.batch_size = {batch}: larger than the "
-                           f"{data.train_images} training images of {recipe.data}"])
+        raise _batch_too_large(batch, data.train_images, recipe.data)
+
+
+def _batch_too_large(batch, images, data):
+    return RecipeError([f"training.batch_size = {batch}: larger than the {images} training "
+                        f"images of {data}"])
 
 
 def _plan(recipe, train_split, place):
     spec = recipe.training
     if spec.batch_size > len(train_split):  # when the size was unknown before loading
-        raise RecipeError([f"training.batch_size = {spec.batch_size}: larger than the "
-                           f"{len(train_split)} training images"])
+        raise _batch_too_large(spec.batch_size, len(train_split), recipe.data)
     return TrainingPlan(spec.epochs, len(train_split) // spec.batch_size, spec.batch_size,
                         spec.checkpoint_every_steps, spec.log_every_steps)
 
