@@ -44,13 +44,14 @@ def _installed_wheel():
 import clzoo  # noqa: E402
 
 CLZOO_FROM = Path(clzoo.__file__).resolve().parent
-if _installed_wheel() and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is fine)
+INSTALLED_WHEEL = _installed_wheel()
+if INSTALLED_WHEEL and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is fine)
     raise pytest.UsageError(f"clzoo is installed from a wheel but was imported from the source tree "
                             f"{CLZOO_FROM}; the suite must test the installed package.")
 
 
 def pytest_report_header(config):
-    kind = "installed wheel" if _installed_wheel() else "source tree / editable install"
+    kind = "installed wheel" if INSTALLED_WHEEL else "source tree / editable install"
     return f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})"
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clzoo.data.cache import atomic_write, cache_dir, discard, read_npz
+from clzoo.data.cache import cache_dir, discard, read_npz
+from clzoo.files import atomic_write
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 EMBEDDED = ("digits",)
@@ -298,7 +299,16 @@ def class_folders(root, split, on_unreadable="error"):
     Files beside the class folders are ignored. A class entry that is a
     dangling symlink, a symlink loop, or a link back to the split folder or
     one of its parents is refused, or left out with a warning when
-    `on_unreadable="skip"`.
+    `on_unreadable="skip"`. Only the split folder is listed; class entries
+    are stat'ed, not listed (`clzoo.data.checks.check_data` uses this before decoding).
+
+    Args:
+        root: the dataset folder (`str` or `Path`).
+        split: `"train"` or `"test"`, the sub-folder of `root` to list.
+        on_unreadable: `"error"` or `"skip"`, as in `load_split`.
+
+    Returns:
+        list of str: the class names; a class's label is its index here.
 
     Raises:
         ValueError: when the split folder is missing or holds no class
@@ -478,10 +488,16 @@ def _read_cached(cached, labels, classes, where):
             or (not len(skipped) and not np.array_equal(kept, labels))):
         discard(cached, "its arrays do not match the folder")
         return None
-    if len(skipped):
-        warnings.warn(f"Skipped {len(skipped)} unreadable image(s) in {where}, e.g. "
-                      f"{skipped[0]}", stacklevel=4)
+    _warn_skipped(skipped, where, stacklevel=5)  # the same warning as when the cache was written
     return Split(images, kept.astype(np.int32), classes)
+
+
+def _warn_skipped(skipped, where, stacklevel):
+    """Warn that the images `skipped` (paths) in `where` could not be decoded; nothing if none.
+    `stacklevel` counts from this function, so the warning points at the caller of `load_split`."""
+    if len(skipped):
+        warnings.warn(f"Skipped {len(skipped)} unreadable image(s) in {where}, e.g. {skipped[0]}",
+                      stacklevel=stacklevel)
 
 
 def _folder_root(path):
@@ -518,9 +534,8 @@ def _load_folder(path, split, on_unreadable="error"):
                            desc=f"decoding {root.name}/{split}", unit="img",
                            disable=tqdm_disable()))
     unreadable = [f for f, image in zip(files, images) if image is None]
+    _warn_skipped(unreadable, root / split, stacklevel=4)
     if unreadable:
-        warnings.warn(f"Skipped {len(unreadable)} unreadable image(s) in {root / split}, "
-                      f"e.g. {unreadable[0]}", stacklevel=3)
         keep = [i for i, image in enumerate(images) if image is not None]
         files, images, labels = [files[i] for i in keep], [images[i] for i in keep], labels[keep]
         _check_every_class(labels, classes, root / split)

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from clzoo.data import load_split
-from tests.data.test_sources import _make_folder
+from tests.data.image_folders import write_image_folder
 
 CIFAR10 = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
 def test_cifar2_keeps_cats_and_dogs_with_their_fine_labels(tmp_path):
-    _make_folder(tmp_path, classes=CIFAR10, per_class=2)
+    write_image_folder(tmp_path, classes=CIFAR10, per_class=2)
     split = load_split(f"{tmp_path}@cifar2", "train")
     assert split.class_names == ["cat", "dog"]
     assert split.labels.tolist() == [0, 0, 1, 1]
@@ -20,7 +20,7 @@ def test_cifar2_keeps_cats_and_dogs_with_their_fine_labels(tmp_path):
 
 
 def test_cifar10_coarse_is_animals_vs_vehicles(tmp_path):
-    _make_folder(tmp_path, classes=CIFAR10, per_class=1)
+    write_image_folder(tmp_path, classes=CIFAR10, per_class=1)
     split = load_split(f"{tmp_path}@cifar10_coarse", "test")
     assert split.class_names == ["animal", "vehicle"]
     vehicles = [CIFAR10[i] for i in np.flatnonzero(split.labels == 1)]
@@ -39,7 +39,7 @@ def test_cifar100_coarse_reads_tfds_coarse_labels():
 
 
 def test_label_set_errors(tmp_path):
-    _make_folder(tmp_path, classes=("cat", "dog"), per_class=1)
+    write_image_folder(tmp_path, classes=("cat", "dog"), per_class=1)
     with pytest.raises(ValueError, match="Unknown label set 'cifar3'"):
         load_split(f"{tmp_path}@cifar3")
     with pytest.raises(ValueError, match="needs CIFAR-10's classes"):

@@ -4,17 +4,7 @@ from PIL import Image
 
 import clzoo
 from clzoo.data import load_split
-
-
-def _make_folder(root, classes=("cat", "dog"), per_class=3, size=(8, 8), splits=("train", "test")):
-    rng = np.random.default_rng(0)
-    for split in splits:
-        for c in classes:
-            (root / split / c).mkdir(parents=True)
-            for i in range(per_class):
-                pixels = rng.integers(0, 256, size=size + (3,), dtype=np.uint8)
-                Image.fromarray(pixels).save(root / split / c / f"{i}.png")
-    return root
+from tests.data.image_folders import write_image_folder
 
 
 def test_digits_is_real_and_split():
@@ -28,7 +18,7 @@ def test_digits_is_real_and_split():
 
 
 def test_image_folder_reads_labels_by_sorted_class_name(tmp_path):
-    root = _make_folder(tmp_path / "data", classes=("zebra", "ant"))
+    root = write_image_folder(tmp_path / "data", classes=("zebra", "ant"))
     split = load_split(str(root), "train")
     assert split.class_names == ["ant", "zebra"]
     assert split.images.shape == (6, 8, 8, 3)
@@ -38,7 +28,7 @@ def test_image_folder_reads_labels_by_sorted_class_name(tmp_path):
 
 
 def test_image_folder_is_cached_outside_the_source(tmp_path, monkeypatch):
-    root = _make_folder(tmp_path / "data")
+    root = write_image_folder(tmp_path / "data")
     before = sorted(p for p in root.rglob("*"))
     load_split(f"folder:{root}", "train")
     cached = list(clzoo.data.cache_dir("datasets").glob("*.npz"))
@@ -62,7 +52,7 @@ def test_folder_without_split(tmp_path):
 
 
 def test_empty_class_folder(tmp_path):
-    root = _make_folder(tmp_path / "data")
+    root = write_image_folder(tmp_path / "data")
     (root / "train" / "empty").mkdir()
     with pytest.raises(ValueError, match="empty holds no images"):
         load_split(str(root))
@@ -75,7 +65,7 @@ def test_no_class_folders(tmp_path):
 
 
 def test_unreadable_image_is_named(tmp_path):
-    root = _make_folder(tmp_path / "data")
+    root = write_image_folder(tmp_path / "data")
     (root / "train" / "cat" / "broken.png").write_bytes(b"not an image")
     with pytest.raises(ValueError, match="broken.png"):
         load_split(str(root))
@@ -102,7 +92,7 @@ def test_from_arrays_checks_and_wraps_in_tf_data():
 
 
 def test_mixed_sizes(tmp_path):
-    root = _make_folder(tmp_path / "data")
+    root = write_image_folder(tmp_path / "data")
     Image.fromarray(np.zeros((9, 9, 3), np.uint8)).save(root / "train" / "dog" / "odd.png")
     with pytest.raises(ValueError, match="differ in size"):
         load_split(str(root))

@@ -2,6 +2,7 @@
 uint8 RGB pixels, folders with `@` load, links that dangle or loop are skipped or named, the decode
 cache is never stale nor crashed on, and odd files are named rather than half-loaded."""
 
+import functools
 import os
 import re
 import struct
@@ -15,6 +16,7 @@ import clzoo
 from clzoo.data import load_split
 from clzoo.data.checks import check_data
 from clzoo.data.sources import ALPHA_BACKGROUND, parse_data_spec
+from tests.data.image_folders import write_image_folder
 
 pytestmark = pytest.mark.timeout(60)  # a symlink loop must never hang the loader
 
@@ -22,15 +24,8 @@ CIFAR10 = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "hors
 WHITE = np.array(ALPHA_BACKGROUND)
 
 
-def _folder(root, classes=("cat", "dog"), per_class=2, size=(4, 4), splits=("train", "test")):
-    rng = np.random.default_rng(0)
-    for split in splits:
-        for name in classes:
-            (root / split / name).mkdir(parents=True)
-            for i in range(per_class):
-                pixels = rng.integers(0, 256, size=size + (3,), dtype=np.uint8)
-                Image.fromarray(pixels).save(root / split / name / f"{i}.png")
-    return root
+# Smaller than the data tests' default: 2 images of 4 x 4 per class.
+_folder = functools.partial(write_image_folder, per_class=2, size=(4, 4))
 
 
 def _one_image(tmp_path, save, name="x.png"):
@@ -238,25 +233,16 @@ def _assert_named_then_skipped(root, bad, kind, n_left):
     return split
 
 
-def test_dangling_image_link(tmp_path):
+@pytest.mark.parametrize("name, target, kind", [
+    ("gone.png", lambda root: root.parent / "nowhere.png", "dangling"),
+    ("loop.png", lambda root: root / "train" / "cat" / "loop.png", "loop"),
+    ("up.png", lambda root: root / "train", "not a file"),
+], ids=["dangling", "looping", "to_a_directory_cycle"])
+def test_broken_image_link(tmp_path, name, target, kind):
     root = _folder(tmp_path / "d")
-    bad = root / "train" / "cat" / "gone.png"
-    bad.symlink_to(tmp_path / "nowhere.png")
-    _assert_named_then_skipped(root, bad, "dangling", 4)
-
-
-def test_looping_image_link(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "cat" / "loop.png"
-    bad.symlink_to(bad)
-    _assert_named_then_skipped(root, bad, "loop", 4)
-
-
-def test_image_link_to_a_directory_cycle(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "cat" / "up.png"
-    bad.symlink_to(root / "train")
-    _assert_named_then_skipped(root, bad, "not a file", 4)
+    bad = root / "train" / "cat" / name
+    bad.symlink_to(target(root))
+    _assert_named_then_skipped(root, bad, kind, 4)
 
 
 def test_valid_links_still_load(tmp_path):
@@ -268,30 +254,19 @@ def test_valid_links_still_load(tmp_path):
     assert split.class_names == ["cat", "dog", "eel"] and len(split) == 7
 
 
-def test_dangling_class_link(tmp_path):
+@pytest.mark.parametrize("name, target, kind", [
+    ("cow", lambda root: root.parent / "no-cows", "dangling"),
+    ("loop", lambda root: root / "train" / "loop", "loop"),
+    ("up", lambda root: root, "loop"),
+], ids=["dangling", "looping", "back_to_an_ancestor"])
+def test_broken_class_link(tmp_path, name, target, kind):
     root = _folder(tmp_path / "d")
-    bad = root / "train" / "cow"
-    bad.symlink_to(tmp_path / "no-cows")
-    split = _assert_named_then_skipped(root, bad, "dangling", 4)
+    bad = root / "train" / name
+    bad.symlink_to(target(root))
+    split = _assert_named_then_skipped(root, bad, kind, 4)
     assert split.class_names == ["cat", "dog"]
-    with pytest.raises(ValueError, match="cow.*dangling"):  # reported before training, too
+    with pytest.raises(ValueError, match=f"{name}.*{kind}"):  # reported before training, too
         check_data(str(root))
-
-
-def test_looping_class_link(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "loop"
-    bad.symlink_to(bad)
-    split = _assert_named_then_skipped(root, bad, "loop", 4)
-    assert split.class_names == ["cat", "dog"]
-
-
-def test_class_link_back_to_an_ancestor(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "up"
-    bad.symlink_to(root)
-    split = _assert_named_then_skipped(root, bad, "loop", 4)
-    assert split.class_names == ["cat", "dog"]
 
 
 def test_root_and_split_links_that_loop_or_dangle(tmp_path):
@@ -382,33 +357,22 @@ def test_damaged_cache_is_rebuilt(tmp_path, monkeypatch, damage):
 # --- 5. odd files -----------------------------------------------------------------------------
 
 
-def test_empty_image_file(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "dog" / "empty.jpg"
-    bad.write_bytes(b"")
-    _assert_named_then_skipped(root, bad, "empty", 4)
-
-
-def test_text_file_with_image_extension(tmp_path):
-    root = _folder(tmp_path / "d")
-    bad = root / "train" / "dog" / "notes.jpeg"
-    bad.write_text("these are my notes\n" * 50)
-    _assert_named_then_skipped(root, bad, "Cannot read image", 4)
-
-
-def test_truncated_png(tmp_path):
-    root = _folder(tmp_path / "d")
-    good = (root / "train" / "dog" / "0.png").read_bytes()
-    bad = root / "train" / "dog" / "cut.png"
+def _half_of_a_png(bad):
+    good = bad.with_name("0.png").read_bytes()
     bad.write_bytes(good[: len(good) // 2])
-    _assert_named_then_skipped(root, bad, "Cannot read image", 4)
 
 
-def test_directory_named_like_an_image(tmp_path):
+@pytest.mark.parametrize("name, write, kind", [
+    ("empty.jpg", lambda bad: bad.write_bytes(b""), "empty"),
+    ("notes.jpeg", lambda bad: bad.write_text("these are my notes\n" * 50), "Cannot read image"),
+    ("cut.png", _half_of_a_png, "Cannot read image"),
+    ("x.png", lambda bad: bad.mkdir(), "not a file"),
+], ids=["empty_file", "text_file_named_jpeg", "truncated_png", "directory_named_png"])
+def test_odd_image_file(tmp_path, name, write, kind):
     root = _folder(tmp_path / "d")
-    bad = root / "train" / "cat" / "x.png"
-    bad.mkdir()
-    _assert_named_then_skipped(root, bad, "not a file", 4)
+    bad = root / "train" / "dog" / name
+    write(bad)
+    _assert_named_then_skipped(root, bad, kind, 4)
 
 
 def test_upper_case_extensions_load(tmp_path):
