@@ -7,7 +7,6 @@ the README figures and CI; the report under `eval/` uses the metric names.
 
 import keras
 
-from clzoo.data import load_split
 from clzoo.models import get_encoder
 
 
@@ -25,13 +24,14 @@ def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None
                     ks=tuple(ks)).metrics["knn"]
 
 
-def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=True):
+def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_path, verbose=True):
     """Evaluate the saved encoder as the recipe's `eval` section asks.
 
     Args:
         recipe: the validated `clzoo.train.Recipe`.
         encoder: the encoder loaded back from `encoder_path`.
         train_split: the training `Split` (kNN memory, probe training set).
+        test_split: the test `Split` the report and the baselines score.
         eval_dir: folder for the `clzoo eval` report (`eval.report: true`).
         encoder_path: where the encoder was saved, for the report.
 
@@ -42,7 +42,6 @@ def final_metrics(recipe, encoder, train_split, eval_dir, encoder_path, verbose=
     from clzoo.eval import evaluate
 
     spec = recipe.eval
-    test_split = load_split(recipe.data, "test")  # read once, for the report and the baselines
     report = evaluate(encoder, (train_split, test_split),
                       metrics=(*spec.metrics, "knn") if spec.report else ("knn",),
                       output_dir=eval_dir if spec.report else None, verbose=bool(verbose),

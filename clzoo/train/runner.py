@@ -67,7 +67,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split = load_split(recipe.data, "train")
+    train_split, test_split = load_split(recipe.data, "train"), load_split(recipe.data, "test")
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     encoder = task.encoder(model)
@@ -75,16 +75,17 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan))
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step),
-                           run, plan, place, verbose, _knn_monitor(recipe, train_split, place, encoder))
+                           run, plan, place, verbose,
+                           _knn_monitor(recipe, train_split, test_split, place, encoder))
     if not place.is_chief:
         return None
     with portable_batch_norm(model):
         atomic_write(run / "encoder.keras", encoder.save, suffix=".keras")
     # Evaluate the saved file, outside the strategy (all of it runs on this process).
     saved = keras.saving.load_model(run / "encoder.keras")
-    metrics = final_metrics(recipe, saved, train_split, run / "eval", run / "encoder.keras",
-                            verbose)
-    metrics.update(task.extra_metrics(model, recipe, views))
+    metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
+                            run / "encoder.keras", verbose)
+    metrics.update(task.extra_metrics(model, recipe, views, test_split))
     metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
                               done if resuming else None))
     run.write_metrics(metrics)
@@ -180,7 +181,7 @@ def environment(place):
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _knn_monitor(recipe, train_split, place, encoder):
+def _knn_monitor(recipe, train_split, test, place, encoder):
     """The online kNN monitor of `eval.monitor_every` (None when 0 or multi-worker)."""
     from clzoo.eval.monitor import KNNMonitor
 
@@ -191,7 +192,6 @@ def _knn_monitor(recipe, train_split, place, encoder):
         print("note: the online kNN monitor is off under multi_worker (each worker would "
               "embed on its own); the final report still runs on the chief.")
         return None
-    test = load_split(recipe.data, "test")
     rng = np.random.default_rng(recipe.seed)
     memory = rng.permutation(len(train_split))[: spec.monitor_memory]
     query = rng.permutation(len(test))[: spec.monitor_queries]

@@ -9,7 +9,7 @@
 import keras
 import numpy as np
 
-from clzoo.data import MixConfig, eval_dataset, load_split, soft_target_batches, training_batches
+from clzoo.data import MixConfig, eval_dataset, soft_target_batches, training_batches
 from clzoo.eval.calibration import reliability
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
 from clzoo.registry import Registry
@@ -39,7 +39,7 @@ class ContrastiveTask:
         return training_batches(split, views, spec.batch_size, recipe.seed, spec.epochs,
                                 start_step)
 
-    def extra_metrics(self, model, recipe, views):
+    def extra_metrics(self, model, recipe, views, test):
         return {}
 
 
@@ -60,9 +60,8 @@ class SoftTargetTask:
                                    MixConfig(**recipe.mix), views, recipe.seed, spec.epochs,
                                    start_step)
 
-    def extra_metrics(self, model, recipe, views):
-        """The trained classifier itself on the test split: top-1 and ECE (15 bins)."""
-        test = load_split(recipe.data, "test")
+    def extra_metrics(self, model, recipe, views, test):
+        """The trained classifier itself on the `test` split: top-1 and ECE (15 bins)."""
         logits = model.predict(eval_dataset(test.images, size=views.size), verbose=0)
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
         return {"classifier_top1": float(np.mean(probabilities.argmax(1) == test.labels)),

@@ -126,3 +126,27 @@ def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys
     assert cli.main(args) == 2
     assert "eval.baselines" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_each_split_is_read_once_per_run(tmp_path, monkeypatch):
+    """Monitor, report, baselines and the soft-target classifier share the runner's splits."""
+    import clzoo.data
+    import clzoo.data.sources
+
+    reads = []
+    real = clzoo.data.sources.load_split
+
+    def counting(data, split="train", **kwargs):
+        reads.append(split)
+        return real(data, split, **kwargs)
+
+    for module in (clzoo.data.sources, clzoo.data):
+        monkeypatch.setattr(module, "load_split", counting)
+    import clzoo.train.runner
+
+    monkeypatch.setattr(clzoo.train.runner, "load_split", counting)
+    config = load_recipe(None, TINY + ["training.epochs=1", "eval.monitor_every=1",
+                                      "eval.metrics=[knn,probe]"])
+    train(config, tmp_path / "run", verbose=0)
+    assert sorted(reads) == ["test", "train"]
