@@ -6,9 +6,8 @@ folder is written.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from clzoo.data.sources import EMBEDDED, IMAGE_EXTENSIONS, _image_files, class_folders, parse_data_spec
+from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, parse_data_spec
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 
@@ -63,31 +62,17 @@ def check_data(data):
 
 
 def _folder_class_names(path, data):
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise ValueError("`data` must be 'digits', 'tfds:<name>' or an existing image "
-                         f"folder. Received: data={data!r} (no such path)")
-    train = class_folders(root, "train")
-    count = sum(_count_images(root / "train" / name) for name in train)
-    test = class_folders(root, "test")
-    for name in test:
-        _count_images(root / "test" / name)
+    """Class names and training-image count, from the loader's own listing of both splits."""
+    root = _folder_root(path)
+    train_files, _, _, train = _list_folder(root, "train")
+    test = _list_folder(root, "test")[3]
     if train != test:
         only_train = sorted(set(train) - set(test))
         only_test = sorted(set(test) - set(train))
         raise ValueError(
             f"The test classes of data={data!r} differ from its training classes (matched by "
             f"name): only in train: {only_train or 'none'}; only in test: {only_test or 'none'}.")
-    return tuple(train), count
-
-
-def _count_images(folder):
-    """Readable-looking image files (regular, non-empty); broken entries are named at load time."""
-    found, problems = _image_files(folder)
-    count = len(found)
-    if not count and not problems:
-        raise ValueError(f"Class folder {folder} holds no images ({', '.join(IMAGE_EXTENSIONS)}).")
-    return count
+    return tuple(train), len(train_files)
 
 
 def _tfds_class_names(name):

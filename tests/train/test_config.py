@@ -8,6 +8,7 @@ import pytest
 
 from clzoo.train import DEFAULTS, RecipeError, load_recipe, train
 from clzoo.train.builders import build_loss
+from tests.data.image_folders import write_image_folder
 
 
 def test_defaults_and_overrides(tmp_path):
@@ -119,16 +120,10 @@ def test_missing_recipe_and_bad_override(tmp_path):
         load_recipe(None, ["epochs"])
 
 
-def _folder(root, train, test, images=2):
-    from PIL import Image
-
-    for split, classes in (("train", train), ("test", test)):
-        for name in classes:
-            folder = root / split / name
-            folder.mkdir(parents=True)
-            for i in range(images):
-                Image.new("RGB", (8, 8), (i * 40, 0, 0)).save(folder / f"{i}.png")
-    return root
+def _folder(root, train, test):
+    """`root/train/<train classes>` and `root/test/<test classes>`, two 8x8 PNGs per class."""
+    write_image_folder(root, train, per_class=2, splits=("train",))
+    return write_image_folder(root, test, per_class=2, splits=("test",))
 
 
 @pytest.mark.parametrize("layout, reason", [
