@@ -89,21 +89,27 @@ def index_dtype():
     return "int64"
 
 
-def concrete(x):
-    """NumPy value of `x`, or None while tracing (tf.function, jax.jit)."""
+def is_concrete(x):
+    """True when `x` has a value now (NumPy, eager tensors, all of torch); False while tracing
+    (tf.function, jax.jit) or for symbolic tensors. Never copies `x` to the host."""
     if isinstance(x, np.ndarray):
-        return x
+        return True
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        if not tf.executing_eagerly() or not hasattr(x, "numpy"):
-            return None
-    elif backend == "jax":
+        return tf.executing_eagerly() and hasattr(x, "numpy")
+    if backend == "jax":
         import jax
 
-        if isinstance(x, jax.core.Tracer):
-            return None
+        return not isinstance(x, jax.core.Tracer) and not isinstance(x, keras.KerasTensor)
+    return not isinstance(x, keras.KerasTensor)
+
+
+def concrete(x):
+    """NumPy value of `x`, or None while tracing (tf.function, jax.jit)."""
+    if not is_concrete(x):
+        return None
     try:
         return np.asarray(ops.convert_to_numpy(x))
     except Exception:  # any other symbolic tensor has no value yet
@@ -119,7 +125,8 @@ def _raise_unless(ok, *values, message, detail):
 def require(ok, message, values=(), detail=None, gate=None):
     """Raise `ValueError(message + detail(*values))` unless the scalar bool tensor `ok` holds.
 
-    Eager: checked now. TensorFlow graph: an assert op. JAX trace: a host
+    Eager: checked now (one scalar copied to the host; `values` only when
+    the check fails). TensorFlow graph: an assert op. JAX trace: a host
     callback. See the module docstring for the error types at run time.
 
     Returns:
@@ -128,7 +135,8 @@ def require(ok, message, values=(), detail=None, gate=None):
     """
     concrete_ok = concrete(ok)
     if concrete_ok is not None:
-        _raise_unless(concrete_ok, *[concrete(v) for v in values], message=message, detail=detail)
+        if not bool(np.all(concrete_ok)):  # values reach the host only for the message
+            _raise_unless(concrete_ok, *[concrete(v) for v in values], message=message, detail=detail)
         return gate
     backend = keras.backend.backend()
     if backend == "tensorflow":

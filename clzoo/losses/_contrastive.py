@@ -67,6 +67,18 @@ def _static_size(size, name, shape, arg="y_pred"):
                          f"non-empty embedding. Received: {arg}.shape={shape}")
 
 
+def embedding_tensor(y_pred, dtype=None):
+    """`y_pred` as a real-valued tensor (of `dtype` when given).
+
+    Raises:
+        ValueError: naming `y_pred`, for string, object, complex or bool values.
+    """
+    y_pred = K.as_array_or_tensor(y_pred, "y_pred")
+    if K.dtype_of(y_pred) == "bool":
+        raise ValueError("`y_pred` must be real-valued embeddings. Received: y_pred with dtype bool")
+    return ops.convert_to_tensor(y_pred, dtype=dtype)
+
+
 def standardize_embeddings(y_pred, normalize=True):
     """Flatten `(batch, views, dim)` or `(batch, dim)` to float32 `(batch*views, dim)`.
 
@@ -79,10 +91,7 @@ def standardize_embeddings(y_pred, normalize=True):
             empty batch, `dim == 0` or `views == 0`, or is complex, string or
             bool.
     """
-    y_pred = K.as_array_or_tensor(y_pred, "y_pred")
-    if K.dtype_of(y_pred) == "bool":
-        raise ValueError("`y_pred` must be real-valued embeddings. Received: y_pred with dtype bool")
-    y_pred = ops.convert_to_tensor(y_pred)
+    y_pred = embedding_tensor(y_pred)
     rank = K.rank_of(y_pred)
     if rank not in (2, 3):
         shape = tuple(y_pred.shape) if rank is not None else "unknown"
@@ -121,6 +130,11 @@ _LABELS_HELP = (
 _FLOAT_IDS_HELP = "Float `y_true` must hold whole-number class ids (no fractions, NaN or inf"
 
 
+def _first_bad_id(ok_np, y_np):
+    bad = int(np.argmin(ok_np.reshape(-1)))
+    return f". Received: y_true[{bad}]={y_np.reshape(-1)[bad]!r}"
+
+
 def _host_ids(y_true):
     """NumPy labels, made exact on the host: float ids -> int64, then ids beyond int32 on a
     backend without int64 (JAX without x64) -> dense ids with the same classes."""
@@ -128,10 +142,7 @@ def _host_ids(y_true):
         return y_true
     if y_true.dtype.kind == "f" and (y_true.ndim < 2 or y_true.shape[-1] == 1):
         ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**63)
-        if not ok.all():
-            bad = int(np.argmin(ok.reshape(-1)))
-            raise ValueError(f"{_FLOAT_IDS_HELP}, |id| < 2^63). "
-                             f"Received: y_true[{bad}]={y_true.reshape(-1)[bad]!r}")
+        K.require(ok, f"{_FLOAT_IDS_HELP}, |id| < 2^63)", (ok, y_true), _first_bad_id)
         y_true = y_true.astype(np.int64)
     if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
             and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
@@ -164,13 +175,8 @@ def _whole_float_ids(y_true):
     bound = 2.0**bits
     y_true = ops.convert_to_tensor(y_true)
     ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < bound)
-
-    def detail(ok_np, y_np):
-        bad = int(np.argmin(ok_np.reshape(-1)))
-        return f". Received: y_true[{bad}]={y_np.reshape(-1)[bad]!r}"
-
-    return K.require(ops.all(ok), f"{_FLOAT_IDS_HELP}, |id| < 2^{bits})", (ok, y_true), detail,
-                     gate=ops.cast(y_true, dtype))
+    return K.require(ops.all(ok), f"{_FLOAT_IDS_HELP}, |id| < 2^{bits})", (ok, y_true),
+                     _first_bad_id, gate=ops.cast(y_true, dtype))
 
 
 def _int_ids(y_true):
@@ -547,7 +553,7 @@ def standardize_sample_weight(sample_weight, batch, check_values=False):
                 raise ValueError(message)
         else:
             weight = K.require(ops.equal(ops.shape(weight)[0], batch), message, gate=weight)
-    if check_values or K.concrete(weight) is not None:
+    if check_values or K.is_concrete(weight):
         valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
         weight = K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
                            lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}"
@@ -616,10 +622,7 @@ class ContrastiveLoss(keras.losses.Loss):
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         with keras.name_scope(self.name):
-            y_pred = K.as_array_or_tensor(y_pred, "y_pred")
-            if K.dtype_of(y_pred) == "bool":
-                raise ValueError("`y_pred` must be real-valued embeddings. Received: bool")
-            y_pred = ops.convert_to_tensor(y_pred, dtype=self.dtype)
+            y_pred = embedding_tensor(y_pred, self.dtype)
             if y_true is None and self.uses_labels:
                 raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]

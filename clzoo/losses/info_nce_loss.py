@@ -68,7 +68,7 @@ class InfoNCELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
-        normalize, chunk_size, reduction, name, dtype: as
+        normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
 
     Example:

@@ -65,7 +65,7 @@ class NSCLLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
-        normalize, chunk_size, reduction, name, dtype: as
+        normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
 
     Example:

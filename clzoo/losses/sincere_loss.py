@@ -91,6 +91,11 @@ class SINCERELoss(C.ContrastiveLoss):
             Defaults to `"sum_over_batch_size"`.
         name: optional name.
         dtype: dtype of the returned loss. Defaults to the Keras float type.
+        check_values: also refuse NaN / inf embeddings and check
+            `sample_weight` values inside compiled steps (`fit`,
+            `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
+            JAX, a host callback per step (see
+            `clzoo.losses._contrastive.ContrastiveLoss`). Defaults to `False`.
 
     Inputs: `y_true` integer labels `(batch,)` / `(batch, 1)` or one-hot
     `(batch, classes)`; `y_pred` embeddings `(batch, views, dim)` or

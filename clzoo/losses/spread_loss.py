@@ -86,7 +86,7 @@ class SpreadLoss(C.ContrastiveLoss):
     Args:
         temperature: positive float. Defaults to `0.5`.
         alpha: weight of L_attract in [0, 1]. Defaults to `0.5`.
-        normalize, chunk_size, reduction, name, dtype: as
+        normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
 
     Example:

@@ -9,13 +9,14 @@ _VARIANTS = ("out", "in")
 
 
 def _validate(variant, base_temperature, max_positives):
+    """Check the SupCon arguments; return `(base_temperature, max_positives)` as float / int or None."""
     if variant not in _VARIANTS:
         raise ValueError(
             f"`variant` must be one of {_VARIANTS}. Received: variant={variant!r}"
         )
     if base_temperature is not None:
-        C.validate_temperature(base_temperature, name="base_temperature")
-    C.validate_positive_int(max_positives, "max_positives")
+        base_temperature = C.validate_temperature(base_temperature, name="base_temperature")
+    return base_temperature, C.validate_positive_int(max_positives, "max_positives")
 
 
 def _capped_positives(masks, max_positives):
@@ -96,7 +97,7 @@ def sup_con_loss(
       supplement](https://arxiv.org/abs/2004.11362)
     """
     temperature = C.validate_temperature(temperature)
-    _validate(variant, base_temperature, max_positives)
+    base_temperature, max_positives = _validate(variant, base_temperature, max_positives)
 
     def anchor_terms(sims, masks):
         positives = masks.same_class
@@ -151,6 +152,11 @@ class SupConLoss(C.ContrastiveLoss):
             pass, so a pass holds `chunk_size x N` instead of `N x N`
             (`N = batch * views`), eager or compiled. Needs a static batch
             size. Defaults to `None`.
+        check_values: also refuse NaN / inf embeddings and check
+            `sample_weight` values inside compiled steps (`fit`,
+            `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
+            JAX, a host callback per step (see
+            `clzoo.losses._contrastive.ContrastiveLoss`). Defaults to `False`.
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
@@ -193,12 +199,9 @@ class SupConLoss(C.ContrastiveLoss):
             dtype=dtype,
             check_values=check_values,
         )
-        _validate(variant, base_temperature, max_positives)
-        self.base_temperature = (
-            None if base_temperature is None else float(base_temperature)
-        )
+        self.base_temperature, self.max_positives = _validate(variant, base_temperature,
+                                                              max_positives)
         self.variant = variant
-        self.max_positives = C.validate_positive_int(max_positives, "max_positives")
 
     def call(self, y_true, y_pred):
         return sup_con_loss(

@@ -76,7 +76,7 @@ class SupInfoNCELoss(C.ContrastiveLoss):
         temperature: positive float. Defaults to `0.1`.
         epsilon: margin >= 0 (the SINCERE paper searched 0.1, 0.25, 0.5).
             Defaults to `0.25`.
-        normalize, chunk_size, reduction, name, dtype: as
+        normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
 
     Example:

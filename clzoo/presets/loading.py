@@ -1,7 +1,6 @@
 """Resolve a preset handle (built-in name, `hf://owner/repo[@revision]`, local folder) and load it safely."""
 
 import functools
-import json
 import re
 from pathlib import Path
 
@@ -20,9 +19,7 @@ _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}$")
 
 
 def _registry():
-    if not REGISTRY.is_file():
-        return {}
-    return json.loads(REGISTRY.read_text())
+    return read_json(REGISTRY) if REGISTRY.is_file() else {}
 
 
 def parse_hf_handle(handle):
@@ -68,13 +65,14 @@ def _download(repo, revision):
         ) from error
 
 
-def _resolve_hf(handle, entry=None):
-    """(snapshot folder, pinned SHA-256, cache root links may point into) of an `hf://` handle."""
-    repo, revision = parse_hf_handle(handle)
-    if entry is None:
-        _, entry = _registry_entry_for(repo)
+def _resolve_hf(repo, revision, entry):
+    """(snapshot folder, pinned SHA-256, cache root links may point into) of Hub repo `repo`.
+
+    `entry` is the registry entry of one of clzoo's own repos (its revision
+    unless one is named, its SHA-256 always), or None.
+    """
     pinned = None
-    if entry is not None:  # clzoo's own repos: the registry's revision and SHA-256, always
+    if entry is not None:
         pinned = entry.get("checksums_sha256")
         revision = revision or entry.get("revision")
     folder = _download(repo, revision)
@@ -103,19 +101,19 @@ def resolve_preset(handle):
 
 
 def _resolve(handle):
-    name = handle if handle in PRESETS else None
+    """(folder, pinned SHA-256 or None, root that links may resolve into or None) of `handle`."""
     if handle.startswith("hf://"):
-        name = _registry_entry_for(parse_hf_handle(handle)[0])[0]
-        if name is not None and "@" not in handle:
-            return _resolve(name)
-    if name is not None and not handle.startswith("hf://"):
-        entry = PRESETS.entry(name).metadata
+        repo, revision = parse_hf_handle(handle)
+        name, entry = _registry_entry_for(repo)
+        if name is None or revision is not None:
+            return _resolve_hf(repo, revision, entry)
+        handle = name  # one of clzoo's repos without a revision: exactly its built-in name
+    if handle in PRESETS:
+        entry = PRESETS.entry(handle).metadata
         local = PRETRAINED / entry["path"]
         if local.is_dir():
             return local, entry.get("checksums_sha256"), None
-        return _resolve_hf(entry["handle"], entry)
-    if handle.startswith("hf://"):
-        return _resolve_hf(handle)
+        return _resolve_hf(*parse_hf_handle(entry["handle"]), entry)
     folder = Path(handle).expanduser()
     if not folder.is_dir():
         known = ", ".join(PRESETS) or "none"

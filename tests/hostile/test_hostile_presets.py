@@ -197,6 +197,10 @@ def test_unknown_builtin_name_suggests_the_closest():
 def test_presets_registry_backs_builtin_presets():
     from clzoo.presets import BUILTIN_PRESETS, PRESETS
 
-    assert list(BUILTIN_PRESETS) == PRESETS.list()
+    on_disk = json.loads(loading.REGISTRY.read_text())
+    assert len(on_disk) >= 6 and list(BUILTIN_PRESETS) == PRESETS.list() == list(on_disk)
     for name in PRESETS:
-        assert PRESETS.entry(name).metadata["checksums_sha256"] == BUILTIN_PRESETS[name]["checksums_sha256"]
+        assert PRESETS.entry(name).metadata == BUILTIN_PRESETS[name] == on_disk[name]
+        assert PRESETS.get(name).args == (name,) and PRESETS.get(name).func is load_preset
+        assert sha256(loading.PRETRAINED / on_disk[name]["path"] / "checksums.json") \
+            == on_disk[name]["checksums_sha256"]
