@@ -184,8 +184,8 @@ def _nested(metrics, keys):
 
 def _compare(args):
     from clzoo.data import load_split
-    from clzoo.data.cache import atomic_write_text
     from clzoo.eval import compare_results, evaluate, parse_metrics
+    from clzoo.files import atomic_write_text
 
     metrics = parse_metrics(args.metrics)
     out = Path(args.output or "compare")
@@ -248,8 +248,8 @@ def _push(args):
 
 def _transfer(args):
     from clzoo.data import load_split
-    from clzoo.data.cache import atomic_write_text
     from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
+    from clzoo.files import atomic_write_text
     from clzoo.presets import load_preset
 
     encoder = load_preset(args.preset)

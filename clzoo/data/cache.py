@@ -46,5 +46,3 @@ def discard(path, reason):
     warnings.warn(f"Cache file {path} is damaged ({reason}); rebuilding it.", stacklevel=3)
     Path(path).unlink(missing_ok=True)
 
-
-from clzoo.files import atomic_write, atomic_write_text  # noqa: E402,F401  (old import path)

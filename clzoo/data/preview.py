@@ -5,8 +5,8 @@ import io
 import numpy as np
 import tensorflow as tf
 
-from clzoo.data.cache import atomic_write
 from clzoo.data.views import ViewConfig, multi_view, view_recipe
+from clzoo.files import atomic_write
 
 
 def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=0):

@@ -4,7 +4,7 @@ import io
 
 import numpy as np
 
-from clzoo.data.cache import atomic_write
+from clzoo.files import atomic_write
 
 
 def _pyplot():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clzoo.data.cache import atomic_write_text
 from clzoo.eval.bootstrap import bootstrap_accuracy_difference
 from clzoo.eval.metrics import DEFAULT_METRICS, METRICS, EvalContext, parse_metrics
+from clzoo.files import atomic_write_text
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "EvaluationResult", "compare_results", "evaluate",
            "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import keras
 import yaml
 
-from clzoo.data.cache import atomic_write, atomic_write_text
+from clzoo.files import atomic_write, atomic_write_text
 from clzoo.version import __version__
 
 PRESET_FILES = ("config.json", "model.weights.h5", "preprocessing.json", "metadata.json", "README.md")

@@ -3,7 +3,8 @@ import stat
 
 import pytest
 
-from clzoo.data.cache import atomic_write, atomic_write_text, cache_dir
+from clzoo.data.cache import cache_dir
+from clzoo.files import atomic_write, atomic_write_text
 
 
 def test_cache_dir_honours_env(tmp_path, monkeypatch):
