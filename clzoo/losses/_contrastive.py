@@ -141,8 +141,9 @@ def _host_ids(y_true):
     if not isinstance(y_true, np.ndarray):
         return y_true
     if y_true.dtype.kind == "f" and (y_true.ndim < 2 or y_true.shape[-1] == 1):
-        ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**63)
-        K.require(ok, f"{_FLOAT_IDS_HELP}, |id| < 2^63)", (ok, y_true), _first_bad_id)
+        bits = _exact_bits(K.dtype_of(y_true))
+        ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**bits)
+        K.require(ok, _float_ids_help(K.dtype_of(y_true), bits), (ok, y_true), _first_bad_id)
         y_true = y_true.astype(np.int64)
     if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
             and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
@@ -168,15 +169,26 @@ def _one_hot_ids(y_true):
                      "SoftTargetInfoNCELoss) are never argmaxed", (row_ok, y_true), detail, gate=ids)
 
 
+def _exact_bits(dtype):
+    """Float ids are exact only while |id| < 2^bits (the dtype's mantissa + 1; at most int32's
+    31 bits on a backend without int64): above that, neighbouring ids may already have merged."""
+    bits = K.EXACT_INT_BITS.get(dtype, 24)
+    return min(bits, 31) if K.index_dtype() == "int32" else bits
+
+
+def _float_ids_help(dtype, bits):
+    return (f"{_FLOAT_IDS_HELP}, |id| < 2^{bits}: {dtype} cannot tell larger ids apart, so some "
+            "may already be merged; pass integer labels)")
+
+
 def _whole_float_ids(y_true):
-    """Float labels that are whole numbers within the id range, as integers; others refused."""
-    dtype = "int64" if K.dtype_of(y_true) == "float64" and K.index_dtype() == "int64" else "int32"
-    bits = 63 if dtype == "int64" else 31
-    bound = 2.0**bits
+    """Float labels that are whole numbers the dtype holds exactly, as integers; others refused."""
+    dtype = K.dtype_of(y_true)
+    bits = _exact_bits(dtype)
     y_true = ops.convert_to_tensor(y_true)
-    ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < bound)
-    return K.require(ops.all(ok), f"{_FLOAT_IDS_HELP}, |id| < 2^{bits})", (ok, y_true),
-                     _first_bad_id, gate=ops.cast(y_true, dtype))
+    ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < 2.0**bits)
+    ids = ops.cast(y_true, "int64" if bits > 31 else "int32")
+    return K.require(ops.all(ok), _float_ids_help(dtype, bits), (ok, y_true), _first_bad_id, gate=ids)
 
 
 def _int_ids(y_true):
@@ -626,11 +638,12 @@ class ContrastiveLoss(keras.losses.Loss):
             if y_true is None and self.uses_labels:
                 raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
-            weight = standardize_sample_weight(sample_weight, batch, self.check_values)
-            values = self.call(y_true, y_pred)
-            if self.check_values:
-                values = K.poison(values, check_finite_embeddings(y_pred))
-            return reduce_per_sample(self, values, weight)
+            with K.collecting_checks() as checks:
+                weight = standardize_sample_weight(sample_weight, batch, self.check_values)
+                values = self.call(y_true, y_pred)
+                if self.check_values:
+                    check_finite_embeddings(y_pred)
+            return reduce_per_sample(self, K.poison_unless_all(values, checks), weight)
 
     def get_config(self):
         config = super().get_config()

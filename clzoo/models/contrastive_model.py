@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from clzoo.models.jax_label_guard import guard_jax_labels
+
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class ContrastiveModel(keras.Model):
@@ -52,6 +54,16 @@ class ContrastiveModel(keras.Model):
         features = self.encoder(folded, training=training)
         embeddings = self.projection_head(features, training=training)
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
+
+    def make_train_function(self, force=False):
+        """Keras' train function; on JAX without x64 it first refuses int64 ids outside int32."""
+        super().make_train_function(force)
+        self.train_function = guard_jax_labels(self, self.train_function)
+
+    def make_test_function(self, force=False):
+        """Keras' test function, with the same label guard as `make_train_function`."""
+        super().make_test_function(force)
+        self.test_function = guard_jax_labels(self, self.test_function)
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.projection_head.output_dim)
