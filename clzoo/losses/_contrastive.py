@@ -606,6 +606,12 @@ class ContrastiveLoss(keras.losses.Loss):
     `standardize_labels`. `sample_weight` must be a scalar, `(batch,)` or
     `(batch, 1)`, finite and non-negative (`ValueError` naming it).
 
+    Where a check cannot raise, the loss is NaN rather than a wrong number:
+    TensorFlow's XLA (`jit_compile=True`) drops asserts. On JAX without
+    `jax_enable_x64`, JAX itself wraps int64 ids outside int32 when a batch
+    enters a jitted step, before any loss runs; `clzoo.models.ContrastiveModel`
+    refuses such labels first (`ValueError`), a plain `keras.Model` cannot.
+
     `check_values=True` also refuses NaN / inf embeddings and checks
     `sample_weight` values inside compiled steps (`fit`, `tf.function`,
     `jax.jit`). It is off by default because it costs a full pass over
