@@ -18,7 +18,9 @@ backend-specific helper is the `tf.distribute` gather).
 
 import contextlib
 import functools
+import logging
 import numbers
+import re
 import threading
 
 import keras
@@ -123,10 +125,30 @@ def concrete(x):
         return None
 
 
+class InputCheckError(ValueError):
+    """A loss input check failed; also raised on the host from inside `jax.jit` (see `require`)."""
+
+
+_CALLBACK_ERROR = re.compile(r"InputCheckError: (.+)$", re.MULTILINE)
+
+
+def input_check_message(error):
+    """Our check's message inside a backend error (JAX wraps host-callback errors), else None."""
+    if isinstance(error, InputCheckError):
+        return str(error)
+    found = _CALLBACK_ERROR.findall(str(error))
+    return found[-1] if found else None
+
+
+def _not_our_check(record):
+    """Logging filter: JAX logs every failed host callback with its traceback before raising."""
+    return not (record.exc_info and isinstance(record.exc_info[1], InputCheckError))
+
+
 def _raise_unless(ok, *values, message, detail):
     if not bool(np.all(np.asarray(ok))):
         extra = detail(*[np.asarray(v) for v in values]) if detail else ""
-        raise ValueError(message + extra)
+        raise InputCheckError(message + extra)
 
 
 def require(ok, message, values=(), detail=None, gate=None):
@@ -159,6 +181,7 @@ def require(ok, message, values=(), detail=None, gate=None):
     elif backend == "jax":
         import jax
 
+        logging.getLogger("jax._src.debugging").addFilter(_not_our_check)  # a set: added once
         jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
                            ok, *values)
     return gate

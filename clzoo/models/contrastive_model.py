@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from clzoo.models.jax_label_guard import guard_jax_labels
+from clzoo.models.jax_step_guard import guard_jax_step
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -56,14 +56,14 @@ class ContrastiveModel(keras.Model):
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
 
     def make_train_function(self, force=False):
-        """Keras' train function; on JAX without x64 it first refuses int64 ids outside int32."""
+        """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
         super().make_train_function(force)
-        self.train_function = guard_jax_labels(self, self.train_function)
+        self.train_function = guard_jax_step(self, self.train_function)
 
     def make_test_function(self, force=False):
         """Keras' test function, with the same label guard as `make_train_function`."""
         super().make_test_function(force)
-        self.test_function = guard_jax_labels(self, self.test_function)
+        self.test_function = guard_jax_step(self, self.test_function)
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.projection_head.output_dim)
