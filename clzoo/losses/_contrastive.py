@@ -385,7 +385,7 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     cols = _flat_ids(labels_all, views, 0)
     # Memory entries (MoCo queue) as extra columns, when `clzoo.losses.with_memory` is active.
     z_all, cols = extend_columns(z_all, cols, supervised, normalize,
-                                 keras.backend.standardize_dtype(labels_all.dtype))
+                                 keras.backend.standardize_dtype(labels_all.dtype), z.shape[1])
 
     bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 

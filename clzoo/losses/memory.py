@@ -102,7 +102,7 @@ def _validated(embeddings, labels, valid):
     return embeddings, checked[0], checked[1]
 
 
-def extend_columns(z_all, cols, supervised, normalize, labels_dtype):
+def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
     """Append the active memory to the loss's columns (used by `per_sample_loss`).
 
     Args:
@@ -111,6 +111,8 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype):
         supervised: whether the loss reads labels.
         normalize: L2-normalize the memory like the batch.
         labels_dtype: dtype of the batch labels.
+        dim: the static embedding size of `y_pred` (an all-gathered `z_all`
+            may have lost it).
 
     Returns:
         `(z_all, cols)`: unchanged without a memory; else `(N + K, dim)` and
@@ -122,10 +124,11 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype):
     if memory is None:
         return z_all, cols
     embeddings, labels, valid = memory
-    if embeddings.shape[1] != z_all.shape[1]:
+    if embeddings.shape[1] != dim:
         raise ValueError(f"The memory entries must have the embedding dim of `y_pred` "
-                         f"({z_all.shape[1]}). Received: memory embeddings.shape="
-                         f"{tuple(embeddings.shape)}")
+                         f"({dim}). Received: memory embeddings.shape={tuple(embeddings.shape)}")
+    if z_all.shape[1] is None:
+        z_all = ops.reshape(z_all, (-1, dim))
     size = embeddings.shape[0]
     m = ops.stop_gradient(ops.cast(embeddings, "float32"))
     if normalize:

@@ -10,5 +10,6 @@ from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 
-__all__ = ["ARCHITECTURES", "ENCODERS", "ContrastiveModel", "Encoder", "MemoryQueue", "MomentumEncoder", "ProjectionHead", "build_classifier",
-           "cifar_resnet", "get_encoder", "hub_resnet", "list_encoders", "vit"]
+__all__ = ["ARCHITECTURES", "ENCODERS", "ContrastiveModel", "Encoder", "MemoryQueue", "MomentumEncoder",
+           "ProjectionHead", "build_classifier", "cifar_resnet", "get_encoder", "hub_resnet", "list_encoders",
+           "vit"]

@@ -62,6 +62,7 @@ def _global_keys(keys, y):
     labels = ops.repeat(labels, views, axis=0)
     context = C._replica_context()
     if context is not None:
-        flat = context.all_gather(flat, axis=0)
-        labels = context.all_gather(labels, axis=0)
+        # all_gather loses the static dim; the gathered rows have the local `dim`.
+        flat = ops.reshape(context.all_gather(flat, axis=0), (-1, dim))
+        labels = ops.reshape(context.all_gather(labels, axis=0), (-1,))
     return flat, labels
