@@ -162,3 +162,21 @@ def test_two_devices_match_one_device(mode):
 def test_queue_suite_on_backend(backend):
     run_on_backend(backend, [Path(__file__), "-k", "not two_devices and not on_backend"],
                    "memory queue tests")
+
+
+def test_queue_recipe_validates_and_builds_the_model():
+    from clzoo.train import load_recipe
+    from clzoo.train.builders import build_model
+    from clzoo.train.recipe import RecipeError
+
+    path = HERE.parents[1] / "recipes" / "supcon" / "cifar10_queue_small.yaml"
+    recipe = load_recipe(path)
+    assert (recipe.model.queue_size, recipe.model.momentum, recipe.training.batch_size) == (4096, 0.99, 32)
+    for override, message in (("model.momentum=1.0", "less than 1"), ("model.queue_size=0", "greater than 0"),
+                              ("model.queue_size=null", "needs a queue"),
+                              ("loss.name=SoftTargetInfoNCELoss", "embedding loss")):
+        with pytest.raises(RecipeError, match=message):
+            load_recipe(path, [override])
+    model = build_model(load_recipe(path, ["model.queue_size=64", "model.embedding_dim=8"]))
+    assert model.memory_queue.size == 64 and model.memory_queue.dim == 8
+    assert model.momentum_encoder.momentum == 0.99
