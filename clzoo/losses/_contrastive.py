@@ -16,6 +16,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import _checks as K
+from clzoo.losses.memory import extend_columns
 
 # Fill value for masked logits: finite so that gradients stay finite where a
 # row is entirely masked (a class seen once), far below any real logit
@@ -263,6 +264,12 @@ class PairMasks:
 
     def __init__(self, rows, cols):
         self._rows, self._cols = rows, cols
+        # A 4th column array (memory entries, `clzoo.losses.memory`) flags the columns that
+        # exist: an empty memory slot is neither a positive nor noise.
+        self._valid = cols[3][None, :] if len(cols) > 3 else None
+
+    def _existing(self, mask):
+        return mask if self._valid is None else ops.logical_and(mask, self._valid)
 
     # Built on first use: a loss pays only for the relations it reads (this
     # matters on eager backends, where nothing fuses them away).
@@ -275,11 +282,11 @@ class PairMasks:
 
     @functools.cached_property
     def not_self(self):
-        return ops.logical_not(self.self_pair)
+        return self._existing(ops.logical_not(self.self_pair))
 
     @functools.cached_property
     def _equal_label(self):
-        return self._pair(0)
+        return self._existing(self._pair(0))
 
     @functools.cached_property
     def same_class(self):
@@ -291,7 +298,7 @@ class PairMasks:
 
     @functools.cached_property
     def other_class(self):
-        return ops.logical_not(self._equal_label)
+        return self._existing(ops.logical_not(self._pair(0)))
 
 
 def _flat_ids(labels, views, offset):
@@ -388,6 +395,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
     rows = _flat_ids(labels, views, offset)
     cols = _flat_ids(labels_all, views, 0)
+    # Memory entries (MoCo queue) as extra columns, when `clzoo.losses.with_memory` is active.
+    z_all, cols = extend_columns(z_all, cols, supervised, normalize,
+                                 keras.backend.standardize_dtype(labels_all.dtype), z.shape[1])
 
     bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 

@@ -3,7 +3,19 @@
 import keras
 from keras import ops
 
+from clzoo.losses import _contrastive as C
 from clzoo.models.jax_step_guard import guard_jax_step
+from clzoo.models.memory_queue import MemoryQueue
+from clzoo.models.momentum import MomentumEncoder
+from clzoo.models.queue_step import contrast_with_queue
+
+
+def _output_dim(projection_head):
+    dim = getattr(projection_head, "output_dim", None)
+    if dim is None:
+        raise ValueError("`queue_size` needs a projection head with an `output_dim` attribute "
+                         f"(the queue's embedding size). Received: {type(projection_head).__name__}")
+    return dim
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -19,6 +31,16 @@ class ContrastiveModel(keras.Model):
         encoder: `keras.Model` mapping `(batch, H, W, C)` images to
             `(batch, features)`.
         projection_head: layer mapping `(batch, features)` to `(batch, dim)`.
+        queue_size: None, or K: keep the last K key embeddings and labels
+            (`MemoryQueue`) and, in `fit`, contrast each anchor against
+            batch + queue (`clzoo.losses.with_memory`: queue entries are
+            positives or noise by label, never anchors, no gradient). Needs
+            an embedding loss. `evaluate` uses the batch only. Defaults to
+            `None`.
+        momentum: None, or MoCo's EMA coefficient in `[0, 1)`: keys come
+            from a momentum copy of encoder + head (`MomentumEncoder`);
+            None enqueues the model's own embeddings (cross-batch memory).
+            Needs `queue_size`. Defaults to `None`.
 
     Example:
 
@@ -30,10 +52,22 @@ class ContrastiveModel(keras.Model):
     (2, 2, 16)
     """
 
-    def __init__(self, encoder, projection_head, **kwargs):
+    def __init__(self, encoder, projection_head, queue_size=None, momentum=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.projection_head = projection_head
+        self.queue_size = C.validate_positive_int(queue_size, "queue_size")
+        if momentum is not None and self.queue_size is None:
+            raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
+                             f"Received: momentum={momentum!r}, queue_size=None")
+        self.momentum = None if momentum is None else MomentumEncoder(momentum).momentum
+        self.memory_queue = None
+        self.momentum_encoder = None
+        if self.queue_size is not None:
+            self.memory_queue = MemoryQueue(self.queue_size, _output_dim(projection_head),
+                                            name="memory_queue")
+        if self.momentum is not None:
+            self.momentum_encoder = MomentumEncoder(self.momentum, name="momentum_encoder")
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
@@ -42,6 +76,8 @@ class ContrastiveModel(keras.Model):
             self.encoder.build(folded)
         if not self.projection_head.built:
             self.projection_head.build(self.encoder.compute_output_shape(folded))
+        if self.momentum_encoder is not None:
+            self.momentum_encoder.track([self.encoder, self.projection_head])
 
     def call(self, inputs, training=None):
         if len(inputs.shape) != 5:
@@ -65,6 +101,26 @@ class ContrastiveModel(keras.Model):
         super().make_test_function(force)
         self.test_function = guard_jax_step(self, self.test_function)
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss; with a queue and `training`, over batch + queue, then the batch's keys enqueued.
+
+        Keys are the momentum encoder's embeddings of `x` (after its momentum
+        update) or, without one, `y_pred` itself (no gradient). See
+        `clzoo.models.queue_step.contrast_with_queue`.
+        """
+        if self.memory_queue is None or not training:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return contrast_with_queue(
+            self, x, y, y_pred,
+            lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight, training))
+
+    def key_embeddings(self, inputs):
+        """The momentum encoder's `(batch, views, dim)` keys of a multi-view batch (no gradient)."""
+        views = inputs.shape[1]
+        folded = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
+        keys = self.momentum_encoder.apply([self.encoder, self.projection_head], folded)
+        return ops.reshape(keys, (-1, views, keys.shape[-1]))
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.projection_head.output_dim)
 
@@ -74,6 +130,8 @@ class ContrastiveModel(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "projection_head": keras.saving.serialize_keras_object(
                 self.projection_head),
+            "queue_size": self.queue_size,
+            "momentum": self.momentum,
         })
         return config
 
