@@ -274,3 +274,19 @@ def test_export_names_the_missing_package_in_one_line(tiny_encoder, tmp_path):
     assert result.returncode == 2 and not list(tmp_path.iterdir())
     assert result.stderr.strip().splitlines() == [
         f"error: exporting to onnx needs {' and '.join(missing)}: pip install {' '.join(missing)}"]
+
+
+def test_export_litert_gives_the_keras_outputs(tiny_encoder, tmp_path):
+    import keras
+
+    from clzoo.eval.export import exported_outputs, missing_packages
+
+    if missing_packages("litert"):
+        pytest.skip(f"LiteRT export needs {missing_packages('litert')}")
+    path, _ = tiny_encoder
+    assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.tflite")]) == 0
+    images = np.random.default_rng(2).uniform(size=(3, 8, 8, 3)).astype("float32")
+    np.testing.assert_allclose(exported_outputs(tmp_path / "e.tflite", "litert", images),
+                               keras.saving.load_model(path).predict(images, verbose=0),
+                               rtol=1e-5, atol=1e-5)
+    assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.bin")]) == 2

@@ -4,6 +4,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +111,8 @@ def exported_outputs(path, format, images):
     """Run an exported artifact on float32 `images` `(B, H, W, 3)`; returns float32 `(B, D)`.
 
     SavedModel through `tf.saved_model.load(...).serve`, ONNX through
-    onnxruntime, LiteRT through `tf.lite.Interpreter` (batch resized to `B`).
+    onnxruntime, LiteRT through `ai_edge_litert`'s interpreter, else
+    `tf.lite.Interpreter` (batch resized to `B`).
 
     Raises:
         ImportError: the runtime is not installed (onnxruntime, tf.lite).
@@ -128,9 +130,15 @@ def exported_outputs(path, format, images):
 
         session = onnxruntime.InferenceSession(str(path))
         return np.asarray(session.run(None, {session.get_inputs()[0].name: images})[0], np.float32)
-    import tensorflow as tf
+    if importlib.util.find_spec("ai_edge_litert") is not None:
+        from ai_edge_litert.interpreter import Interpreter
+    else:  # TensorFlow's own, deprecated in favour of ai_edge_litert but still working
+        import tensorflow as tf
 
-    interpreter = tf.lite.Interpreter(model_path=str(path))
+        Interpreter = tf.lite.Interpreter
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+        interpreter = Interpreter(model_path=str(path))
     index = interpreter.get_input_details()[0]["index"]
     interpreter.resize_tensor_input(index, images.shape)
     interpreter.allocate_tensors()
