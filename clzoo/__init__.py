@@ -3,8 +3,9 @@
 `import clzoo` registers clzoo's serializable classes with Keras (models, losses,
 LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
 subpackages (`clzoo.data`, `clzoo.eval`, `clzoo.train`, `clzoo.presets`) load on
-first use (PEP 562). The `clzoo` command skips even the registration: it imports
-what each command needs, so `clzoo --help` starts without Keras or TensorFlow.
+first use (PEP 562). The `clzoo` command (console script, `python -m clzoo` or
+`python -m clzoo.cli`) skips even the registration: it imports what each command
+needs, so `clzoo --help` starts without Keras or TensorFlow.
 """
 
 import importlib
@@ -29,6 +30,14 @@ def __dir__():
     return sorted(set(globals()) | set(_SUBPACKAGES))
 
 
-# The console script imports clzoo.cli, hence this file, before parsing its arguments.
-if os.path.basename(sys.argv[0] if sys.argv else "") not in ("clzoo", "clzoo.exe"):
+def _run_as_command():
+    """True inside the `clzoo` command: the console script, `python -m clzoo` or `-m clzoo.cli`."""
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("clzoo", "clzoo.exe"):
+        return True
+    argv = list(getattr(sys, "orig_argv", ()))  # the interpreter's own command line
+    return "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (["clzoo"], ["clzoo.cli"])
+
+
+# The command imports clzoo.cli, hence this file, before parsing its arguments.
+if not _run_as_command():
     from clzoo import losses, models, optimizers  # noqa: E402, F401  (Keras registrations)
