@@ -63,7 +63,8 @@ def keras_step(arch, batch):
                                 "training.schedule=constant"])
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     model = build_model(recipe)
-    model.compile(optimizer=build_optimizer(recipe, 1000), loss=build_loss(recipe), **compile_options())
+    options = {**compile_options(), **json.loads(os.environ.get("CLZOO_BENCH_COMPILE", "{}"))}
+    model.compile(optimizer=build_optimizer(recipe, 1000), loss=build_loss(recipe), **options)
     rng = np.random.default_rng(0)
     images = rng.random((batch, VIEWS, SIZE, SIZE, 3), dtype=np.float32)
     labels = rng.integers(0, CLASSES, batch).astype("int32")
@@ -189,8 +190,8 @@ def start(name, arch, args):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
     if backend:
         env["KERAS_BACKEND"] = backend
-    command = [sys.executable, __file__, "--worker", name, "--archs", arch, "--batch", str(args.batch),
-               "--warmup", str(args.warmup)]
+    command = [sys.executable, __file__, "--worker", name, "--variants", json.dumps({name: CONTENDERS[name]}),
+               "--archs", arch, "--batch", str(args.batch), "--warmup", str(args.warmup)]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT)
 
@@ -239,14 +240,21 @@ def table(results, batch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", nargs="+", default=["resnet20", "resnet18"])
-    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=list(CONTENDERS))
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS))
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--steps", type=int, default=None,
                         help="steps per round (default: 10 for resnet20, 3 for resnet18)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default=None,
+                        help='extra contenders as JSON {"name": ["keras" | "torch", backend, {env}]}; '
+                             'env CLZOO_BENCH_COMPILE (JSON) adds model.compile arguments')
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.variants:
+        variants = json.loads(args.variants)
+        CONTENDERS.update({name: tuple(spec) for name, spec in variants.items()})
+        args.contenders += [name for name in variants if name not in args.contenders]
     if args.worker:
         return worker(args.worker, args.archs[0], args.batch, args.warmup)
     if args.steps is None:
