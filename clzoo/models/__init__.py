@@ -1,6 +1,7 @@
 """Encoders (by name in one registry), projection heads, the multi-view model and a classifier."""
 
 from clzoo.models.backbones import hub_resnet, vit
+from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
 from clzoo.models.encoder import Encoder
@@ -10,6 +11,6 @@ from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 
-__all__ = ["ARCHITECTURES", "ENCODERS", "ContrastiveModel", "Encoder", "MemoryQueue", "MomentumEncoder",
-           "ProjectionHead", "build_classifier", "cifar_resnet", "get_encoder", "hub_resnet", "list_encoders",
-           "vit"]
+__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel", "Encoder", "MemoryQueue",
+           "MomentumEncoder", "ProjectionHead", "build_classifier", "cifar_resnet", "get_encoder",
+           "hub_resnet", "list_encoders", "vit"]
