@@ -7,6 +7,12 @@ from clzoo.losses import _contrastive as C
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+def _copy_of(variable):
+    """Initializer giving `variable`'s current value; no host copy, so it also works while `fit`
+    builds the model inside a traced step (where `convert_to_numpy` is impossible)."""
+    return lambda shape, dtype=None: ops.copy(ops.cast(variable.value, dtype or variable.dtype))
+
+
 class MomentumEncoder(keras.layers.Layer):
     """Exponential moving average of other layers' trainable weights, and keys computed with it.
 
@@ -68,7 +74,7 @@ class MomentumEncoder(keras.layers.Layer):
                                  f"({layer.name}) is not built")
             self.shadows.append([
                 self.add_weight(shape=v.shape, dtype=v.dtype, trainable=False, autocast=False,
-                                initializer=keras.initializers.Constant(ops.convert_to_numpy(v.value)),
+                                initializer=_copy_of(v),
                                 aggregation="only_first_replica", name=f"shadow_{i}_{j}")
                 for j, v in enumerate(layer.trainable_variables)])
         self.built = True

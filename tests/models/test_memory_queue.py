@@ -194,3 +194,18 @@ def test_queue_keeps_64_bit_class_ids_apart():
     want = _run_steps(dense, x, y.astype("int64"))
     np.testing.assert_allclose(_run_steps(big, x, wide), want, rtol=1e-5)
     assert sorted(set(queue_state(big)["labels"].tolist())) == sorted(set(wide.tolist()))
+
+
+def test_an_unbuilt_model_with_a_momentum_encoder_fits_and_shadows_are_copies():
+    """`fit` builds the model inside a traced step: the shadows must copy values there, not alias them."""
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(6)])
+    head = clzoo.models.ProjectionHead(hidden_dims=(5,), output_dim=3)
+    model = clzoo.models.ContrastiveModel(encoder, head, queue_size=8, momentum=0.5)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=clzoo.losses.SupConLoss())
+    x, y = batches(8)
+    history = model.fit(x, y, batch_size=4, epochs=2, verbose=0).history["loss"]
+    assert np.all(np.isfinite(history))
+    shadow = _np(model.momentum_encoder.shadows[0][0].value)
+    weight = _np(encoder.trainable_variables[0].value)
+    assert not np.allclose(shadow, weight)  # an EMA lags the trained weights
