@@ -16,6 +16,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import _checks as K
+from clzoo.losses import _label_similarity as LS
 
 # Fill value for masked logits: finite so that gradients stay finite where a
 # row is entirely masked (a class seen once), far below any real logit
@@ -247,10 +248,19 @@ class PairMasks:
             itself (includes `same_instance`).
         other_class: embeddings whose label differs from the anchor's.
         not_self: every embedding but the anchor.
+        label_weight: float32 pair weight in [0, 1] (`_label_similarity`):
+            1 for the anchor's other views, the label similarity for other
+            samples (the same-label indicator for class ids), 0 for the
+            anchor itself.
+
+    With label rows (multi-hot / soft `y_true`), each side carries a fourth
+    array, the prepared label rows, and the class ids are the sample ids:
+    losses then read `label_weight`, not `same_class` / `other_class`.
     """
 
-    def __init__(self, rows, cols):
+    def __init__(self, rows, cols, label_similarity=None):
         self._rows, self._cols = rows, cols
+        self._label_similarity = label_similarity
 
     # Built on first use: a loss pays only for the relations it reads (this
     # matters on eager backends, where nothing fuses them away).
@@ -280,6 +290,15 @@ class PairMasks:
     @functools.cached_property
     def other_class(self):
         return ops.logical_not(self._equal_label)
+
+    @functools.cached_property
+    def label_weight(self):
+        if len(self._rows) > 3:
+            weight = LS.pair_similarity(self._rows[3], self._cols[3], self._label_similarity)
+        else:
+            weight = ops.cast(self._equal_label, "float32")
+        weight = ops.where(self.same_instance, 1.0, weight)
+        return ops.where(self.self_pair, 0.0, weight)
 
 
 def _flat_ids(labels, views, offset):
@@ -330,9 +349,35 @@ def validate_chunk_size(chunk_size):
     return validate_positive_int(chunk_size, "chunk_size")
 
 
+def _global_ids(z, y_true, batch, views, supervised, label_similarity):
+    """Gather the global batch; return `(z_all, rows, cols)`, the per-embedding ids of `PairMasks`.
+
+    Label rows (multi-hot / soft `y_true` with `label_similarity`) travel as a
+    fourth entry of `rows` / `cols`; the class ids are then the sample ids.
+    """
+    label_rows = supervised and label_similarity is not None and LS.is_label_matrix(y_true)
+    if label_rows:
+        labels = LS.standardize_label_rows(y_true, label_similarity)
+        labels = _check_count(labels, batch, tuple(labels.shape))
+    else:
+        labels = standardize_labels(y_true if supervised else None, batch)
+    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
+    extra_rows, extra_cols = (), ()
+    if label_rows:
+        extra_rows = (ops.repeat(labels, views, axis=0),)
+        extra_cols = (ops.repeat(labels_all, views, axis=0),)
+    if not supervised or label_rows:
+        # Instance ids must be unique across replicas: use global positions.
+        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
+        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
+    rows = _flat_ids(labels, views, offset) + extra_rows
+    cols = _flat_ids(labels_all, views, 0) + extra_cols
+    return z_all, rows, cols
+
+
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
                     supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
-                    chunk_size=None):
+                    chunk_size=None, label_similarity=None):
     """The one engine of every embedding loss: anchors against the global batch, per sample.
 
     Standardizes the inputs, gathers the global batch across `tf.distribute`
@@ -357,6 +402,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             forward + backward pass holds `chunk_size x N` similarities
             instead of `N x N`, eagerly or compiled; values and gradients
             are the same.
+        label_similarity: None, or "cosine" / "jaccard": label rows
+            `(batch, classes)` (multi-hot, soft) are accepted and pairs are
+            weighted by `PairMasks.label_weight`; class ids still work.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -368,19 +416,12 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             f"{loss_name} needs at least {min_views} views per sample: its positives are "
             f"the sample's other views. Received: y_pred with views={views}"
         )
-    labels = standardize_labels(y_true if supervised else None, batch)
-    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
-    if not supervised:
-        # Instance ids must be unique across replicas: use global positions.
-        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
-        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
-    rows = _flat_ids(labels, views, offset)
-    cols = _flat_ids(labels_all, views, 0)
+    z_all, rows, cols = _global_ids(z, y_true, batch, views, supervised, label_similarity)
 
     bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 
     def block(z_rows, z_cols, row_ids):
-        masks = PairMasks(row_ids, cols)
+        masks = PairMasks(row_ids, cols, label_similarity)
         logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
         terms = anchor_terms(Similarities(logits, bound), masks)
         return tuple(t for value, valid in terms
@@ -438,8 +479,16 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
 
 
 def masked_logsumexp(logits, mask):
-    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value."""
-    masked = ops.where(mask, logits, _MASKED_LOGIT)
+    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value.
+
+    `mask` is boolean, or float32 non-negative weights: then
+    `log sum_j w_ij exp(s_ij)` (entries with weight 0 are left out).
+    """
+    if K.dtype_of(mask) == "bool":
+        masked = ops.where(mask, logits, _MASKED_LOGIT)
+    else:
+        present = mask > 0
+        masked = ops.where(present, logits + ops.log(ops.where(present, mask, 1.0)), _MASKED_LOGIT)
     return ops.logsumexp(masked, axis=-1, keepdims=True)
 
 
@@ -468,10 +517,15 @@ class Similarities:
         self._exp = None if bound is None else ops.exp(logits - bound)
 
     def _masked_sum(self, mask):
+        if K.dtype_of(mask) != "bool":  # weights; 0 * exp is exactly 0, 1 * exp exactly exp
+            return ops.sum(mask * self._exp, axis=-1, keepdims=True)
         return ops.sum(ops.where(mask, self._exp, 0.0), axis=-1, keepdims=True)
 
     def logsumexp(self, mask):
-        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
+        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty.
+
+        `mask` may be float32 weights `w_ij >= 0`: `log sum_j w_ij exp(s_ij)`.
+        """
         if self.bound is None:
             return masked_logsumexp(self.logits, mask)
         total = self._masked_sum(mask)
@@ -485,6 +539,7 @@ class Similarities:
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
         margin (`positive_shift=epsilon`); read where `(i, p)` is a positive.
+        `noise_mask` may be float32 weights: `sum_n w_in exp(s_in)`.
         """
         if self.bound is None:
             # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
@@ -514,6 +569,19 @@ def mean_over_positives(pair_loss, positive_mask):
     count = ops.sum(positive, axis=-1)
     total = ops.sum(ops.where(positive_mask, pair_loss, 0.0), axis=-1)
     return total / ops.maximum(count, 1.0), count > 0
+
+
+def weighted_mean_over_positives(pair_loss, weight):
+    """Mean of `pair_loss` over each anchor's positives, weighted by `weight` `(n, N)` >= 0.
+
+    Returns:
+        `(anchor_loss, anchor_has_positive)`, both `(n,)`; equal to
+        `mean_over_positives` (bit for bit) when `weight` is 0 / 1.
+    """
+    total = ops.sum(ops.where(weight > 0, weight * pair_loss, 0.0), axis=-1)
+    count = ops.sum(weight, axis=-1)
+    has_positive = count > 0
+    return total / ops.where(has_positive, count, 1.0), has_positive
 
 
 def mean_over_views(anchor_loss, anchor_valid, views):
