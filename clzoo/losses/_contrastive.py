@@ -41,7 +41,14 @@ def validate_number(value, name, low=None, high=None, low_open=False, what="a nu
 
 
 def validate_temperature(temperature, name="temperature"):
-    """Return `temperature` as a float, or raise a `ValueError` naming it."""
+    """Return `temperature` as a float, or raise a `ValueError` naming it.
+
+    A scalar backend tensor (the value of a `LearnableTemperature`) is
+    returned as it is.
+    """
+    if ops.is_tensor(temperature) and not isinstance(temperature, np.ndarray) \
+            and len(temperature.shape) == 0:
+        return temperature
     return validate_number(temperature, name, low=0.0, low_open=True,
                            what="a positive, finite number")
 
@@ -389,7 +396,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         y_true: labels (ignored when `supervised=False`: each sample is its
             own class, the instance-discrimination setting).
         y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
-        temperature: validated positive float.
+        temperature: validated positive float, or a scalar float32 tensor
+            (learnable temperature: the logits then take the row-maximum
+            path of `Similarities`).
         anchor_terms: `fn(similarities, masks) -> [(value (n,), valid (n,)), ...]`,
             one pair per term of the loss (`Similarities`, `PairMasks`).
         normalize: L2-normalize embeddings.
@@ -418,7 +427,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         )
     z_all, rows, cols = _global_ids(z, y_true, batch, views, supervised, label_similarity)
 
-    bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
+    fixed = isinstance(temperature, float)
+    bound = 1.0 / temperature if fixed and normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 
     def block(z_rows, z_cols, row_ids):
         masks = PairMasks(row_ids, cols, label_similarity)
@@ -667,6 +677,16 @@ class ContrastiveLoss(keras.losses.Loss):
     `jax.jit`). It is off by default because it costs a full pass over
     `y_pred` and, on JAX, a device-to-host callback per step; with it off,
     integer `(batch,)` labels add no check at all to the step.
+
+    `temperature="learnable"` makes the temperature a trained weight (CLIP,
+    Radford et al. 2021, sec. 2.5): the loss owns a
+    `clzoo.losses.LearnableTemperature` layer (`temperature_layer`, built from
+    the keyword arguments `temperature_init=0.07`, `min_temperature=0.01`,
+    `max_temperature=1.0`), which `clzoo.models.ContrastiveModel.compile`
+    adopts as a sublayer, so `fit` trains it and `model.save` /
+    `keras.saving.load_model` keep it. `temperature_value()` is the float
+    or the current tensor. Not combinable with `chunk_size` (the blockwise
+    recomputation does not carry the temperature's gradient).
     """
 
     def __init__(
@@ -678,12 +698,20 @@ class ContrastiveLoss(keras.losses.Loss):
         name=None,
         dtype=None,
         check_values=False,
+        **learnable,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.temperature = validate_temperature(temperature)
         self.normalize = validate_bool(normalize, "normalize")
         self.chunk_size = validate_chunk_size(chunk_size)
         self.check_values = validate_bool(check_values, "check_values")
+        self.temperature, self.temperature_layer = _temperature(temperature, self.chunk_size,
+                                                                learnable)
+
+    def temperature_value(self):
+        """The temperature to divide logits by: a float, or the learnable layer's current tensor."""
+        if self.temperature_layer is None:
+            return self.temperature
+        return self.temperature_layer.temperature()
 
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
@@ -704,4 +732,30 @@ class ContrastiveLoss(keras.losses.Loss):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,
                        "chunk_size": self.chunk_size, "check_values": self.check_values})
+        if self.temperature_layer is not None:
+            config.update({key: getattr(self.temperature_layer, key) for key in _LEARNABLE_ARGS})
         return config
+
+
+_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
+
+
+def _temperature(temperature, chunk_size, learnable):
+    """`(temperature, LearnableTemperature or None)` from the loss arguments; `ValueError` otherwise."""
+    from clzoo.losses.learnable_temperature import LearnableTemperature
+
+    unknown = sorted(set(learnable) - set(_LEARNABLE_ARGS))
+    if unknown:
+        raise TypeError(f"Unexpected keyword arguments: {unknown}")
+    if not (isinstance(temperature, str) and temperature == "learnable"):
+        if learnable:
+            raise ValueError(f"{sorted(learnable)} apply only to temperature='learnable'. "
+                             f"Received: temperature={temperature!r}")
+        if isinstance(temperature, str):
+            raise ValueError("`temperature` must be a positive, finite number or 'learnable'. "
+                             f"Received: temperature={temperature!r}")
+        return validate_temperature(temperature), None
+    if chunk_size is not None:
+        raise ValueError("temperature='learnable' cannot be combined with `chunk_size`. "
+                         f"Received: chunk_size={chunk_size!r}")
+    return "learnable", LearnableTemperature(**learnable, name="learnable_temperature")

@@ -112,6 +112,9 @@ class SINCERELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, blocks recomputed in the backward
@@ -166,6 +169,7 @@ class SINCERELoss(C.ContrastiveLoss):
         dtype=None,
         check_values=False,
         label_similarity=None,
+        **learnable,
     ):
         super().__init__(
             temperature=temperature,
@@ -175,12 +179,13 @@ class SINCERELoss(C.ContrastiveLoss):
             name=name,
             dtype=dtype,
             check_values=check_values,
+            **learnable,
         )
         self.label_similarity = LS.validate_label_similarity(label_similarity)
 
     def call(self, y_true, y_pred):
         return sincere_loss(
-            y_true, y_pred, temperature=self.temperature,
+            y_true, y_pred, temperature=self.temperature_value(),
             normalize=self.normalize,
             chunk_size=self.chunk_size,
             label_similarity=self.label_similarity,

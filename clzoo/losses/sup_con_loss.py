@@ -184,6 +184,9 @@ class SupConLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         base_temperature: positive float or None, the reference code's
             rescaling constant; None means equal to `temperature` (no
             rescaling). Defaults to `None`.
@@ -241,6 +244,7 @@ class SupConLoss(C.ContrastiveLoss):
         dtype=None,
         check_values=False,
         label_similarity=None,
+        **learnable,
     ):
         super().__init__(
             temperature=temperature,
@@ -250,6 +254,7 @@ class SupConLoss(C.ContrastiveLoss):
             name=name,
             dtype=dtype,
             check_values=check_values,
+            **learnable,
         )
         self.base_temperature, self.max_positives = _validate(variant, base_temperature,
                                                               max_positives, label_similarity)
@@ -260,7 +265,7 @@ class SupConLoss(C.ContrastiveLoss):
         return sup_con_loss(
             y_true,
             y_pred,
-            temperature=self.temperature,
+            temperature=self.temperature_value(),
             base_temperature=self.base_temperature,
             variant=self.variant,
             max_positives=self.max_positives,
