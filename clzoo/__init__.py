@@ -1,7 +1,7 @@
 """clzoo: contrastive representation learning for Keras 3.
 
 `import clzoo` registers clzoo's serializable classes with Keras (models, losses,
-LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
+metrics, LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
 subpackages (`clzoo.data`, `clzoo.eval`, `clzoo.train`, `clzoo.presets`) load on
 first use (PEP 562). The `clzoo` command skips even the registration: it imports
 what each command needs, so `clzoo --help` starts without Keras or TensorFlow.
@@ -13,7 +13,7 @@ import sys
 
 from clzoo.version import __version__
 
-_SUBPACKAGES = ("data", "eval", "losses", "models", "optimizers", "presets", "train")
+_SUBPACKAGES = ("data", "eval", "losses", "metrics", "models", "optimizers", "presets", "train")
 
 __all__ = ["data", "losses", "models", "__version__"]
 
@@ -31,4 +31,4 @@ def __dir__():
 
 # The console script imports clzoo.cli, hence this file, before parsing its arguments.
 if os.path.basename(sys.argv[0] if sys.argv else "") not in ("clzoo", "clzoo.exe"):
-    from clzoo import losses, models, optimizers  # noqa: E402, F401  (Keras registrations)
+    from clzoo import losses, metrics, models, optimizers  # noqa: E402, F401  (Keras registrations)
