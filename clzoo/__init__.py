@@ -1,7 +1,7 @@
 """clzoo: contrastive representation learning for Keras 3.
 
 `import clzoo` registers clzoo's serializable classes with Keras (models, losses,
-LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
+metrics, LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
 subpackages (`clzoo.data`, `clzoo.eval`, `clzoo.train`, `clzoo.presets`) load on
 first use (PEP 562). The `clzoo` command (console script, `python -m clzoo` or
 `python -m clzoo.cli`) skips even the registration: it imports what each command
@@ -14,7 +14,7 @@ import sys
 
 from clzoo.version import __version__
 
-_SUBPACKAGES = ("data", "eval", "losses", "models", "optimizers", "presets", "train")
+_SUBPACKAGES = ("data", "eval", "losses", "metrics", "models", "optimizers", "presets", "train")
 
 __all__ = ["data", "losses", "models", "__version__"]
 
@@ -40,4 +40,4 @@ def _run_as_command():
 
 # The command imports clzoo.cli, hence this file, before parsing its arguments.
 if not _run_as_command():
-    from clzoo import losses, models, optimizers  # noqa: E402, F401  (Keras registrations)
+    from clzoo import losses, metrics, models, optimizers  # noqa: E402, F401  (Keras registrations)

@@ -16,7 +16,8 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import _checks as K
-from clzoo.losses.memory import extend_columns
+from clzoo.losses import _label_similarity as LS
+from clzoo.losses.memory import active_memory, extend_columns
 
 # Fill value for masked logits: finite so that gradients stay finite where a
 # row is entirely masked (a class seen once), far below any real logit
@@ -41,7 +42,14 @@ def validate_number(value, name, low=None, high=None, low_open=False, what="a nu
 
 
 def validate_temperature(temperature, name="temperature"):
-    """Return `temperature` as a float, or raise a `ValueError` naming it."""
+    """Return `temperature` as a float, or raise a `ValueError` naming it.
+
+    A scalar backend tensor (the value of a `LearnableTemperature`) is
+    returned as it is.
+    """
+    if ops.is_tensor(temperature) and not isinstance(temperature, np.ndarray) \
+            and len(temperature.shape) == 0:
+        return temperature
     return validate_number(temperature, name, low=0.0, low_open=True,
                            what="a positive, finite number")
 
@@ -260,13 +268,22 @@ class PairMasks:
             itself (includes `same_instance`).
         other_class: embeddings whose label differs from the anchor's.
         not_self: every embedding but the anchor.
+        label_weight: float32 pair weight in [0, 1] (`_label_similarity`):
+            1 for the anchor's other views, the label similarity for other
+            samples (the same-label indicator for class ids), 0 for the
+            anchor itself.
+
+    With label rows (multi-hot / soft `y_true`), each side carries a fourth
+    array, the prepared label rows, and the class ids are the sample ids:
+    losses then read `label_weight`, not `same_class` / `other_class`.
     """
 
-    def __init__(self, rows, cols):
+    def __init__(self, rows, cols, label_similarity=None, valid=None):
         self._rows, self._cols = rows, cols
-        # A 4th column array (memory entries, `clzoo.losses.memory`) flags the columns that
-        # exist: an empty memory slot is neither a positive nor noise.
-        self._valid = cols[3][None, :] if len(cols) > 3 else None
+        self._label_similarity = label_similarity
+        # Memory entries (`clzoo.losses.memory`): `valid` flags the columns that exist; an
+        # empty memory slot is neither a positive nor noise.
+        self._valid = None if valid is None else valid[None, :]
 
     def _existing(self, mask):
         return mask if self._valid is None else ops.logical_and(mask, self._valid)
@@ -299,6 +316,15 @@ class PairMasks:
     @functools.cached_property
     def other_class(self):
         return self._existing(ops.logical_not(self._pair(0)))
+
+    @functools.cached_property
+    def label_weight(self):
+        if len(self._rows) > 3:
+            weight = LS.pair_similarity(self._rows[3], self._cols[3], self._label_similarity)
+        else:
+            weight = ops.cast(self._equal_label, "float32")
+        weight = ops.where(self.same_instance, 1.0, weight)
+        return ops.where(self.self_pair, 0.0, weight)
 
 
 def _flat_ids(labels, views, offset):
@@ -349,9 +375,49 @@ def validate_chunk_size(chunk_size):
     return validate_positive_int(chunk_size, "chunk_size")
 
 
+def _global_ids(z, y_true, batch, views, supervised, label_similarity):
+    """Gather the global batch; return `(z_all, rows, cols)`, the per-embedding ids of `PairMasks`.
+
+    Label rows (multi-hot / soft `y_true` with `label_similarity`) travel as a
+    fourth entry of `rows` / `cols`; the class ids are then the sample ids.
+    """
+    label_rows = supervised and label_similarity is not None and LS.is_label_matrix(y_true)
+    if label_rows:
+        labels = LS.standardize_label_rows(y_true, label_similarity)
+        labels = _check_count(labels, batch, tuple(labels.shape))
+    else:
+        labels = standardize_labels(y_true if supervised else None, batch)
+    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
+    extra_rows, extra_cols = (), ()
+    if label_rows:
+        extra_rows = (ops.repeat(labels, views, axis=0),)
+        extra_cols = (ops.repeat(labels_all, views, axis=0),)
+    if not supervised or label_rows:
+        # Instance ids must be unique across replicas: use global positions.
+        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
+        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
+    rows = _flat_ids(labels, views, offset) + extra_rows
+    cols = _flat_ids(labels_all, views, 0) + extra_cols
+    return z_all, rows, cols
+
+
+def _memory_columns(z_all, cols, supervised, normalize, dim):
+    """Memory entries (MoCo queue) as extra columns when `clzoo.losses.with_memory` is active:
+    `(z_all, cols, valid)`, `valid` None without memory."""
+    if active_memory() is None:
+        return z_all, cols, None
+    if len(cols) > 3:
+        raise ValueError("A memory queue holds class ids, not label rows: `label_similarity` with "
+                         "multi-hot / soft `y_true` cannot be combined with a queue. Received: "
+                         "label rows while `with_memory` is active")
+    z_all, cols = extend_columns(z_all, cols, supervised, normalize,
+                                 keras.backend.standardize_dtype(cols[0].dtype), dim)
+    return z_all, cols[:3], cols[3]
+
+
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
                     supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
-                    chunk_size=None):
+                    chunk_size=None, label_similarity=None):
     """The one engine of every embedding loss: anchors against the global batch, per sample.
 
     Standardizes the inputs, gathers the global batch across `tf.distribute`
@@ -363,7 +429,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         y_true: labels (ignored when `supervised=False`: each sample is its
             own class, the instance-discrimination setting).
         y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
-        temperature: validated positive float.
+        temperature: validated positive float, or a scalar float32 tensor
+            (learnable temperature: the logits then take the row-maximum
+            path of `Similarities`).
         anchor_terms: `fn(similarities, masks) -> [(value (n,), valid (n,)), ...]`,
             one pair per term of the loss (`Similarities`, `PairMasks`).
         normalize: L2-normalize embeddings.
@@ -376,6 +444,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             forward + backward pass holds `chunk_size x N` similarities
             instead of `N x N`, eagerly or compiled; values and gradients
             are the same.
+        label_similarity: None, or "cosine" / "jaccard": label rows
+            `(batch, classes)` (multi-hot, soft) are accepted and pairs are
+            weighted by `PairMasks.label_weight`; class ids still work.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -387,22 +458,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             f"{loss_name} needs at least {min_views} views per sample: its positives are "
             f"the sample's other views. Received: y_pred with views={views}"
         )
-    labels = standardize_labels(y_true if supervised else None, batch)
-    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
-    if not supervised:
-        # Instance ids must be unique across replicas: use global positions.
-        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
-        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
-    rows = _flat_ids(labels, views, offset)
-    cols = _flat_ids(labels_all, views, 0)
-    # Memory entries (MoCo queue) as extra columns, when `clzoo.losses.with_memory` is active.
-    z_all, cols = extend_columns(z_all, cols, supervised, normalize,
-                                 keras.backend.standardize_dtype(labels_all.dtype), z.shape[1])
+    z_all, rows, cols = _global_ids(z, y_true, batch, views, supervised, label_similarity)
+    z_all, cols, valid = _memory_columns(z_all, cols, supervised, normalize, z.shape[1])
 
-    bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
+    fixed = isinstance(temperature, float)
+    bound = 1.0 / temperature if fixed and normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 
     def block(z_rows, z_cols, row_ids):
-        masks = PairMasks(row_ids, cols)
+        masks = PairMasks(row_ids, cols, label_similarity, valid)
         logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
         terms = anchor_terms(Similarities(logits, bound), masks)
         return tuple(t for value, valid in terms
@@ -460,8 +523,16 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
 
 
 def masked_logsumexp(logits, mask):
-    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value."""
-    masked = ops.where(mask, logits, _MASKED_LOGIT)
+    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value.
+
+    `mask` is boolean, or float32 non-negative weights: then
+    `log sum_j w_ij exp(s_ij)` (entries with weight 0 are left out).
+    """
+    if K.dtype_of(mask) == "bool":
+        masked = ops.where(mask, logits, _MASKED_LOGIT)
+    else:
+        present = mask > 0
+        masked = ops.where(present, logits + ops.log(ops.where(present, mask, 1.0)), _MASKED_LOGIT)
     return ops.logsumexp(masked, axis=-1, keepdims=True)
 
 
@@ -490,10 +561,15 @@ class Similarities:
         self._exp = None if bound is None else ops.exp(logits - bound)
 
     def _masked_sum(self, mask):
+        if K.dtype_of(mask) != "bool":  # weights; 0 * exp is exactly 0, 1 * exp exactly exp
+            return ops.sum(mask * self._exp, axis=-1, keepdims=True)
         return ops.sum(ops.where(mask, self._exp, 0.0), axis=-1, keepdims=True)
 
     def logsumexp(self, mask):
-        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
+        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty.
+
+        `mask` may be float32 weights `w_ij >= 0`: `log sum_j w_ij exp(s_ij)`.
+        """
         if self.bound is None:
             return masked_logsumexp(self.logits, mask)
         total = self._masked_sum(mask)
@@ -507,6 +583,7 @@ class Similarities:
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
         margin (`positive_shift=epsilon`); read where `(i, p)` is a positive.
+        `noise_mask` may be float32 weights: `sum_n w_in exp(s_in)`.
         """
         if self.bound is None:
             # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
@@ -536,6 +613,19 @@ def mean_over_positives(pair_loss, positive_mask):
     count = ops.sum(positive, axis=-1)
     total = ops.sum(ops.where(positive_mask, pair_loss, 0.0), axis=-1)
     return total / ops.maximum(count, 1.0), count > 0
+
+
+def weighted_mean_over_positives(pair_loss, weight):
+    """Mean of `pair_loss` over each anchor's positives, weighted by `weight` `(n, N)` >= 0.
+
+    Returns:
+        `(anchor_loss, anchor_has_positive)`, both `(n,)`; equal to
+        `mean_over_positives` (bit for bit) when `weight` is 0 / 1.
+    """
+    total = ops.sum(ops.where(weight > 0, weight * pair_loss, 0.0), axis=-1)
+    count = ops.sum(weight, axis=-1)
+    has_positive = count > 0
+    return total / ops.where(has_positive, count, 1.0), has_positive
 
 
 def mean_over_views(anchor_loss, anchor_valid, views):
@@ -627,6 +717,16 @@ class ContrastiveLoss(keras.losses.Loss):
     `jax.jit`). It is off by default because it costs a full pass over
     `y_pred` and, on JAX, a device-to-host callback per step; with it off,
     integer `(batch,)` labels add no check at all to the step.
+
+    `temperature="learnable"` makes the temperature a trained weight (CLIP,
+    Radford et al. 2021, sec. 2.5): the loss owns a
+    `clzoo.losses.LearnableTemperature` layer (`temperature_layer`, built from
+    the keyword arguments `temperature_init=0.07`, `min_temperature=0.01`,
+    `max_temperature=1.0`), which `clzoo.models.ContrastiveModel.compile`
+    adopts as a sublayer, so `fit` trains it and `model.save` /
+    `keras.saving.load_model` keep it. `temperature_value()` is the float
+    or the current tensor. Not combinable with `chunk_size` (the blockwise
+    recomputation does not carry the temperature's gradient).
     """
 
     def __init__(
@@ -638,12 +738,20 @@ class ContrastiveLoss(keras.losses.Loss):
         name=None,
         dtype=None,
         check_values=False,
+        **learnable,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.temperature = validate_temperature(temperature)
         self.normalize = validate_bool(normalize, "normalize")
         self.chunk_size = validate_chunk_size(chunk_size)
         self.check_values = validate_bool(check_values, "check_values")
+        self.temperature, self.temperature_layer = _temperature(temperature, self.chunk_size,
+                                                                learnable)
+
+    def temperature_value(self):
+        """The temperature to divide logits by: a float, or the learnable layer's current tensor."""
+        if self.temperature_layer is None:
+            return self.temperature
+        return self.temperature_layer.temperature()
 
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
@@ -665,4 +773,30 @@ class ContrastiveLoss(keras.losses.Loss):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,
                        "chunk_size": self.chunk_size, "check_values": self.check_values})
+        if self.temperature_layer is not None:
+            config.update({key: getattr(self.temperature_layer, key) for key in _LEARNABLE_ARGS})
         return config
+
+
+_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
+
+
+def _temperature(temperature, chunk_size, learnable):
+    """`(temperature, LearnableTemperature or None)` from the loss arguments; `ValueError` otherwise."""
+    from clzoo.losses.learnable_temperature import LearnableTemperature
+
+    unknown = sorted(set(learnable) - set(_LEARNABLE_ARGS))
+    if unknown:
+        raise TypeError(f"Unexpected keyword arguments: {unknown}")
+    if not (isinstance(temperature, str) and temperature == "learnable"):
+        if learnable:
+            raise ValueError(f"{sorted(learnable)} apply only to temperature='learnable'. "
+                             f"Received: temperature={temperature!r}")
+        if isinstance(temperature, str):
+            raise ValueError("`temperature` must be a positive, finite number or 'learnable'. "
+                             f"Received: temperature={temperature!r}")
+        return validate_temperature(temperature), None
+    if chunk_size is not None:
+        raise ValueError("temperature='learnable' cannot be combined with `chunk_size`. "
+                         f"Received: chunk_size={chunk_size!r}")
+    return "learnable", LearnableTemperature(**learnable, name="learnable_temperature")

@@ -41,6 +41,11 @@ class ContrastiveModel(keras.Model):
             from a momentum copy of encoder + head (`MomentumEncoder`);
             None enqueues the model's own embeddings (cross-batch memory).
             Needs `queue_size`. Defaults to `None`.
+        learnable_temperature: None or a `clzoo.losses.LearnableTemperature`
+            the model owns (weight trained by `fit`, saved with the model).
+            A loss compiled with `temperature="learnable"` reads this layer;
+            when the model has none, `compile` adopts the loss's own layer
+            (which needs the model not yet built). Defaults to `None`.
 
     Example:
 
@@ -52,7 +57,8 @@ class ContrastiveModel(keras.Model):
     (2, 2, 16)
     """
 
-    def __init__(self, encoder, projection_head, queue_size=None, momentum=None, **kwargs):
+    def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
+                 learnable_temperature=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.projection_head = projection_head
@@ -68,6 +74,8 @@ class ContrastiveModel(keras.Model):
                                             name="memory_queue")
         if self.momentum is not None:
             self.momentum_encoder = MomentumEncoder(self.momentum, name="momentum_encoder")
+        if learnable_temperature is not None:
+            self.learnable_temperature = learnable_temperature
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
@@ -121,6 +129,38 @@ class ContrastiveModel(keras.Model):
         keys = self.momentum_encoder.apply([self.encoder, self.projection_head], folded)
         return ops.reshape(keys, (-1, views, keys.shape[-1]))
 
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`, binding a loss with `temperature="learnable"` to the model's
+        `learnable_temperature` layer (adopting the loss's layer if the model has none), so the
+        temperature is trained by `fit` and saved with the model (CLIP, Radford et al. 2021).
+
+        Raises:
+            ValueError: for a learnable-temperature loss when the model is already built and
+                owns no `learnable_temperature` (Keras adds no weights to a built model).
+        """
+        loss = kwargs.get("loss", args[1] if len(args) > 1 else None)
+        layer = getattr(loss, "temperature_layer", None)
+        if layer is not None:
+            own = getattr(self, "learnable_temperature", None)
+            if own is not None:
+                loss.temperature_layer = own
+            elif self.built:
+                raise ValueError(
+                    "A loss with temperature='learnable' needs the model's learnable_temperature "
+                    "layer, and a built model takes no new weights: compile before building, or "
+                    "pass learnable_temperature=loss.temperature_layer to ContrastiveModel. "
+                    f"Received: a built {type(self).__name__} without learnable_temperature")
+            else:
+                self.learnable_temperature = layer
+        super().compile(*args, **kwargs)
+
+    def compile_from_config(self, config):
+        """Recompile a loaded model (Keras skips this for a custom `compile`; ours only adds the
+        learnable temperature, so the saved compile config applies as it is)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.projection_head.output_dim)
 
@@ -133,6 +173,9 @@ class ContrastiveModel(keras.Model):
             "queue_size": self.queue_size,
             "momentum": self.momentum,
         })
+        layer = getattr(self, "learnable_temperature", None)
+        if layer is not None:
+            config["learnable_temperature"] = keras.saving.serialize_keras_object(layer)
         return config
 
     @classmethod
@@ -141,4 +184,7 @@ class ContrastiveModel(keras.Model):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         config["projection_head"] = keras.saving.deserialize_keras_object(
             config["projection_head"])
+        if config.get("learnable_temperature") is not None:
+            config["learnable_temperature"] = keras.saving.deserialize_keras_object(
+                config["learnable_temperature"])
         return cls(**config)
