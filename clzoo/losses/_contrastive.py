@@ -755,6 +755,8 @@ class ContrastiveLoss(keras.losses.Loss):
 
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
+    # Keyword arguments taken through `**learnable` (recipes check them by name).
+    extra_arguments = ("temperature_init", "min_temperature", "max_temperature")
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         with keras.name_scope(self.name):
