@@ -9,6 +9,7 @@ with query and reference from the same source.
 import numpy as np
 
 from clzoo.eval import _checks
+from clzoo.eval.knn import nearest
 
 
 def _neighbours(x, rows, depth):
@@ -18,10 +19,7 @@ def _neighbours(x, rows, depth):
     """
     sims = x[rows] @ x.T
     sims[np.arange(len(rows)), rows] = -np.inf  # a query never retrieves itself
-    top = np.argpartition(-sims, depth - 1, axis=1)[:, :depth]
-    top_sims = np.take_along_axis(sims, top, axis=1)
-    order = np.lexsort((top, -top_sims), axis=1)
-    return np.take_along_axis(top, order, axis=1)
+    return nearest(sims, depth)[0]
 
 
 def retrieval_metrics(embeddings, labels, ks=(1, 5, 20), block_size=512):
