@@ -29,22 +29,6 @@ def check_output(path):
     return suffix
 
 
-def image_paths(data, split, count):
-    """The image file of each row of `clzoo.data.load_split(data, split)`, or None when unknown.
-
-    Known for a plain image folder (no `@label_set`), listed in the loader's
-    own order; None for `digits`, `tfds:` names, derived label sets, or when
-    the listing no longer matches `count` rows.
-    """
-    from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, parse_data_spec
-
-    source, label_set = parse_data_spec(data)
-    if label_set is not None or source in EMBEDDED or source.startswith("tfds:"):
-        return None
-    files = _list_folder(_folder_root(source.removeprefix("folder:")), split)[0]
-    return [str(f) for f in files] if len(files) == count else None
-
-
 def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch_size=512,
                  verbose=True):
     """Embed the images of each split of `data` with a frozen encoder.
@@ -60,7 +44,8 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
     Returns:
         dict of equal-length columns: `"embeddings"` float32 `(N, D)`, `"labels"`
         int32 `(N,)`, `"split"` str `(N,)`, `"class_names"` (list, by label id),
-        and `"paths"` str `(N,)` when the images are files (`image_paths`).
+        and `"paths"` str `(N,)` when the images are files (`Split.paths`: an
+        image folder without a derived label set).
 
     Raises:
         ValueError: an unknown split name, and as `clzoo.data.load_split`.
@@ -70,19 +55,18 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
 
     if not splits or any(s not in ("train", "test") for s in splits):
         raise ValueError(f"`splits` must name 'train' and/or 'test'. Received: {splits!r}")
-    parts, paths = [], []
+    parts = []
     for name in splits:
         split = load_split(data, name)
         features = embed(encoder, split.images, batch_size=batch_size, size=encoder.input_shape[1],
                          normalize=normalize, verbose=verbose)
         parts.append((name, features, split))
-        paths.append(image_paths(data, name, len(split)))
     table = {"embeddings": np.concatenate([p[1] for p in parts]),
              "labels": np.concatenate([p[2].labels for p in parts]).astype(np.int32),
              "split": np.concatenate([np.full(len(p[2]), p[0]) for p in parts]),
              "class_names": list(parts[0][2].class_names)}
-    if all(p is not None for p in paths):
-        table["paths"] = np.asarray([f for part in paths for f in part])
+    if all(p[2].paths is not None for p in parts):
+        table["paths"] = np.asarray([f for p in parts for f in p[2].paths])
     return table
 
 
