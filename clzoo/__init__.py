@@ -34,7 +34,9 @@ def _run_as_command():
     """True inside the `clzoo` command: the console script, `python -m clzoo` or `-m clzoo.cli`."""
     if os.path.basename(sys.argv[0] if sys.argv else "") in ("clzoo", "clzoo.exe"):
         return True
-    argv = list(getattr(sys, "orig_argv", ()))  # the interpreter's own command line
+    if sys.argv[:1] != ["-m"]:  # `python -m MODULE` sets argv[0] to "-m" while it imports MODULE's packages
+        return False  # (so a script's own `-m clzoo` arguments do not count)
+    argv = list(sys.orig_argv)  # the interpreter's own command line: its first "-m" names MODULE
     return "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (["clzoo"], ["clzoo.cli"])
 
 
