@@ -33,7 +33,9 @@ class EvaluationResult:
         metrics: JSON-ready dict, the content of `metrics.json`: `title`, the
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,
             `classes`, `metrics` (names computed), one entry per metric under
-            its registry name, and `seconds` `{name: wall seconds}`.
+            its registry name, `timings` `{step: wall seconds, ..., "total": sum}`
+            (loading, embedding, each metric, plots; see `evaluate_embeddings`)
+            and `seconds`, the metrics' entries of `timings` (kept for older readers).
         correct: `{classifier: bool (M,)}` per-test-example correctness
             (`knn_k20`, `ncc`, `probe`, `sgd_probe`), for `compare_results`.
         results: `{name: MetricResult}` with each metric's rows and plots.
@@ -238,13 +240,11 @@ def _report_lines(evaluation):
     for result in evaluation.results.values():
         for plot in result.plots:
             lines += [f"![{plot.caption}]({plot.filename})", ""]
-    timings = m.get("timings") or {name: r.seconds for name, r in evaluation.results.items()}
+    timings = m["timings"]
     lines += ["Wall time per step (loading, embedding, each metric, plots):", "",
               "| step | seconds |", "| --- | --- |"]
     lines += [f"| `{name}` | {seconds} |" for name, seconds in timings.items() if name != "total"]
-    if "total" in timings:
-        lines.append(f"| total | {timings['total']} |")
-    return lines + [""]
+    return lines + [f"| total | {timings['total']} |", ""]
 
 
 def draw_plots(evaluation, output_dir):
