@@ -66,16 +66,20 @@ class ContrastiveModel(keras.Model):
         if momentum is not None and self.queue_size is None:
             raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
                              f"Received: momentum={momentum!r}, queue_size=None")
-        self.momentum = None if momentum is None else MomentumEncoder(momentum).momentum
         self.memory_queue = None
         self.momentum_encoder = None
         if self.queue_size is not None:
             self.memory_queue = MemoryQueue(self.queue_size, _output_dim(projection_head),
                                             name="memory_queue")
-        if self.momentum is not None:
-            self.momentum_encoder = MomentumEncoder(self.momentum, name="momentum_encoder")
+        if momentum is not None:
+            self.momentum_encoder = MomentumEncoder(momentum, name="momentum_encoder")
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
+
+    @property
+    def momentum(self):
+        """The key encoder's EMA coefficient (validated by `MomentumEncoder`), or None without one."""
+        return None if self.momentum_encoder is None else self.momentum_encoder.momentum
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
