@@ -47,6 +47,11 @@ class ContrastiveModel(keras.Model):
             when the model has none, `compile` adopts the loss's own layer
             (which needs the model not yet built). Defaults to `None`.
 
+    Raises:
+        ValueError: `queue_size` not None or a positive integer; `momentum`
+            without `queue_size` or outside `[0, 1)`; `queue_size` with a
+            projection head that has no `output_dim`.
+
     Example:
 
     >>> import numpy as np, clzoo
@@ -55,6 +60,12 @@ class ContrastiveModel(keras.Model):
     ...     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=16))
     >>> tuple(model(np.zeros((2, 2, 32, 32, 3), "float32")).shape)
     (2, 2, 16)
+
+    Reference:
+    - [Khosla et al., Supervised Contrastive Learning, 2020, sec. 3.1
+      (encoder + projection network) and 3.2 (multiviewed batch)](https://arxiv.org/abs/2004.11362)
+    - [He et al., Momentum Contrast (MoCo), 2020, sec. 3.2 (queue and
+      momentum key encoder)](https://arxiv.org/abs/1911.05722)
     """
 
     def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
