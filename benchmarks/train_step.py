@@ -54,7 +54,7 @@ def keras_step(arch, batch):
     import tensorflow as tf
 
     from clzoo.train import load_recipe
-    from clzoo.train.builders import build_loss, build_model, build_optimizer, compile_options
+    from clzoo.train.builders import build_loss, build_model, build_optimizer
     from clzoo.train.determinism import seed_everything
 
     recipe = load_recipe(None, [f"model.architecture={arch}", "loss.name=SupConLoss",
@@ -63,7 +63,7 @@ def keras_step(arch, batch):
                                 "training.schedule=constant"])
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     model = build_model(recipe)
-    options = {**compile_options(), **json.loads(os.environ.get("CLZOO_BENCH_COMPILE", "{}"))}
+    options = json.loads(os.environ.get("CLZOO_BENCH_COMPILE", "{}"))  # clzoo train passes none
     model.compile(optimizer=build_optimizer(recipe, 1000), loss=build_loss(recipe), **options)
     rng = np.random.default_rng(0)
     images = rng.random((batch, VIEWS, SIZE, SIZE, 3), dtype=np.float32)

@@ -47,6 +47,11 @@ class ContrastiveModel(keras.Model):
             when the model has none, `compile` adopts the loss's own layer
             (which needs the model not yet built). Defaults to `None`.
 
+    Raises:
+        ValueError: `queue_size` not None or a positive integer; `momentum`
+            without `queue_size` or outside `[0, 1)`; `queue_size` with a
+            projection head that has no `output_dim`.
+
     Example:
 
     >>> import numpy as np, clzoo
@@ -55,6 +60,12 @@ class ContrastiveModel(keras.Model):
     ...     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=16))
     >>> tuple(model(np.zeros((2, 2, 32, 32, 3), "float32")).shape)
     (2, 2, 16)
+
+    Reference:
+    - [Khosla et al., Supervised Contrastive Learning, 2020, sec. 3.1
+      (encoder + projection network) and 3.2 (multiviewed batch)](https://arxiv.org/abs/2004.11362)
+    - [He et al., Momentum Contrast (MoCo), 2020, sec. 3.2 (queue and
+      momentum key encoder)](https://arxiv.org/abs/1911.05722)
     """
 
     def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
@@ -66,16 +77,20 @@ class ContrastiveModel(keras.Model):
         if momentum is not None and self.queue_size is None:
             raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
                              f"Received: momentum={momentum!r}, queue_size=None")
-        self.momentum = None if momentum is None else MomentumEncoder(momentum).momentum
         self.memory_queue = None
         self.momentum_encoder = None
         if self.queue_size is not None:
             self.memory_queue = MemoryQueue(self.queue_size, _output_dim(projection_head),
                                             name="memory_queue")
-        if self.momentum is not None:
-            self.momentum_encoder = MomentumEncoder(self.momentum, name="momentum_encoder")
+        if momentum is not None:
+            self.momentum_encoder = MomentumEncoder(momentum, name="momentum_encoder")
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
+
+    @property
+    def momentum(self):
+        """The key encoder's EMA coefficient (validated by `MomentumEncoder`), or None without one."""
+        return None if self.momentum_encoder is None else self.momentum_encoder.momentum
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""

@@ -89,10 +89,10 @@ class MemoryQueue(keras.layers.Layer):
         if len(labels.shape) != 1:
             raise ValueError(f"`labels` must have shape (n,). Received: labels.shape="
                              f"{tuple(labels.shape)}")
-        static = keys.shape[0]  # known on JAX and torch; may be None inside tf.function
-        n = static if static is not None else ops.cast(ops.shape(keys)[0], "int32")
+        # A Python int where the batch size is static, an int32 scalar inside a tf.function without one.
+        n = ops.shape(keys)[0]
         keys, labels = keys[-self.size:], labels[-self.size:]  # only the last K can survive
-        kept = min(static, self.size) if static is not None else ops.cast(ops.shape(keys)[0], "int32")
+        kept = ops.shape(keys)[0]
         slots = (self.pointer.value + (n - kept) + ops.arange(kept, dtype="int32")) % self.size
         slots = ops.expand_dims(slots, -1)
         self.embeddings.assign(ops.scatter_update(self.embeddings.value, slots, keys))

@@ -6,7 +6,6 @@ from keras import ops
 from clzoo.losses import _contrastive as C
 
 
-@keras.saving.register_keras_serializable(package="clzoo")
 def _copy_of(variable):
     """Initializer giving `variable`'s current value; no host copy, so it also works while `fit`
     builds the model inside a traced step (where `convert_to_numpy` is impossible)."""

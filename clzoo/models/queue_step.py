@@ -54,7 +54,7 @@ def contrast_with_queue(model, x, y, y_pred, compute_loss):
 def _global_keys(keys, y):
     """Keys `(batch, views, dim)` and labels of the global batch, flattened sample-major."""
     views, dim = keys.shape[1], keys.shape[2]
-    batch = keys.shape[0] if keys.shape[0] is not None else ops.shape(keys)[0]
+    batch = ops.shape(keys)[0]  # a Python int, or an int32 scalar when the batch size is not static
     if y is None:
         labels = ops.zeros((batch,), K.index_dtype())
     else:  # 64-bit ids stay 64-bit where the backend has int64 (never truncated to int32)

@@ -77,12 +77,6 @@ def build_optimizer(recipe, steps_per_epoch):
     return OPTIMIZERS.get(spec.optimizer)(schedule, spec)
 
 
-def compile_options():
-    """Keyword arguments of `model.compile` besides optimizer and loss: the fastest measured setting
-    of this backend on CPU (see benchmarks/README.md, "train_step.py")."""
-    return {}
-
-
 def build_model(recipe, views=None, num_classes=None):
     """The recipe's model for its task: encoder + projection head, or encoder + classifier.
 

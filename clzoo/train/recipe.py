@@ -190,15 +190,15 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _queue_needs_embedding_loss(self):
-        if self.model.queue_size is not None:
-            from clzoo.losses._contrastive import ContrastiveLoss
-            from clzoo.train.builders import loss_class
+        if self.model.queue_size is None:
+            return self
+        from clzoo.losses._contrastive import ContrastiveLoss
+        from clzoo.train.builders import loss_class
 
-            if self.task != "contrastive" or not (isinstance(loss_class(self.loss.name), type)
-                                                   and issubclass(loss_class(self.loss.name),
-                                                                  ContrastiveLoss)):
-                raise ValueError("model.queue_size needs task contrastive and an embedding loss "
-                                 f"(not {self.loss.name} / task {self.task})")
+        cls = loss_class(self.loss.name)  # a function for SoftTargetCrossEntropy
+        if self.task != "contrastive" or not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
+            raise ValueError("model.queue_size needs task contrastive and an embedding loss "
+                             f"(not {self.loss.name} / task {self.task})")
         return self
 
     def to_dict(self):

@@ -10,7 +10,7 @@ import numpy as np
 from clzoo.data import load_split
 from clzoo.data.checks import check_data
 from clzoo.files import atomic_write
-from clzoo.train.builders import build_loss, build_optimizer, compile_options, views_from_config
+from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.compat import prebuild_for_multi_worker
 from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import placement, portable_batch_norm, synchronize_batch_norm
@@ -126,8 +126,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
             model = keras.saving.load_model(resume_from.checkpoint)
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
-            model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe),
-                          **compile_options())
+            model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe))
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":

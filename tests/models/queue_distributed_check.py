@@ -1,6 +1,7 @@
 """Run 3 fit steps of a queue model on 2 devices (`mirrored` on TF, `data_parallel` on JAX) and on
 one device; print a JSON line with both queues and losses. Used by tests/models/test_memory_queue.py."""
 
+import contextlib
 import json
 import os
 import sys
@@ -17,7 +18,7 @@ from tests.models.queue_model import batches, queue_state, tiny_model  # noqa: E
 
 
 def run(scope=None):
-    with scope or _null():
+    with scope or contextlib.nullcontext():
         model = tiny_model(queue_size=10, momentum=0.9)
     x, y = batches(12)
     history = model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
@@ -25,14 +26,6 @@ def run(scope=None):
     shadows = [keras.ops.convert_to_numpy(v.value) for v in model.momentum_encoder.weights]
     return model, {"loss": history.history["loss"], "queue": {k: v.tolist() for k, v in state.items()},
                    "shadow": [s.tolist() for s in shadows]}
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *args):
-        return False
 
 
 if MODE == "mirrored":

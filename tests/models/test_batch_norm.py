@@ -52,6 +52,9 @@ def test_gradients_match_keras_on_tensorflow():
         grads.append(tape.gradient(loss, [x, layer.gamma, layer.beta]))
     for got, want in zip(*grads):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    # The fused kernel is what ran (a fallback to Keras' ops would pass the comparisons above too).
+    graph = tf.function(lambda t: ours(t, training=True)).get_concrete_function(x).graph
+    assert any(op.type.startswith("FusedBatchNorm") for op in graph.get_operations())
 
 
 def test_config_round_trip():

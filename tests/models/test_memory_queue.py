@@ -43,6 +43,24 @@ def test_queue_fills_in_order_then_wraps_around():
     assert int(_np(queue.pointer.value)) == (12 + 12) % 5
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.function with an unknown batch")
+def test_enqueue_with_an_unknown_batch_size_wraps_the_same_way():
+    import tensorflow as tf
+
+    queue = clzoo.models.MemoryQueue(size=5, dim=2)
+    enqueue = tf.function(queue.enqueue, input_signature=[tf.TensorSpec((None, 2)),
+                                                          tf.TensorSpec((None,), tf.int64)])
+    keys = np.arange(24, dtype="float32").reshape(12, 2)
+    labels = 100 + np.arange(12)
+    for part in (slice(0, 3), slice(3, 7), slice(7, 12)):
+        enqueue(keys[part], labels[part])
+    assert _np(queue.labels.value).tolist() == [110, 111, 107, 108, 109]
+    enqueue(keys, labels)  # more than K at once
+    assert _np(queue.labels.value).tolist() == [108, 109, 110, 111, 107]
+    np.testing.assert_array_equal(_np(queue.embeddings.value)[3], keys[11])  # label 111
+    assert (int(_np(queue.pointer.value)), int(_np(queue.count.value))) == (4, 5)
+
+
 def _run_steps(model, x, y, batch=4):
     losses = [float(model.train_on_batch(x[i:i + batch], y[i:i + batch]))
               for i in range(0, len(x), batch)]
