@@ -694,6 +694,10 @@ def check_finite_embeddings(y_pred):
     return finite
 
 
+# The `LearnableTemperature` arguments a loss takes with temperature="learnable".
+_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
+
+
 class ContrastiveLoss(keras.losses.Loss):
     """Base class of the embedding losses: validation, config and reduction.
 
@@ -756,7 +760,7 @@ class ContrastiveLoss(keras.losses.Loss):
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
     # Keyword arguments taken through `**learnable` (recipes check them by name).
-    extra_arguments = ("temperature_init", "min_temperature", "max_temperature")
+    extra_arguments = _LEARNABLE_ARGS
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         with keras.name_scope(self.name):
@@ -778,9 +782,6 @@ class ContrastiveLoss(keras.losses.Loss):
         if self.temperature_layer is not None:
             config.update({key: getattr(self.temperature_layer, key) for key in _LEARNABLE_ARGS})
         return config
-
-
-_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
 
 
 def _temperature(temperature, chunk_size, learnable):
