@@ -154,8 +154,7 @@ def _host_ids(y_true):
         ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**bits)
         K.require(ok, _float_ids_help(K.dtype_of(y_true), bits), (ok, y_true), _first_bad_id)
         y_true = y_true.astype(np.int64)
-    if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
-            and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
+    if K.id_outside_int32(y_true) is not None:
         return np.unique(y_true, return_inverse=True)[1].reshape(y_true.shape).astype("int32")
     return y_true
 
