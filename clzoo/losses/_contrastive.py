@@ -124,10 +124,13 @@ def standardize_embeddings(y_pred, normalize=True):
     # Logits and log-sum-exp in float32 even under mixed precision.
     z = ops.cast(ops.reshape(y_pred, (-1, dim)), "float32")
     if normalize:
-        z = z / ops.sqrt(
-            ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24)
-        )
+        z = l2_normalize(z)
     return z, batch, views
+
+
+def l2_normalize(z):
+    """Unit rows of float `(n, dim)` `z` (an all-zero row stays zero, no NaN)."""
+    return z / ops.sqrt(ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24))
 
 
 _LABELS_HELP = (
@@ -409,7 +412,7 @@ def _memory_columns(z_all, cols, supervised, normalize, dim):
         raise ValueError("A memory queue holds class ids, not label rows: `label_similarity` with "
                          "multi-hot / soft `y_true` cannot be combined with a queue. Received: "
                          "label rows while `with_memory` is active")
-    z_all, cols = extend_columns(z_all, cols, supervised, normalize,
+    z_all, cols = extend_columns(z_all, cols, supervised, l2_normalize if normalize else None,
                                  keras.backend.standardize_dtype(cols[0].dtype), dim)
     return z_all, cols[:3], cols[3]
 
