@@ -145,6 +145,10 @@ def _not_our_check(record):
     return not (record.exc_info and isinstance(record.exc_info[1], InputCheckError))
 
 
+# Installed once; creating the logger does not import JAX.
+logging.getLogger("jax._src.debugging").addFilter(_not_our_check)
+
+
 def _raise_unless(ok, *values, message, detail):
     if not bool(np.all(np.asarray(ok))):
         extra = detail(*[np.asarray(v) for v in values]) if detail else ""
@@ -181,7 +185,6 @@ def require(ok, message, values=(), detail=None, gate=None):
     elif backend == "jax":
         import jax
 
-        logging.getLogger("jax._src.debugging").addFilter(_not_our_check)  # a set: added once
         jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
                            ok, *values)
     return gate
