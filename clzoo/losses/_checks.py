@@ -145,6 +145,10 @@ def _not_our_check(record):
     return not (record.exc_info and isinstance(record.exc_info[1], InputCheckError))
 
 
+# Installed once; creating the logger does not import JAX.
+logging.getLogger("jax._src.debugging").addFilter(_not_our_check)
+
+
 def _raise_unless(ok, *values, message, detail):
     if not bool(np.all(np.asarray(ok))):
         extra = detail(*[np.asarray(v) for v in values]) if detail else ""
@@ -181,7 +185,6 @@ def require(ok, message, values=(), detail=None, gate=None):
     elif backend == "jax":
         import jax
 
-        logging.getLogger("jax._src.debugging").addFilter(_not_our_check)  # a set: added once
         jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
                            ok, *values)
     return gate
@@ -216,6 +219,19 @@ def poison_unless_all(values, oks):
     return poison(values, ok)
 
 
+def id_outside_int32(labels):
+    """An id of the NumPy integer array `labels` outside int32 on a backend without int64 (JAX
+    without `jax_enable_x64`), as an int; None when there is none or `labels` is anything else."""
+    if not (isinstance(labels, np.ndarray) and labels.dtype.kind in "iu" and labels.size):
+        return None
+    if index_dtype() == "int64":
+        return None
+    low, high = labels.min(), labels.max()
+    if high > INT32_MAX:
+        return int(high)
+    return int(low) if low < -INT32_MAX - 1 else None
+
+
 def check_int32_ids(labels, name="y_true"):
     """Refuse a NumPy integer array holding ids outside int32 on JAX without `jax_enable_x64`.
 
@@ -225,14 +241,9 @@ def check_int32_ids(labels, name="y_true"):
     Raises:
         ValueError: naming `name`, the id found and the two ways out.
     """
-    if not (isinstance(labels, np.ndarray) and labels.dtype.kind in "iu" and labels.size):
-        return labels
-    if index_dtype() == "int64":
-        return labels
-    low, high = labels.min(), labels.max()
-    if low < -INT32_MAX - 1 or high > INT32_MAX:
-        bad = high if high > INT32_MAX else low
-        raise ValueError(f"`{name}` holds class id {int(bad)}, outside int32, and JAX without "
+    bad = id_outside_int32(labels)
+    if bad is not None:
+        raise ValueError(f"`{name}` holds class id {bad}, outside int32, and JAX without "
                          "`jax_enable_x64` would wrap it modulo 2^32, merging classes. Map the ids to "
                          "0..num_classes-1 first (`np.unique(y, return_inverse=True)[1]`) or set "
                          "`jax.config.update('jax_enable_x64', True)` before building the model")

@@ -124,10 +124,13 @@ def standardize_embeddings(y_pred, normalize=True):
     # Logits and log-sum-exp in float32 even under mixed precision.
     z = ops.cast(ops.reshape(y_pred, (-1, dim)), "float32")
     if normalize:
-        z = z / ops.sqrt(
-            ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24)
-        )
+        z = l2_normalize(z)
     return z, batch, views
+
+
+def l2_normalize(z):
+    """Unit rows of float `(n, dim)` `z` (an all-zero row stays zero, no NaN)."""
+    return z / ops.sqrt(ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24))
 
 
 _LABELS_HELP = (
@@ -154,8 +157,7 @@ def _host_ids(y_true):
         ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**bits)
         K.require(ok, _float_ids_help(K.dtype_of(y_true), bits), (ok, y_true), _first_bad_id)
         y_true = y_true.astype(np.int64)
-    if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
-            and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
+    if K.id_outside_int32(y_true) is not None:
         return np.unique(y_true, return_inverse=True)[1].reshape(y_true.shape).astype("int32")
     return y_true
 
@@ -410,7 +412,7 @@ def _memory_columns(z_all, cols, supervised, normalize, dim):
         raise ValueError("A memory queue holds class ids, not label rows: `label_similarity` with "
                          "multi-hot / soft `y_true` cannot be combined with a queue. Received: "
                          "label rows while `with_memory` is active")
-    z_all, cols = extend_columns(z_all, cols, supervised, normalize,
+    z_all, cols = extend_columns(z_all, cols, supervised, l2_normalize if normalize else None,
                                  keras.backend.standardize_dtype(cols[0].dtype), dim)
     return z_all, cols[:3], cols[3]
 
@@ -694,6 +696,10 @@ def check_finite_embeddings(y_pred):
     return finite
 
 
+# The `LearnableTemperature` arguments a loss takes with temperature="learnable".
+_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
+
+
 class ContrastiveLoss(keras.losses.Loss):
     """Base class of the embedding losses: validation, config and reduction.
 
@@ -756,7 +762,7 @@ class ContrastiveLoss(keras.losses.Loss):
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
     # Keyword arguments taken through `**learnable` (recipes check them by name).
-    extra_arguments = ("temperature_init", "min_temperature", "max_temperature")
+    extra_arguments = _LEARNABLE_ARGS
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         with keras.name_scope(self.name):
@@ -778,9 +784,6 @@ class ContrastiveLoss(keras.losses.Loss):
         if self.temperature_layer is not None:
             config.update({key: getattr(self.temperature_layer, key) for key in _LEARNABLE_ARGS})
         return config
-
-
-_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
 
 
 def _temperature(temperature, chunk_size, learnable):

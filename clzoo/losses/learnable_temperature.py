@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from clzoo.losses import _contrastive as C
+
 # CLIP (Radford et al. 2021, sec. 2.5): "The learnable temperature parameter tau was initialized to the
 # equivalent of 0.07 ... and clipped to prevent scaling the logits by more than 100".
 CLIP_TEMPERATURE_INIT = 0.07
@@ -26,10 +28,7 @@ class ClipValue(keras.constraints.Constraint):
 
 
 def _check(value, name, low=0.0):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value <= low:
-        raise ValueError(f"`{name}` must be a finite number > {low}. Received: {name}={value!r}")
-    return float(value)
+    return C.validate_number(value, name, low=low, low_open=True, what=f"a finite number > {low}")
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

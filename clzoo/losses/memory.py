@@ -110,7 +110,8 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
         z_all: float32 `(N, dim)` column embeddings of the batch.
         cols: `(label, sample id, position)` int arrays `(N,)` of the columns.
         supervised: whether the loss reads labels.
-        normalize: L2-normalize the memory like the batch.
+        normalize: the batch's normalization (`_contrastive.l2_normalize`),
+            applied to the memory entries too, or None.
         labels_dtype: dtype of the batch labels.
         dim: the static embedding size of `y_pred` (an all-gathered `z_all`
             may have lost it).
@@ -132,8 +133,8 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
         z_all = ops.reshape(z_all, (-1, dim))
     size = embeddings.shape[0]
     m = ops.stop_gradient(ops.cast(embeddings, "float32"))
-    if normalize:
-        m = m / ops.sqrt(ops.maximum(ops.sum(ops.square(m), axis=-1, keepdims=True), 1e-24))
+    if normalize is not None:
+        m = normalize(m)
     own = -1 - ops.arange(size, dtype="int32")
     memory_labels = own if (labels is None or not supervised) else labels
     valid = ops.ones((size,), "bool") if valid is None else ops.cast(valid, "bool")

@@ -19,7 +19,6 @@ def flat_batch(y_pred, sample_weight=None):
     Raises:
         ValueError: as the losses, naming `y_pred` or `sample_weight`.
     """
-    y_pred = C.embedding_tensor(y_pred)
     z, batch, views = C.standardize_embeddings(y_pred, normalize=True)
     n = ops.shape(z)[0]
     sample_ids = ops.repeat(ops.arange(batch, dtype="int32"), views, axis=0)
@@ -36,5 +35,5 @@ def flat_batch(y_pred, sample_weight=None):
 
 
 def squared_distances(z):
-    """`(N, N)` squared Euclidean distances of unit vectors, `2 - 2 cos`, clipped at 0."""
-    return ops.maximum(2.0 - 2.0 * ops.matmul(z, ops.transpose(z)), 0.0)
+    """`(..., N, N)` squared distances of unit vectors `(..., N, dim)`: `2 - 2 cos`, clipped at 0."""
+    return ops.maximum(2.0 - 2.0 * ops.matmul(z, ops.swapaxes(z, -1, -2)), 0.0)

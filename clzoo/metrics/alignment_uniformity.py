@@ -53,7 +53,7 @@ class Alignment(RatioMetric):
         z, _, weights, batch, views = E.flat_batch(y_pred, sample_weight)
         need_views(views, "Alignment")
         z = ops.reshape(z, (-1, views, z.shape[-1]))
-        distances = ops.maximum(2.0 - 2.0 * ops.matmul(z, ops.transpose(z, (0, 2, 1))), 0.0)
+        distances = E.squared_distances(z)  # (batch, views, views)
         upper = ops.triu(ops.ones((views, views), "float32"), k=1)
         per_sample = ops.sum(distances * upper, axis=(1, 2))
         weight = ops.reshape(weights, (-1, views))[:, 0]

@@ -111,6 +111,14 @@ def test_bad_arguments(kwargs, match):
         L.SINCERELoss(**kwargs)
 
 
+def test_numpy_scalars_are_accepted_like_the_other_loss_arguments():
+    loss = L.SupConLoss(temperature="learnable", temperature_init=np.float32(0.25),
+                        max_temperature=np.int64(1))
+    assert float(_np(loss.temperature_layer.temperature())) == pytest.approx(0.25, rel=1e-6)
+    with pytest.raises(ValueError, match="min_temperature=True"):
+        L.LearnableTemperature(min_temperature=True)
+
+
 def test_built_model_needs_its_own_layer():
     model = _model()
     model(np.zeros((1, 2, 4, 4, 1), "float32"))  # built
