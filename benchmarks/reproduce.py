@@ -17,11 +17,15 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reproduce_report  # noqa: E402  (benchmarks/reproduce_report.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -117,6 +121,10 @@ def make_subset(source, dest, train_per_class, test_per_class):
     return dest
 
 
+def _subset_name(scale):
+    return f"cifar10_{scale.train_per_class}x{scale.test_per_class}"
+
+
 def _data_spec(subset, kind):
     return f"{subset}@cifar10_coarse" if kind == "coarse" else str(subset)
 
@@ -134,10 +142,12 @@ def _clzoo(args, log):
 
 def train_command(config, seed, scale, subset, run):
     """The `clzoo train` arguments of one cell (also printed in RESULTS.md)."""
-    sets = (f"seed={seed}", *scale.overrides(), *config.overrides)
+    sets = {}  # one --set per key; the configuration's value wins over the scale's
+    for item in (f"seed={seed}", *scale.overrides(), *config.overrides):
+        sets[item.split("=", 1)[0]] = item
     args = ["train", config.recipe, "--data", _data_spec(subset, config.data), "--output", str(run),
             "--quiet"]
-    for item in sets:
+    for item in sets.values():
         args += ["--set", item]
     return args
 
@@ -235,9 +245,22 @@ def cells(args, scale):
     return [(CONFIGS[k], s, Path(args.runs) / tag / f"{k}_seed{s}") for s in args.seeds for k in keys]
 
 
-def main(argv=None):
-    import reproduce_report  # noqa: PLC0415 (a sibling script, importable once main runs)
+def results_text(cells, scale):
+    """RESULTS.md for `cells` (the numbers of finished cells) at `scale`."""
+    subset = Path("runs/reproduce/data") / _subset_name(scale)
+    commands = {k: shlex.join(train_command(c, "S", scale, subset, f"runs/{k}_seedS"))
+                for k, c in CONFIGS.items()}
+    return reproduce_report.render(cells, scale, {k: c.label for k, c in CONFIGS.items()}, commands)
 
+
+def check():
+    """Problems that make RESULTS.md differ from reproduce_cells.json (empty when current)."""
+    saved = json.loads(CELLS_JSON.read_text())
+    text = results_text(saved["cells"], Scale(**saved["scale"]))
+    return [] if RESULTS.read_text() == text else ["RESULTS.md differs from reproduce_cells.json"]
+
+
+def main(argv=None):
     args, scale = _parse(argv)
     grid = cells(args, scale)
     if args.list:
@@ -248,23 +271,18 @@ def main(argv=None):
     if not args.report_only:
         if shutil.which("clzoo") is None:
             sys.exit("error: the clzoo command is not installed (pip install .)")
-        subset = make_subset(args.data, Path(args.runs) / "data" / (
-            f"cifar10_{scale.train_per_class}x{scale.test_per_class}"),
-            scale.train_per_class, scale.test_per_class)
+        subset = make_subset(args.data, Path(args.runs) / "data" / _subset_name(scale),
+                             scale.train_per_class, scale.test_per_class)
         for i, (config, seed, folder) in enumerate(grid, 1):
             print(f"[{i}/{len(grid)}] {config.key} seed {seed} ...", flush=True)
             numbers = run_cell(config, seed, scale, subset, folder)
             print(f"    {json.dumps(numbers)}", flush=True)
     finished = [json.loads((f / "cell.json").read_text()) for _, _, f in grid
                 if (f / "cell.json").exists()]
-    commands = {k: train_command(c, "S", scale, "<subset>", f"runs/{k}_seed<S>")
-                for k, c in CONFIGS.items()}
-    reproduce_report.write(finished, scale, CELLS_JSON, RESULTS, commands,
-                           {k: c.label for k, c in CONFIGS.items()})
+    reproduce_report.write(finished, scale, CELLS_JSON, RESULTS, results_text)
     print(f"wrote {RESULTS.relative_to(ROOT)} from {len(finished)} finished cells")
     return 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     sys.exit(main())

@@ -6,6 +6,7 @@ A > B, and a verdict computed from the interval and the paper's direction.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -41,8 +42,84 @@ class Claim:
     why: str = ""
 
 
-CLAIMS = ()  # filled below, kept apart from the machinery
-HEADER = "# Results\n\nScale: {train_per_class} train / {test_per_class} test images per class, {epochs} epochs, batch {batch_size}."
+HEADER = """# Reproducing the papers' claims at CPU scale
+
+Written by `python benchmarks/reproduce.py` (from the cells' numbers in
+`benchmarks/reproduce_cells.json`; do not edit by hand). Every cell is one `clzoo train` of the
+named `recipes/*_small.yaml` recipe on a fixed subset of the CIFAR-10 image folder
+(`../shared/data/cifar10`): the first {train_per_class} training and {test_per_class} test
+images of every class (sorted file names), {epochs} epochs of batch {batch_size}, a CIFAR
+ResNet-20, on 2 CPU cores, followed by the `clzoo eval` metrics. The papers train ResNet-50s (or ViTs) for 100-800 epochs at batch
+512-1024 on the full datasets, so the comparisons below test the *direction* of each claim at a
+budget of minutes, not its size.
+
+Statistics: A and B are means over seeds; A - B is the mean paired difference (same seed: same
+data order, views and initialization) with a 95% percentile bootstrap interval over seeds
+(`clzoo.eval.bootstrap`, 2,000 resamples). With 3 seeds that interval can be no wider than the
+spread of the per-seed differences, so read it together with the column "seeds A > B".
+Verdict: *agrees* when the interval excludes 0 on the paper's side, *disagrees* when it excludes 0
+on the other side, *not resolved* when it spans 0; for a paper tie (=), *agrees* when it spans 0."""
+
+
+def _claims():
+    sincere = Claim(
+        "SINCERE vs SupCon: target-noise separation, final loss, accuracy", "sincere", "supcon",
+        "SINCERE (Feeney & Hughes) Tables 1, 4, 5 and 6; CIFAR-10, ResNet-50, batch 512, 800 epochs",
+        (Row("margin_projection", "target-noise margin, projection space", ">",
+             "0.854 vs 0.270 (Table 1; the paper's code measures the projection output)"),
+         Row("margin_encoder", "target-noise margin, encoder space", ">", "not reported"),
+         Row("final_loss", "final training loss", "<", "0.29 vs 4.69 (Table 4)"),
+         Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie: not significant (Table 6)", True),
+         Row("probe", "linear probe top-1 (L-BFGS)", "=", "95.93% vs 95.78% (Table 5), tie", True)),
+        WHY.get("sincere", ""))
+    supinfonce = Claim(
+        "eps-SupInfoNCE vs SINCERE", "supinfonce", "sincere",
+        "SINCERE paper eq. 15 and Table 6 (eps 0.25); Barbano et al. is not in ../shared/papers",
+        (Row("knn_k20", "weighted kNN top-1, k=20", "=",
+             "\"indistinguishable\" on CIFAR-10 (SINCERE Table 6 text)", True),
+         Row("probe", "linear probe top-1 (L-BFGS)", "=", "not reported for CIFAR-10", True),
+         Row("margin_projection", "target-noise margin, projection space", "",
+             "not reported (not softmax-comparable, SINCERE sec. 4.1)"),
+         Row("margin_encoder", "target-noise margin, encoder space", "", "not reported")),
+        WHY.get("supinfonce", ""))
+    spread = Claim(
+        "L_spread vs SupCon: trained on CIFAR10-Coarse, probed on the 10 fine labels",
+        "spread_coarse", "supcon_coarse",
+        "Perfectly Balanced (Chen et al. 2022) Tables 2 and 4; ViT, temperature 0.5 for both "
+        "losses, alpha 0.25",
+        (Row("fine_probe", "fine-label linear probe top-1", ">", "76.1% vs 52.5% (Table 2)", True),
+         Row("within_coarse", "fine top-1 within the true coarse class", "", "not reported", True),
+         Row("fine_knn_k20", "fine-label kNN top-1, k=20", "", "not reported", True),
+         Row("knn_k20", "coarse-label kNN top-1, k=20", ">",
+             "98.1% vs 96.5% (Table 4, coarse task)", True)),
+        WHY.get("spread", ""))
+    nscl = Claim(
+        "NSCL vs DCL: few-shot error and the DCL - NSCL loss gap", "nscl", "dcl",
+        "Luthra, Yang & Galanti, Table 1 (100-shot, CIFAR-10) and Theorem 1",
+        (Row("few_shot_100_ncc", "100-shot nearest-class-center error", "<",
+             "4.3% vs 14.7% (Table 1: 95.7 vs 85.3 accuracy)", True),
+         Row("few_shot_100_linear", "100-shot linear-probe error", "<",
+             "4.4% vs 13.7% (Table 1: 95.6 vs 86.3)", True),
+         Row("few_shot_10_ncc", "10-shot nearest-class-center error", "<", "figures only", True),
+         Row("loss_gap", "DCL - NSCL on the test features (t = 1)", "bound",
+             "0 <= gap <= log(1 + e^2 / 9) = 0.599 (Thm. 1, C = 10)")),
+        WHY.get("nscl", ""))
+    soft = Claim(
+        "Soft-target InfoNCE vs soft-target cross-entropy with MixUp / CutMix", "soft_infonce",
+        "soft_ce", "Hugger & Uhlmann sec. 4.2 and Table 1 (ViT-B/16, MixUp 0.8, CutMix 1.0, "
+        "label smoothing 0.1)",
+        (Row("classifier_ece", "classifier ECE (15 bins)", "<",
+             "2.9% vs 15.8% (CIFAR-100); 7.7% vs 6.3% (Tiny ImageNet)", True),
+         Row("classifier_top1", "classifier top-1", "=", "90.80% vs 90.74% (CIFAR-100)", True),
+         Row("probe", "linear probe on the encoder", "", "not reported", True)),
+        WHY.get("soft", ""))
+    return (sincere, supinfonce, spread, nscl, soft)
+
+
+WHY = {}  # per-claim discussion, set below once the numbers are in
+
+
+MIN_SEEDS = 3  # no verdict on fewer paired seeds
 
 
 def _interval(values):
@@ -63,6 +140,8 @@ def _fmt(value, percent):
 
 def verdict(direction, low, high):
     """'agrees' / 'disagrees' / 'not resolved' from the paper's direction and our interval of A - B."""
+    if not direction:
+        return "no paper figure"
     spans_zero = low <= 0.0 <= high
     if direction == "=":
         return "agrees (no difference)" if spans_zero else "disagrees (a difference)"
@@ -83,11 +162,27 @@ def claim_rows(claim, by_config):
             continue
         va = np.array([a[s][row.key] for s in paired])
         vb = np.array([b[s][row.key] for s in paired])
+        if row.direction == "bound":
+            lines.append(_bound_row(row, va, vb, [a[s] for s in paired] + [b[s] for s in paired]))
+            continue
         ma, mb, (md, lo, hi) = va.mean(), vb.mean(), _interval(va - vb)
-        f = lambda v: _fmt(v, row.percent)  # noqa: E731
+        f = functools.partial(_fmt, percent=row.percent)
+        state = (verdict(row.direction, lo, hi) if len(paired) >= MIN_SEEDS
+                 else f"pending: {len(paired)} of {MIN_SEEDS} seeds")
         lines.append(f"| {row.label} | {row.paper} | {f(ma)} | {f(mb)} | {f(md)} [{f(lo)}, {f(hi)}] "
-                     f"| {int(np.sum(va > vb))}/{len(paired)} | {verdict(row.direction, lo, hi)} |")
+                     f"| {int(np.sum(va > vb))}/{len(paired)} | {state} |")
     return lines
+
+
+def _bound_row(row, va, vb, cells):
+    """A row whose claim is a bound on each loss's own value, not a difference between them."""
+    inside = sum(0.0 <= c[row.key] <= c[row.key + "_bound"] for c in cells)
+    bound = max(c[row.key + "_bound"] for c in cells)
+    state = "agrees" if inside == len(cells) else "disagrees"
+    if len(va) < MIN_SEEDS:
+        state = f"pending: {len(va)} of {MIN_SEEDS} seeds"
+    return (f"| {row.label} | {row.paper} | {va.mean():.4f} | {vb.mean():.4f} | "
+            f"(bound {bound:.3f}) | - | {state}: {inside}/{len(cells)} runs within [0, bound] |")
 
 
 def _claim_section(claim, by_config, labels, commands):
@@ -96,21 +191,44 @@ def _claim_section(claim, by_config, labels, commands):
              "| measurement | paper | A (mean) | B (mean) | A - B [95% interval] | seeds A > B | "
              "verdict |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += claim_rows(claim, by_config)
-    lines += ["", "Commands (S = seed 0, 1, 2):", "", "```bash"]
-    lines += [f"clzoo {' '.join(commands[k])}" for k in (claim.a, claim.b)]
+    lines += ["", "Commands (S = seed 0, 1, 2; the subset is made by "
+              "`python benchmarks/reproduce.py`):", "", "```bash"]
+    lines += [f"clzoo {commands[k]}" for k in (claim.a, claim.b)]
     lines += ["```", ""]
     if claim.why:
         lines += [claim.why, ""]
     return lines
 
 
-def render(cells, scale, labels, commands, header):
+def _overview(by_config, labels):
+    """Every configuration's accuracy beside the baselines (raw pixels, untrained encoder)."""
+    lines = ["## Every encoder beside its baselines", "",
+             "Weighted kNN (k=20) and linear-probe top-1 on the labels each was trained on "
+             "(CIFAR10-Coarse for the two coarse runs), mean over seeds [lowest, highest]. The "
+             "baselines are measured in the SINCERE cells (same data; the untrained encoder is "
+             "that seed's initialization).", "",
+             "| features | seeds | kNN top-1 | linear probe top-1 |", "| --- | --- | --- | --- |"]
+    rows = [(labels[k], k, "") for k in labels if k in by_config]
+    rows += [("raw pixels", "sincere", "raw_pixels_"), ("ResNet-20, untrained", "sincere",
+                                                        "random_init_")]
+    for name, key, prefix in rows:
+        cells = list(by_config.get(key, {}).values())
+        stats = [[c[f"{prefix}{m}"] for c in cells if c.get(f"{prefix}{m}") is not None]
+                 for m in ("knn_k20", "probe")]
+        if not stats[0]:
+            continue
+        text = [f"{np.mean(v):.2%} [{min(v):.2%}, {max(v):.2%}]" if v else "-" for v in stats]
+        lines.append(f"| {name} | {len(cells)} | {text[0]} | {text[1]} |")
+    return lines + [""]
+
+
+def render(cells, scale, labels, commands, header=None):
     """The whole RESULTS.md text."""
     by_config = {}
     for cell in cells:
         by_config.setdefault(cell["config"], {})[cell["seed"]] = cell
-    lines = [header.format(**dataclasses.asdict(scale)), ""]
-    for claim in CLAIMS:
+    lines = [(header or HEADER).format(**dataclasses.asdict(scale)), ""] + _overview(by_config, labels)
+    for claim in _claims():
         lines += _claim_section(claim, by_config, labels, commands)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -121,10 +239,10 @@ def _atomic_write(path, text):
     os.replace(tmp, path)
 
 
-def write(cells, scale, cells_json, results_md, commands, labels, header=None):
-    """Write the cells' numbers (JSON) and RESULTS.md, both atomically."""
+def write(cells, scale, cells_json, results_md, text_of):
+    """Write the cells' numbers (JSON) and `text_of(cells, scale)` as RESULTS.md, both atomically."""
     cells = sorted(cells, key=lambda c: (c["config"], c["seed"]))
     _atomic_write(cells_json, json.dumps({"date": time.strftime("%Y-%m-%d"),
                                           "scale": dataclasses.asdict(scale), "cells": cells},
                                          indent=1) + "\n")
-    _atomic_write(results_md, render(cells, scale, labels, commands, header or HEADER))
+    _atomic_write(results_md, text_of(cells, scale))

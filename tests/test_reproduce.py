@@ -1,0 +1,116 @@
+"""benchmarks/reproduce.py: the subset, resumable cells, verdicts and RESULTS.md rendered from the cells."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import reproduce  # noqa: E402  (benchmarks/reproduce.py)
+import reproduce_report  # noqa: E402
+
+
+def _folder(root, per_class):
+    for split, n in per_class.items():
+        for cls in ("cat", "dog"):
+            (root / split / cls).mkdir(parents=True)
+            for i in range(n):
+                (root / split / cls / f"{i:04d}.jpg").write_bytes(b"x" * (i + 1))
+    (root / "train" / ".ipynb_checkpoints").mkdir()
+
+
+def test_subset_takes_the_first_files_of_every_class_and_is_idempotent(tmp_path):
+    _folder(tmp_path / "src", {"train": 5, "test": 4})
+    (tmp_path / "src" / "train" / "cat" / ".hidden.jpg").write_bytes(b"h")
+    dest = reproduce.make_subset(tmp_path / "src", tmp_path / "sub", 3, 2)
+    assert sorted(p.name for p in (dest / "train" / "cat").iterdir()) == ["0000.jpg", "0001.jpg",
+                                                                          "0002.jpg"]
+    assert sorted(p.name for p in (dest / "train").iterdir()) == ["cat", "dog"]
+    assert len(list((dest / "test" / "dog").iterdir())) == 2
+    stamp = (dest / "train" / "cat" / "0000.jpg").stat().st_mtime_ns
+    reproduce.make_subset(tmp_path / "src", tmp_path / "sub", 3, 2)  # finished: not copied again
+    assert (dest / "train" / "cat" / "0000.jpg").stat().st_mtime_ns == stamp
+    reproduce.make_subset(tmp_path / "src", tmp_path / "sub", 2, 2)  # other size: redone
+    assert len(list((dest / "train" / "cat").iterdir())) == 2
+
+
+def test_subset_refuses_a_folder_without_splits_or_images(tmp_path):
+    _folder(tmp_path / "src", {"train": 2})
+    with pytest.raises(SystemExit, match="no test/ folder"):
+        reproduce.make_subset(tmp_path / "src", tmp_path / "sub", 1, 1)
+    _folder(tmp_path / "src2", {"train": 2, "test": 1})
+    with pytest.raises(SystemExit, match="fewer than the 2 asked for"):
+        reproduce.make_subset(tmp_path / "src2", tmp_path / "sub", 2, 2)
+
+
+def _fake_clzoo(calls):
+    def run(args, log):
+        calls.append(args)
+        if args[0] == "train":
+            run_dir = Path(args[args.index("--output") + 1] if "--output" in args else args[2])
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "eval").mkdir(exist_ok=True)
+            (run_dir / "history.jsonl").write_text('{"loss": 3.0}\n{"loss": 2.5}\n')
+            (run_dir / "metrics.json").write_text("{}")
+            (run_dir / "eval" / "metrics.json").write_text(json.dumps(
+                {"knn": {"k20": 0.5}, "probe": {"accuracy": 0.6},
+                 "separation": {"margin": 0.01}}))
+        else:
+            out = Path(args[args.index("--output") + 1])
+            out.mkdir(parents=True)
+            (out / "metrics.json").write_text(json.dumps({"separation": {"margin": 0.02},
+                                                          "knn": {"k20": 0.4}}))
+    return run
+
+
+def test_cells_are_trained_once_resumed_when_cut_short_and_skipped_when_done(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls))
+    config, scale = reproduce.CONFIGS["sincere"], reproduce.Scale()
+    numbers = reproduce.run_cell(config, 0, scale, tmp_path / "data", tmp_path / "cell")
+    assert [c[0] for c in calls] == ["train", "eval"]
+    assert "seed=0" in calls[0] and "training.epochs=8" in calls[0]
+    assert numbers["final_loss"] == 2.5 and numbers["margin_projection"] == 0.02
+    assert numbers["knn_k20"] == 0.5 and numbers["probe"] == 0.6
+    reproduce.run_cell(config, 0, scale, tmp_path / "data", tmp_path / "cell")
+    assert len(calls) == 2  # cell.json: nothing runs again
+    (tmp_path / "other" / "run").mkdir(parents=True)
+    (tmp_path / "other" / "run" / "checkpoint.keras").write_bytes(b"")
+    reproduce.run_cell(config, 1, scale, tmp_path / "data", tmp_path / "other")
+    assert calls[2][:2] == ["train", "--resume"]
+
+
+def test_each_override_key_is_set_once_and_the_configuration_wins():
+    args = reproduce.train_command(reproduce.CONFIGS["sincere"], 2, reproduce.Scale(), "d", "r")
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    keys = [s.split("=", 1)[0] for s in sets]
+    assert len(keys) == len(set(keys))
+    assert "eval.baselines=[raw_pixels, random_init]" in sets and "seed=2" in sets
+
+
+@pytest.mark.parametrize("direction, low, high, expected", [
+    (">", 0.1, 0.3, "agrees"), (">", -0.3, -0.1, "disagrees"), ("<", -0.3, -0.1, "agrees"),
+    (">", -0.1, 0.2, "not resolved (interval spans 0)"), ("=", -0.1, 0.2, "agrees (no difference)"),
+    ("=", 0.1, 0.2, "disagrees (a difference)"), ("", 0.1, 0.2, "no paper figure")])
+def test_verdict(direction, low, high, expected):
+    assert reproduce_report.verdict(direction, low, high) == expected
+
+
+def test_claim_rows_pair_the_seeds_and_count_wins():
+    claim = reproduce_report.Claim("t", "a", "b", "src", (
+        reproduce_report.Row("m", "margin", ">", "0.9 vs 0.3"),
+        reproduce_report.Row("missing", "absent", ">", "-")))
+    by_config = {"a": {s: {"m": 0.5 + s / 100} for s in range(3)},
+                 "b": {s: {"m": 0.1} for s in range(4)}}
+    rows = reproduce_report.claim_rows(claim, by_config)
+    assert rows[0].startswith("| margin | 0.9 vs 0.3 | 0.5100 | 0.1000 | 0.4100 [0.4000, 0.4200]")
+    assert rows[0].endswith("| 3/3 | agrees |")
+    assert rows[1].endswith("| not run |")
+    by_config["b"] = {s: {"m": 0.1} for s in (0, 1)}  # two paired seeds: no verdict yet
+    assert reproduce_report.claim_rows(claim, by_config)[0].endswith("| 2/2 | pending: 2 of 3 seeds |")
+
+
+def test_results_md_is_rendered_from_the_saved_cells():
+    assert not reproduce.check(), "run python benchmarks/reproduce.py --report-only"
