@@ -49,9 +49,9 @@ Written by `python benchmarks/reproduce.py` (from the cells' numbers in
 named `recipes/*_small.yaml` recipe on a fixed subset of the CIFAR-10 image folder
 (`../shared/data/cifar10`): the first {train_per_class} training and {test_per_class} test
 images of every class (sorted file names), {epochs} epochs of batch {batch_size}, a CIFAR
-ResNet-20, on 2 CPU cores, followed by the `clzoo eval` metrics. The papers train ResNet-50s (or ViTs) for 100-800 epochs at batch
-512-1024 on the full datasets, so the comparisons below test the *direction* of each claim at a
-budget of minutes, not its size.
+ResNet-20, on 2 CPU cores, followed by the `clzoo eval` metrics. The papers train ResNet-50s
+(or ViTs) for 100-800 epochs at batch 512-1024 on the full datasets, so the comparisons below
+test the *direction* of each claim at a budget of minutes, not its size.
 
 Statistics: A and B are means over seeds; A - B is the mean paired difference (same seed: same
 data order, views and initialization) with a 95% percentile bootstrap interval over seeds
