@@ -260,6 +260,21 @@ def check():
     return [] if RESULTS.read_text() == text else ["RESULTS.md differs from reproduce_cells.json"]
 
 
+def _run_grid(grid, scale, subset):
+    """Run every cell; a failed cell is reported in one line and the others still run."""
+    failed = 0
+    for i, (config, seed, folder) in enumerate(grid, 1):
+        print(f"[{i}/{len(grid)}] {config.key} seed {seed} ...", flush=True)
+        try:
+            numbers = run_cell(config, seed, scale, subset, folder)
+        except RuntimeError as error:
+            failed += 1
+            print(f"error: {error}", file=sys.stderr, flush=True)
+            continue
+        print(f"    {json.dumps(numbers)}", flush=True)
+    return failed
+
+
 def main(argv=None):
     args, scale = _parse(argv)
     grid = cells(args, scale)
@@ -273,15 +288,12 @@ def main(argv=None):
             sys.exit("error: the clzoo command is not installed (pip install .)")
         subset = make_subset(args.data, Path(args.runs) / "data" / _subset_name(scale),
                              scale.train_per_class, scale.test_per_class)
-        for i, (config, seed, folder) in enumerate(grid, 1):
-            print(f"[{i}/{len(grid)}] {config.key} seed {seed} ...", flush=True)
-            numbers = run_cell(config, seed, scale, subset, folder)
-            print(f"    {json.dumps(numbers)}", flush=True)
+        failed = _run_grid(grid, scale, subset)
     finished = [json.loads((f / "cell.json").read_text()) for _, _, f in grid
                 if (f / "cell.json").exists()]
     reproduce_report.write(finished, scale, CELLS_JSON, RESULTS, results_text)
     print(f"wrote {RESULTS.relative_to(ROOT)} from {len(finished)} finished cells")
-    return 0
+    return 1 if not args.report_only and failed else 0
 
 
 if __name__ == "__main__":

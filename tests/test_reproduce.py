@@ -114,3 +114,16 @@ def test_claim_rows_pair_the_seeds_and_count_wins():
 
 def test_results_md_is_rendered_from_the_saved_cells():
     assert not reproduce.check(), "run python benchmarks/reproduce.py --report-only"
+
+
+def test_a_failed_cell_is_one_line_and_the_grid_goes_on(tmp_path, monkeypatch, capsys):
+    def fail_sincere(config, seed, scale, subset, folder):
+        if config.key == "sincere":
+            raise RuntimeError("clzoo train failed (exit 1)")
+        return {"config": config.key, "seed": seed}
+
+    monkeypatch.setattr(reproduce, "run_cell", fail_sincere)
+    grid = [(reproduce.CONFIGS[k], 0, tmp_path / k) for k in ("sincere", "supcon")]
+    assert reproduce._run_grid(grid, reproduce.Scale(), tmp_path) == 1
+    out, err = capsys.readouterr()
+    assert err == "error: clzoo train failed (exit 1)\n" and '"config": "supcon"' in out
