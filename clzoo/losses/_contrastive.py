@@ -16,11 +16,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import _checks as K
-
-# Fill value for masked logits: finite so that gradients stay finite where a
-# row is entirely masked (a class seen once), far below any real logit
-# (|cosine / temperature| <= 1 / 0.001 even at extreme temperatures).
-_MASKED_LOGIT = -1e9
+from clzoo.losses import _row_ops as R
 
 
 def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):
@@ -253,19 +249,21 @@ class PairMasks:
         self._rows, self._cols = rows, cols
 
     # Built on first use: a loss pays only for the relations it reads (this
-    # matters on eager backends, where nothing fuses them away).
+    # matters on eager backends, where nothing fuses them away). The building
+    # blocks are recomputed rather than cached: a comparison is cheap, and a
+    # cached `(n, N)` mask stays alive for the whole block.
     def _pair(self, k):
         return ops.equal(self._rows[k][:, None], self._cols[k][None, :])
 
-    @functools.cached_property
+    @property
     def self_pair(self):
         return self._pair(2)
 
-    @functools.cached_property
+    @property
     def not_self(self):
-        return ops.logical_not(self.self_pair)
+        return ops.not_equal(self._rows[2][:, None], self._cols[2][None, :])
 
-    @functools.cached_property
+    @property
     def _equal_label(self):
         return self._pair(0)
 
@@ -381,7 +379,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
     def block(z_rows, z_cols, row_ids):
         masks = PairMasks(row_ids, cols)
-        logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
+        # Scaling the rows, not the product, saves one (n, N) buffer and its gradient.
+        logits = ops.matmul(z_rows / temperature, ops.transpose(z_cols))
         terms = anchor_terms(Similarities(logits, bound), masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
@@ -437,24 +436,20 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
     return tuple(ops.concatenate(parts, axis=0) for parts in zip(*pieces))
 
 
-def masked_logsumexp(logits, mask):
-    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value."""
-    masked = ops.where(mask, logits, _MASKED_LOGIT)
-    return ops.logsumexp(masked, axis=-1, keepdims=True)
-
-
 # With unit vectors every logit lies in [-1/t, 1/t], so exp(logit - 1/t) lies
 # in [exp(-2/t), 1]: no overflow, and no float32 underflow while 2/t <= 80.
 _MAX_EXP_RANGE = 80.0
 
 
 class Similarities:
-    """Anchor-by-embedding logits and the log-sum-exps every loss builds from them.
+    """Anchor-by-embedding logits and the per-anchor reductions every loss builds from them.
 
-    Two exact ways to evaluate the same formulas: when the logits are known
-    to lie in `[bound - 80, bound]` (unit vectors, temperature >= 0.025),
-    one matrix `exp(logits - bound)` serves every sum and pair term, which
-    saves an exponential per entry; otherwise row maxima are subtracted
+    Each reduction has a hand-written gradient (`clzoo.losses._row_ops`), so
+    a block's backward pass holds its logits, masks and at most three more
+    `(n, N)` float32 temporaries. Two exact ways to evaluate the same
+    formulas: when the logits are known to lie in `[bound - 80, bound]`
+    (unit vectors, temperature >= 0.025), one `exp(logits - bound)` serves
+    each sum and pair term; otherwise row maxima are subtracted
     (temperatures down to 0.01 and below, unnormalized embeddings).
 
     Args:
@@ -465,55 +460,37 @@ class Similarities:
     def __init__(self, logits, bound=None):
         self.logits = logits
         self.bound = bound
-        self._exp = None if bound is None else ops.exp(logits - bound)
-
-    def _masked_sum(self, mask):
-        return ops.sum(ops.where(mask, self._exp, 0.0), axis=-1, keepdims=True)
 
     def logsumexp(self, mask):
         """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
-        if self.bound is None:
-            return masked_logsumexp(self.logits, mask)
-        total = self._masked_sum(mask)
-        nonempty = total > 0
-        # log only of positive values, so the unused branch has a finite gradient.
-        log_total = ops.log(ops.where(nonempty, total, 1.0)) + self.bound
-        return ops.where(nonempty, log_total, _MASKED_LOGIT)
+        return R.row_logsumexp(self.logits, mask, self.bound)
 
-    def noise_contrastive(self, noise_mask, positive_shift=0.0):
-        """`(n, N)` pair terms `-log(exp(s_ip) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
+    def mean_gap(self, row, positive_mask):
+        """`(mean_{p in P(i)} (row_i - s_ip), has_positive)`, both `(n,)` (SupCon L_out, DCL).
+
+        `row` is `(n, 1)`; an anchor without positives gets 0 and a zero gradient.
+        """
+        return R.mean_gap(row, self.logits, positive_mask), ops.any(positive_mask, axis=-1)
+
+    def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0):
+        """`(anchor_loss, has_positive)`, `(n,)`: the mean over positives `p` of
+        `-log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
-        margin (`positive_shift=epsilon`); read where `(i, p)` is a positive.
+        margin (`positive_shift=epsilon`). The masks must be disjoint.
         """
-        if self.bound is None:
-            # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
-            noise_lse = masked_logsumexp(self.logits, noise_mask)
-            return ops.softplus(noise_lse - self.logits + positive_shift) - positive_shift
-        noise = self._masked_sum(noise_mask)
-        positive = self._exp if positive_shift == 0 else self._exp * math.exp(-positive_shift)
-        return ops.log(positive + noise) - (self.logits - self.bound)
+        value = R.mean_noise_contrastive(self.logits, noise_mask, positive_mask,
+                                         float(positive_shift), self.bound)
+        return value, ops.any(positive_mask, axis=-1)
 
-    def decoupled(self, noise_mask):
-        """`(n, N)` pair terms `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
+    def decoupled(self, noise_mask, positive_mask):
+        """Mean over positives of `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
 
-        Returns `(pair_loss, has_noise)`; anchors with an empty noise set are
-        not valid anchors (`has_noise` `(n,)` is False).
+        Returns `(anchor_loss, valid)`, `(n,)`; an anchor is valid when it has
+        a positive and a non-empty noise set.
         """
-        return self.logsumexp(noise_mask) - self.logits, ops.any(noise_mask, axis=-1)
-
-
-def mean_over_positives(pair_loss, positive_mask):
-    """Mean of `pair_loss` over each anchor's positives.
-
-    Returns:
-        `(anchor_loss, anchor_has_positive)`, both `(N,)`; anchors without
-        positives get 0 (and a zero, finite gradient).
-    """
-    positive = ops.cast(positive_mask, "float32")
-    count = ops.sum(positive, axis=-1)
-    total = ops.sum(ops.where(positive_mask, pair_loss, 0.0), axis=-1)
-    return total / ops.maximum(count, 1.0), count > 0
+        anchor_loss, has_positive = self.mean_gap(self.logsumexp(noise_mask), positive_mask)
+        return anchor_loss, ops.logical_and(has_positive, ops.any(noise_mask, axis=-1))
 
 
 def mean_over_views(anchor_loss, anchor_valid, views):

@@ -1,7 +1,6 @@
 """Decoupled contrastive loss (DCL, Yeh et al. 2022)."""
 
 import keras
-from keras import ops
 
 from clzoo.losses import _contrastive as C
 
@@ -58,9 +57,7 @@ def decoupled_anchor_terms(sims, masks):
     With instance labels `other_class` is every other sample (DCL); with
     class labels it is every other class (NSCL).
     """
-    pair_loss, has_noise = sims.decoupled(masks.other_class)
-    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
-    return [(anchor_loss, ops.logical_and(has_positive, has_noise))]
+    return [sims.decoupled(masks.other_class, masks.same_instance)]
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -6,8 +6,7 @@ from clzoo.losses import _contrastive as C
 
 
 def _anchor_terms(sims, masks):
-    pair_loss = sims.noise_contrastive(masks.other_class)
-    return [C.mean_over_positives(pair_loss, masks.same_class)]
+    return [sims.noise_contrastive(masks.other_class, masks.same_class)]
 
 
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):

@@ -11,12 +11,10 @@ def _validate_alpha(alpha):
 
 
 def _anchor_terms(sims, masks):
-    attract = sims.noise_contrastive(masks.other_class)
+    attract = sims.noise_contrastive(masks.other_class, masks.same_class)
     same_class_other_sample = ops.logical_and(
         masks.same_class, ops.logical_not(masks.same_instance))
-    repel = sims.noise_contrastive(same_class_other_sample)
-    return [C.mean_over_positives(attract, masks.same_class),
-            C.mean_over_positives(repel, masks.same_instance)]
+    return [attract, sims.noise_contrastive(same_class_other_sample, masks.same_instance)]
 
 
 def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None):

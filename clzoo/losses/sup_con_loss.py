@@ -108,7 +108,7 @@ def sup_con_loss(
             denominator = ops.logical_and(denominator, ops.logical_not(dropped))
         row_lse = sims.logsumexp(denominator)
         if variant == "out":
-            return [C.mean_over_positives(row_lse - sims.logits, positives)]
+            return [sims.mean_gap(row_lse, positives)]
         count = ops.sum(ops.cast(positives, "float32"), axis=-1, keepdims=True)
         log_mean_positive = sims.logsumexp(positives) - ops.log(
             ops.maximum(count, 1.0))

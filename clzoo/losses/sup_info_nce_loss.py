@@ -55,8 +55,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
     epsilon = _validate_epsilon(epsilon)
 
     def anchor_terms(sims, masks):
-        pair_loss = sims.noise_contrastive(masks.other_class, epsilon)
-        return [C.mean_over_positives(pair_loss, masks.same_class)]
+        return [sims.noise_contrastive(masks.other_class, masks.same_class, epsilon)]
 
     return C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
                              chunk_size=C.validate_chunk_size(chunk_size))
