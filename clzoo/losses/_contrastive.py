@@ -379,9 +379,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
     def block(z_rows, z_cols, row_ids):
         masks = PairMasks(row_ids, cols)
-        # Scaling the rows, not the product, saves one (n, N) buffer and its gradient.
-        logits = ops.matmul(z_rows / temperature, ops.transpose(z_cols))
-        terms = anchor_terms(Similarities(logits, bound), masks)
+        # Scaling the rows, not the product, saves one (n, N) buffer.
+        terms = anchor_terms(Similarities(z_rows / temperature, z_cols, bound), masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
 
@@ -395,14 +394,27 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     return total
 
 
+def _runs_eagerly():
+    """True where blocks are dispatched op by op: eager TensorFlow and PyTorch."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.executing_eagerly()
+    return backend == "torch"
+
+
 def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
     """`block` over consecutive row blocks of `chunk_size` anchors, concatenated.
 
-    The full blocks run in one `ops.map` (a `tf.map_fn` / `lax.map` loop the
-    compiler cannot unroll) whose body is wrapped in `keras.remat`: a pass
-    keeps only the block inputs and per-anchor outputs, and the backward pass
-    recomputes one `chunk_size x N` block at a time, in eager mode and inside
-    `tf.function` / `jax.jit` alike. A shorter last block runs on its own.
+    Each block is wrapped in `keras.remat`: a pass keeps only the block
+    inputs and per-anchor outputs, and the backward pass recomputes one
+    `chunk_size x N` block at a time. Compiled (`tf.function`, JAX), the full
+    blocks run in one `ops.map` (a `tf.map_fn` / `lax.map` loop the compiler
+    cannot unroll, so it cannot schedule two blocks at once); eager
+    TensorFlow and PyTorch run a Python loop (eager `tf.map_fn` evaluates an
+    extra block to learn the output signature, and keeps more alive). A
+    shorter last block runs on its own.
     """
     n_rows = z.shape[0]
     if n_rows is None:
@@ -416,21 +428,26 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
         # z_all is an explicit argument so that its gradient is recomputed too.
         return keras.remat(lambda zr, zc: block(zr, zc, row_ids))(z_rows, z_all)
 
-    pieces = []
-    if n_full:
-        stop = n_full * chunk_size
+    if _runs_eagerly():
+        starts = range(0, n_rows, chunk_size)
+        pieces = [remat_block(z[a:a + chunk_size], tuple(r[a:a + chunk_size] for r in rows))
+                  for a in starts]
+    else:
+        pieces = []
+        if n_full:
+            stop = n_full * chunk_size
 
-        def blocked(t):
-            return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
+            def blocked(t):
+                return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
 
-        mapped = ops.map(
-            lambda x: remat_block(x[0], tuple(x[1:])),
-            (blocked(z),) + tuple(blocked(r) for r in rows),
-        )
-        pieces.append([ops.reshape(m, (stop,)) for m in mapped])
-    if rest:
-        start = n_full * chunk_size
-        pieces.append(remat_block(z[start:], tuple(r[start:] for r in rows)))
+            mapped = ops.map(
+                lambda x: remat_block(x[0], tuple(x[1:])),
+                (blocked(z),) + tuple(blocked(r) for r in rows),
+            )
+            pieces.append([ops.reshape(m, (stop,)) for m in mapped])
+        if rest:
+            start = n_full * chunk_size
+            pieces.append(remat_block(z[start:], tuple(r[start:] for r in rows)))
     if len(pieces) == 1:
         return tuple(pieces[0])
     return tuple(ops.concatenate(parts, axis=0) for parts in zip(*pieces))
@@ -445,32 +462,37 @@ class Similarities:
     """Anchor-by-embedding logits and the per-anchor reductions every loss builds from them.
 
     Each reduction has a hand-written gradient (`clzoo.losses._row_ops`), so
-    a block's backward pass holds its logits, masks and at most three more
-    `(n, N)` float32 temporaries. Two exact ways to evaluate the same
+    a block's backward pass recomputes its logits and holds its masks and at
+    most three `(n, N)` float32 temporaries. Two exact ways to evaluate the same
     formulas: when the logits are known to lie in `[bound - 80, bound]`
     (unit vectors, temperature >= 0.025), one `exp(logits - bound)` serves
     each sum and pair term; otherwise row maxima are subtracted
     (temperatures down to 0.01 and below, unnormalized embeddings).
 
     Args:
-        logits: float32 `(n, N)`.
+        rows: float32 `(n, D)` anchors divided by the temperature.
+        cols: float32 `(N, D)` every embedding; the logits are `rows @ cols^T`.
         bound: None, or a float with `bound - 80 <= logits <= bound`.
     """
 
-    def __init__(self, logits, bound=None):
-        self.logits = logits
-        self.bound = bound
+    def __init__(self, rows, cols, bound=None):
+        self.rows, self.cols, self.bound = rows, cols, bound
+        self.logits = ops.matmul(rows, ops.transpose(cols))
+
+    @property
+    def _block(self):
+        return self.rows, self.cols, self.logits
 
     def logsumexp(self, mask):
         """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
-        return R.row_logsumexp(self.logits, mask, self.bound)
+        return R.row_logsumexp(self._block, mask, self.bound)
 
     def mean_gap(self, row, positive_mask):
         """`(mean_{p in P(i)} (row_i - s_ip), has_positive)`, both `(n,)` (SupCon L_out, DCL).
 
         `row` is `(n, 1)`; an anchor without positives gets 0 and a zero gradient.
         """
-        return R.mean_gap(row, self.logits, positive_mask), ops.any(positive_mask, axis=-1)
+        return R.mean_gap(row, self._block, positive_mask), ops.any(positive_mask, axis=-1)
 
     def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0):
         """`(anchor_loss, has_positive)`, `(n,)`: the mean over positives `p` of
@@ -479,7 +501,7 @@ class Similarities:
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
         margin (`positive_shift=epsilon`). The masks must be disjoint.
         """
-        value = R.mean_noise_contrastive(self.logits, noise_mask, positive_mask,
+        value = R.mean_noise_contrastive(self._block, noise_mask, positive_mask,
                                          float(positive_shift), self.bound)
         return value, ops.any(positive_mask, axis=-1)
 

@@ -1,12 +1,20 @@
 """Row reductions of a block of logits, with hand-written gradients.
 
-Every embedding loss reduces each anchor's row of logits `s` `(n, N)` to a
-few numbers per anchor. Left to autodiff, each elementwise step of such a
-reduction keeps an `(n, N)` intermediate alive until the backward pass (about
-16 of them per block in eager TensorFlow). The three reductions here compute
-the gradient with respect to `s` by hand (`_vjp.custom_vjp`) from `s`, the
-boolean masks and small per-row statistics: a forward + backward pass holds
-the logits, the masks and at most three `(n, N)` float temporaries at once.
+Every embedding loss reduces each anchor's row of logits `s = rows @ cols^T`
+`(n, N)` (`rows` the block's anchors already divided by the temperature,
+`cols` all embeddings) to a few numbers per anchor. Left to autodiff, each
+elementwise step of such a reduction keeps an `(n, N)` intermediate alive
+until the backward pass (about 16 of them per block in eager TensorFlow).
+The three reductions here compute their gradient by hand
+(`_vjp.custom_vjp`): the backward pass recomputes `s` from `rows` and `cols`
+(one matmul) instead of keeping it, and builds `d/ds` from the boolean masks
+and small per-row statistics in at most three `(n, N)` float32 temporaries,
+contracting it straight back to `d rows = d/ds @ cols` and
+`d cols = (d/ds)^T @ rows`.
+
+A `block` is `(rows, cols, logits)`: the forward pass reads the given
+`logits`, which are therefore passed as a non-differentiated input; their
+whole gradient reaches `rows` and `cols` through the hand-written rule.
 
 Each gradient is `upstream_i * d value_i / d s_ij`; derivations are in the
 docstrings. Masks are boolean `(n, N)` and never differentiated. `bound` is
@@ -29,6 +37,16 @@ def _column(x):
     return ops.reshape(x, (-1, 1))
 
 
+def _logits(rows, cols):
+    return ops.matmul(rows, ops.transpose(cols))
+
+
+def _to_embeddings(grad_logits, rows, cols):
+    """The chain rule through `s = rows @ cols^T`: gradients of `rows` and `cols`."""
+    return (ops.matmul(grad_logits, cols),
+            ops.transpose(ops.matmul(ops.transpose(rows), grad_logits)))
+
+
 def _count(mask):
     """`(count, max(count, 1))` of each row of `mask`, float32 `(n, 1)`."""
     count = ops.sum(ops.cast(mask, "float32"), axis=-1, keepdims=True)
@@ -48,97 +66,105 @@ def _lse_forward(s, mask, bound, nonempty):
     return ops.where(nonempty, ops.log(ops.where(nonempty, total, 1.0)) + bound, MASKED_LOGIT)
 
 
-def row_logsumexp(logits, mask, bound=None):
+def row_logsumexp(block, mask, bound=None):
     """`log sum_{j in mask_i} exp(s_ij)` per row, float32 `(n, 1)`; `MASKED_LOGIT` for an empty row.
 
     Gradient: `d/ds_ij = mask_ij * exp(s_ij - lse_i)` (the masked softmax),
     zero for an empty row.
     """
 
-    def forward(s, m):
+    def forward(rows, cols, s, m):
         nonempty = ops.any(m, axis=-1, keepdims=True)
         value = _lse_forward(s, m, bound, nonempty)
         # An empty row subtracts +1e9 in the backward pass: exp underflows to 0, no inf.
-        return value, (s, m, ops.where(nonempty, value, -MASKED_LOGIT))
+        return value, (rows, cols, m, ops.where(nonempty, value, -MASKED_LOGIT))
 
     def backward(residuals, upstream):
-        s, m, shift = residuals
-        return (ops.where(m, upstream * ops.exp(s - shift), 0.0),)
+        rows, cols, m, shift = residuals
+        grad = upstream * ops.exp(_logits(rows, cols) - shift)
+        return _to_embeddings(ops.where(m, grad, 0.0), rows, cols)
 
-    return custom_vjp(forward, backward)(logits, mask)
+    return custom_vjp(forward, backward, differentiable=2)(*block, mask)
 
 
-def mean_gap(row, logits, mask):
+def mean_gap(row, block, mask):
     """`mean_{j in mask_i} (row_i - s_ij)` per row, float32 `(n,)`; 0 for an empty row.
 
     Args:
         row: float32 `(n, 1)`, e.g. a `row_logsumexp` (SupCon L_out, DCL).
-        logits: float32 `(n, N)`.
+        block: `(rows, cols, logits)` (module docstring).
         mask: bool `(n, N)`, the terms averaged (the anchor's positives).
 
     Gradient: `d/d row_i = count_i / max(count_i, 1)` and
     `d/ds_ij = -mask_ij / max(count_i, 1)`.
     """
 
-    def forward(r, s, m):
+    def forward(r, rows, cols, s, m):
         count, denominator = _count(m)
         value = ops.sum(ops.where(m, r - s, 0.0), axis=-1) / ops.squeeze(denominator, axis=-1)
-        return value, (m, count, denominator)
+        return value, (rows, cols, m, count, denominator)
 
     def backward(residuals, upstream):
-        m, count, denominator = residuals
+        rows, cols, m, count, denominator = residuals
         weight = _column(upstream) / denominator
-        return weight * count, ops.where(m, -weight, 0.0)
+        return (weight * count,) + _to_embeddings(ops.where(m, -weight, 0.0), rows, cols)
 
-    return custom_vjp(forward, backward, differentiable=2)(row, logits, mask)
+    return custom_vjp(forward, backward, differentiable=3)(row, *block, mask)
 
 
-def _noise_statistic(s, noise_mask, bound):
-    """Per row: `sum_{n in N(i)} exp(s_in - bound)` `(n, 1)` with a bound, else the noise log-sum-exp."""
+def _noise_forward(s, noise_mask, positive_mask, shift, bound):
+    """Per row: the noise statistic `(n, 1)` and `sum_{p in P(i)} pair_ip` `(n,)`.
+
+    `pair_ij = log(exp(s_ij - shift) + sum_{n in N(i)} exp(s_in)) - s_ij`.
+    With a bound the statistic is `S_i = sum_{n in N(i)} exp(s_in - bound)`,
+    else the noise log-sum-exp. Written to hold at most two `(n, N)`
+    temporaries at a time (each rebinding frees the previous one).
+    """
     if bound is None:
-        return masked_logsumexp(s, noise_mask)
-    return ops.sum(ops.where(noise_mask, ops.exp(s - bound), 0.0), axis=-1, keepdims=True)
-
-
-def _noise_contrastive_pairs(s, noise, shift, bound):
-    """`(n, N)` pair terms `log(exp(s_ij - shift) + sum_{n in N(i)} exp(s_in)) - s_ij`."""
-    if bound is None:
+        noise = masked_logsumexp(s, noise_mask)
         # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
-        return ops.softplus(noise - s + shift) - shift
-    exp_s = ops.exp(s - bound)
-    positive = exp_s if shift == 0 else exp_s * math.exp(-shift)
-    return ops.log(positive + noise) - (s - bound)
+        pairs = ops.softplus(noise - s + shift) - shift
+        return noise, ops.sum(ops.where(positive_mask, pairs, 0.0), axis=-1)
+    pairs = ops.exp(s - bound)
+    noise = ops.sum(ops.where(noise_mask, pairs, 0.0), axis=-1, keepdims=True)
+    if shift != 0:
+        pairs = pairs * math.exp(-shift)
+    pairs = ops.log(pairs + noise)
+    pairs = (pairs - s) + bound
+    return noise, ops.sum(ops.where(positive_mask, pairs, 0.0), axis=-1)
 
 
-def _noise_contrastive_grad(s, weight, noise, noise_mask, positive_mask, shift, bound, has_noise):
-    """`d/ds` of `sum_{p in P(i)} weight_i * pair_ip`, built in at most three `(n, N)` temporaries.
+def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound, has_noise):
+    """`d/ds` of `sum_{p in P(i)} weight_i * pair_ip`, in at most three `(n, N)` temporaries.
 
     With `sigma_ip = S_i / (exp(s_ip - shift) + S_i)` (`S_i` the noise sum):
     `d/ds_ip = -weight_i * sigma_ip` for a positive and, with
     `D_i = weight_i * sum_p sigma_ip`, `d/ds_in = D_i * exp(s_in) / S_i` for
     a noise embedding. Needs disjoint masks (no positive is its own noise).
     """
+    s = _logits(rows, cols)
     if bound is None:
         negative = ops.where(positive_mask, -weight * ops.sigmoid(noise - s + shift), 0.0)
         safe_lse = ops.where(has_noise, noise, -MASKED_LOGIT)
         scale = -ops.sum(negative, axis=-1, keepdims=True)
         return ops.where(noise_mask, scale * ops.exp(s - safe_lse), negative)
     exp_s = ops.exp(s - bound)
+    del s
     positive = exp_s if shift == 0 else exp_s * math.exp(-shift)
     negative = ops.where(positive_mask, (-weight * noise) / (positive + noise), 0.0)
     del positive
-    scale = -ops.sum(negative, axis=-1, keepdims=True) / ops.where(has_noise, noise, 1.0)
-    return ops.where(noise_mask, exp_s * scale, negative)
+    exp_s = exp_s * (-ops.sum(negative, axis=-1, keepdims=True) / ops.where(has_noise, noise, 1.0))
+    return ops.where(noise_mask, exp_s, negative)
 
 
-def mean_noise_contrastive(logits, noise_mask, positive_mask, shift=0.0, bound=None):
+def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=None):
     """`mean_{p in P(i)} -log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
 
     The SINCERE / InfoNCE pair term (`shift=0`) and epsilon-SupInfoNCE's
     margin (`shift=epsilon`), averaged over each anchor's positives.
 
     Args:
-        logits: float32 `(n, N)`.
+        block: `(rows, cols, logits)` (module docstring).
         noise_mask: bool `(n, N)`, the noise set `N(i)`.
         positive_mask: bool `(n, N)`, the positives `P(i)`, disjoint from
             `noise_mask`.
@@ -150,18 +176,18 @@ def mean_noise_contrastive(logits, noise_mask, positive_mask, shift=0.0, bound=N
         float32 `(n,)`, 0 for an anchor without positives (zero gradient).
     """
 
-    def forward(s, noise_mask, positive_mask):
+    def forward(rows, cols, s, noise_mask, positive_mask):
         _, denominator = _count(positive_mask)
-        noise = _noise_statistic(s, noise_mask, bound)
-        pairs = _noise_contrastive_pairs(s, noise, shift, bound)
-        value = ops.sum(ops.where(positive_mask, pairs, 0.0), axis=-1) / ops.squeeze(denominator, -1)
+        noise, total = _noise_forward(s, noise_mask, positive_mask, shift, bound)
+        value = total / ops.squeeze(denominator, -1)
         has_noise = ops.any(noise_mask, axis=-1, keepdims=True)
-        return value, (s, noise_mask, positive_mask, denominator, noise, has_noise)
+        return value, (rows, cols, noise_mask, positive_mask, denominator, noise, has_noise)
 
     def backward(residuals, upstream):
-        s, noise_mask, positive_mask, denominator, noise, has_noise = residuals
+        rows, cols, noise_mask, positive_mask, denominator, noise, has_noise = residuals
         weight = _column(upstream) / denominator
-        return (_noise_contrastive_grad(s, weight, noise, noise_mask, positive_mask, shift, bound,
-                                        has_noise),)
+        grad = _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift,
+                                       bound, has_noise)
+        return _to_embeddings(grad, rows, cols)
 
-    return custom_vjp(forward, backward)(logits, noise_mask, positive_mask)
+    return custom_vjp(forward, backward, differentiable=2)(*block, noise_mask, positive_mask)
