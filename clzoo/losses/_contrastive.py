@@ -387,7 +387,7 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     if chunk_size is None:
         outputs = block(z, z_all, rows)
     else:
-        outputs = _blockwise(block, z, z_all, rows, chunk_size, y_pred.shape)
+        outputs = _blockwise(block, z, z_all, rows, chunk_size, y_pred.shape, 2 * len(weights))
     total = 0.0
     for k, weight in enumerate(weights):
         total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
@@ -404,14 +404,29 @@ def _runs_eagerly():
     return backend == "torch"
 
 
-def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
+def _sequential_map(fn, xs, n_outputs):
+    """`ops.map` of `fn` returning `n_outputs` float32 `(chunk,)` vectors, one block at a time.
+
+    A graph-mode `tf.map_fn` runs 10 iterations at once by default (and
+    Keras' `ops.map` traces `fn` once more to learn its outputs).
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.map(fn, xs)
+    import tensorflow as tf
+
+    signature = (tf.TensorSpec((xs[0].shape[1],), "float32"),) * n_outputs
+    return tf.map_fn(fn, xs, fn_output_signature=signature, parallel_iterations=1)
+
+
+def _blockwise(block, z, z_all, rows, chunk_size, input_shape, n_outputs):
     """`block` over consecutive row blocks of `chunk_size` anchors, concatenated.
 
     Each block is wrapped in `keras.remat`: a pass keeps only the block
     inputs and per-anchor outputs, and the backward pass recomputes one
     `chunk_size x N` block at a time. Compiled (`tf.function`, JAX), the full
-    blocks run in one `ops.map` (a `tf.map_fn` / `lax.map` loop the compiler
-    cannot unroll, so it cannot schedule two blocks at once); eager
+    blocks run in one sequential loop (`tf.map_fn` with
+    `parallel_iterations=1`, `lax.map`) the compiler cannot unroll, so it
+    never schedules two blocks at once; eager
     TensorFlow and PyTorch run a Python loop (eager `tf.map_fn` evaluates an
     extra block to learn the output signature, and keeps more alive). A
     shorter last block runs on its own.
@@ -440,9 +455,9 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
             def blocked(t):
                 return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
 
-            mapped = ops.map(
+            mapped = _sequential_map(
                 lambda x: remat_block(x[0], tuple(x[1:])),
-                (blocked(z),) + tuple(blocked(r) for r in rows),
+                (blocked(z),) + tuple(blocked(r) for r in rows), n_outputs,
             )
             pieces.append([ops.reshape(m, (stop,)) for m in mapped])
         if rest:

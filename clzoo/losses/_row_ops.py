@@ -113,47 +113,43 @@ def mean_gap(row, block, mask):
 
 
 def _noise_forward(s, noise_mask, positive_mask, shift, bound):
-    """Per row: the noise statistic `(n, 1)` and `sum_{p in P(i)} pair_ip` `(n,)`.
+    """Per row: the noise log-sum-exp `L_i` `(n, 1)` and `sum_{p in P(i)} (pair_ip + shift)` `(n,)`.
 
-    `pair_ij = log(exp(s_ij - shift) + sum_{n in N(i)} exp(s_in)) - s_ij`.
-    With a bound the statistic is `S_i = sum_{n in N(i)} exp(s_in - bound)`,
-    else the noise log-sum-exp. Written to hold at most two `(n, N)`
-    temporaries at a time (each rebinding frees the previous one).
+    `pair_ij = log(exp(s_ij - shift) + exp(L_i)) - s_ij
+    = softplus(L_i + shift - s_ij) - shift`: one fused op on `(n, N)`, so the
+    pass holds at most two `(n, N)` temporaries. An empty noise set gives
+    `L_i = MASKED_LOGIT` (softplus 0).
     """
     if bound is None:
         noise = masked_logsumexp(s, noise_mask)
-        # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
-        pairs = ops.softplus(noise - s + shift) - shift
-        return noise, ops.sum(ops.where(positive_mask, pairs, 0.0), axis=-1)
-    pairs = ops.exp(s - bound)
-    noise = ops.sum(ops.where(noise_mask, pairs, 0.0), axis=-1, keepdims=True)
-    if shift != 0:
-        pairs = pairs * math.exp(-shift)
-    pairs = ops.log(pairs + noise)
-    pairs = (pairs - s) + bound
+    else:
+        noise = _lse_forward(s, noise_mask, bound, ops.any(noise_mask, axis=-1, keepdims=True))
+    pairs = ops.softplus((noise + shift) - s)
     return noise, ops.sum(ops.where(positive_mask, pairs, 0.0), axis=-1)
 
 
-def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound, has_noise):
+def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound,
+                            has_noise):
     """`d/ds` of `sum_{p in P(i)} weight_i * pair_ip`, in at most three `(n, N)` temporaries.
 
-    With `sigma_ip = S_i / (exp(s_ip - shift) + S_i)` (`S_i` the noise sum):
-    `d/ds_ip = -weight_i * sigma_ip` for a positive and, with
-    `D_i = weight_i * sum_p sigma_ip`, `d/ds_in = D_i * exp(s_in) / S_i` for
-    a noise embedding. Needs disjoint masks (no positive is its own noise).
+    With `sigma_ip = exp(L_i) / (exp(s_ip - shift) + exp(L_i))` (`L_i` the
+    noise log-sum-exp): `d/ds_ip = -weight_i * sigma_ip` for a positive and,
+    with `D_i = weight_i * sum_p sigma_ip`, `d/ds_in = D_i * exp(s_in - L_i)`
+    for a noise embedding. Needs disjoint masks (no positive is its own noise).
     """
-    s = _logits(rows, cols)
     if bound is None:
-        negative = ops.where(positive_mask, -weight * ops.sigmoid(noise - s + shift), 0.0)
+        s = _logits(rows, cols)
+        negative = ops.where(positive_mask, -weight * ops.sigmoid((noise + shift) - s), 0.0)
         safe_lse = ops.where(has_noise, noise, -MASKED_LOGIT)
         scale = -ops.sum(negative, axis=-1, keepdims=True)
         return ops.where(noise_mask, scale * ops.exp(s - safe_lse), negative)
-    exp_s = ops.exp(s - bound)
-    del s
+    # One exponential serves both terms: exp(s - bound), and the noise sum S_i = exp(L_i - bound).
+    total = ops.exp(noise - bound)
+    exp_s = ops.exp(_logits(rows, cols) - bound)
     positive = exp_s if shift == 0 else exp_s * math.exp(-shift)
-    negative = ops.where(positive_mask, (-weight * noise) / (positive + noise), 0.0)
+    negative = ops.where(positive_mask, (-weight * total) / (positive + total), 0.0)
     del positive
-    exp_s = exp_s * (-ops.sum(negative, axis=-1, keepdims=True) / ops.where(has_noise, noise, 1.0))
+    exp_s = exp_s * (-ops.sum(negative, axis=-1, keepdims=True) / ops.where(has_noise, total, 1.0))
     return ops.where(noise_mask, exp_s, negative)
 
 
@@ -177,9 +173,10 @@ def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=No
     """
 
     def forward(rows, cols, s, noise_mask, positive_mask):
-        _, denominator = _count(positive_mask)
+        count, denominator = _count(positive_mask)
         noise, total = _noise_forward(s, noise_mask, positive_mask, shift, bound)
-        value = total / ops.squeeze(denominator, -1)
+        # The shift is added inside the softplus and taken back once per positive.
+        value = (total - shift * ops.squeeze(count, -1)) / ops.squeeze(denominator, -1)
         has_noise = ops.any(noise_mask, axis=-1, keepdims=True)
         return value, (rows, cols, noise_mask, positive_mask, denominator, noise, has_noise)
 
