@@ -351,10 +351,11 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         loss_name: used in error messages.
         weights: weight of each term in the per-sample value.
         chunk_size: None (all anchors at once) or anchors per block. Blocks
-            run in a loop and are recomputed in the backward pass, so a
-            forward + backward pass holds `chunk_size x N` similarities
-            instead of `N x N`, eagerly or compiled; values and gradients
-            are the same.
+            run in a loop and are recomputed in the backward pass, where the
+            reductions of `Similarities` have hand-written gradients, so a
+            forward + backward pass holds about six `chunk_size x N` float32
+            buffers instead of several `N x N`, eagerly or compiled; values
+            and gradients are the same.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid

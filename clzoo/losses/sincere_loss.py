@@ -33,10 +33,12 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
 
     Returns:
         float32 tensor of shape `(batch,)`, in nats.
@@ -82,10 +84,12 @@ class SINCERELoss(C.ContrastiveLoss):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
         reduction: Keras reduction of the per-sample values.
             Defaults to `"sum_over_batch_size"`.
         name: optional name.

@@ -73,10 +73,12 @@ def sup_con_loss(
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
 
     Returns:
         float32 tensor `(batch,)`.
@@ -148,10 +150,12 @@ class SupConLoss(C.ContrastiveLoss):
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
         check_values: also refuse NaN / inf embeddings and check
             `sample_weight` values inside compiled steps (`fit`,
             `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
