@@ -1,10 +1,11 @@
 """clzoo: contrastive representation learning for Keras 3.
 
 `import clzoo` registers clzoo's serializable classes with Keras (models, losses,
-LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
+metrics, LARS), so `keras.saving.load_model` reads a full clzoo checkpoint; the other
 subpackages (`clzoo.data`, `clzoo.eval`, `clzoo.train`, `clzoo.presets`) load on
-first use (PEP 562). The `clzoo` command skips even the registration: it imports
-what each command needs, so `clzoo --help` starts without Keras or TensorFlow.
+first use (PEP 562). The `clzoo` command (console script, `python -m clzoo` or
+`python -m clzoo.cli`) skips even the registration: it imports what each command
+needs, so `clzoo --help` starts without Keras or TensorFlow.
 """
 
 import importlib
@@ -13,7 +14,7 @@ import sys
 
 from clzoo.version import __version__
 
-_SUBPACKAGES = ("data", "eval", "losses", "models", "optimizers", "presets", "train")
+_SUBPACKAGES = ("data", "eval", "losses", "metrics", "models", "optimizers", "presets", "train")
 
 __all__ = ["data", "losses", "models", "__version__"]
 
@@ -29,6 +30,16 @@ def __dir__():
     return sorted(set(globals()) | set(_SUBPACKAGES))
 
 
-# The console script imports clzoo.cli, hence this file, before parsing its arguments.
-if os.path.basename(sys.argv[0] if sys.argv else "") not in ("clzoo", "clzoo.exe"):
-    from clzoo import losses, models, optimizers  # noqa: E402, F401  (Keras registrations)
+def _run_as_command():
+    """True inside the `clzoo` command: the console script, `python -m clzoo` or `-m clzoo.cli`."""
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("clzoo", "clzoo.exe"):
+        return True
+    if sys.argv[:1] != ["-m"]:  # `python -m MODULE` sets argv[0] to "-m" while it imports MODULE's packages
+        return False  # (so a script's own `-m clzoo` arguments do not count)
+    argv = list(sys.orig_argv)  # the interpreter's own command line: its first "-m" names MODULE
+    return "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] in (["clzoo"], ["clzoo.cli"])
+
+
+# The command imports clzoo.cli, hence this file, before parsing its arguments.
+if not _run_as_command():
+    from clzoo import losses, metrics, models, optimizers  # noqa: E402, F401  (Keras registrations)

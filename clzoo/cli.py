@@ -1,4 +1,4 @@
-"""Command line: `clzoo train | eval | compare | show-views | push | transfer | presets`."""
+"""Command line: `clzoo train | eval | embed | export | compare | show-views | push | transfer | presets`."""
 
 import argparse
 import json
@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # neither Keras nor TensorFlow; tests/test_cli.py checks them against the
 # clzoo.eval.METRICS registry / DEFAULT_METRICS and clzoo.data.VIEW_RECIPES.
 EVAL_METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
-                "loss_gap", "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
+                "loss_gap", "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
 EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "coarse_to_fine"))
 VIEW_RECIPE_NAMES = ("asymmetric", "randaugment", "simclr", "stacked_randaugment", "supcon")
 PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
@@ -151,15 +151,18 @@ def _default_output(target, path, name):
 
 def _eval(args):
     from clzoo.eval import evaluate, parse_metrics
+    from clzoo.eval.steps import StepTimer
 
     metrics = parse_metrics(args.metrics)
-    encoder, path = _load_encoder(args.model, args.space)
+    timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
+    with timer.step("load_model", str(args.model)):
+        encoder, path = _load_encoder(args.model, args.space)
     out = Path(args.output) if args.output else _default_output(
         args.model, path, "eval" if args.space == "encoder" else "eval_projection")
     result = evaluate(encoder, args.data, metrics, output_dir=out,
                       ks=[int(k) for k in args.k.split(",")],
                       shots=[int(m) for m in args.shots.split(",")],
-                      probe_epochs=args.probe_epochs,
+                      probe_epochs=args.probe_epochs, timings=timer,
                       info={"model": _model_name(args.model, path), "space": args.space})
     m = result.metrics
     if "knn" in m:
@@ -171,7 +174,41 @@ def _eval(args):
     if "separation" in m:
         print(f"target-noise margin: {m['separation']['margin']:.4f}")
     print(f"wrote {out / 'report.md'}, metrics.json and {len(result.files) - 2} plots "
-          f"({sum(m['seconds'].values()):.0f} s of metrics)")
+          f"({m['timings']['total']:.0f} s in all, {sum(m['seconds'].values()):.0f} s of metrics)")
+    return 0
+
+
+def _embed(args):
+    from clzoo.eval.embeddings_file import check_output, embed_splits, write_embeddings
+
+    check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
+    encoder, path = _load_encoder(args.model, args.space)
+    splits = ("train", "test") if args.split == "both" else (args.split,)
+    table = embed_splits(encoder, args.data, splits, normalize=args.normalize)
+    written = write_embeddings(args.output, table)
+    paths = "with image paths" if "paths" in table else "no image paths (not an image folder)"
+    print(f"wrote {written}: {len(table['labels'])} embeddings of dimension "
+          f"{table['embeddings'].shape[1]} ({', '.join(splits)}), labels, {paths}")
+    return 0
+
+
+def _export(args):
+    import numpy as np
+
+    from clzoo.eval.export import check_export, export_encoder, exported_outputs
+
+    check_export(args.format, Path(args.output))  # a missing package or a taken path, before loading
+    encoder, _ = _load_encoder(args.model, args.space)
+    written = export_encoder(encoder, args.output, args.format)
+    images = np.random.default_rng(0).uniform(size=(4, *encoder.input_shape[1:])).astype("float32")
+    try:
+        difference = np.max(np.abs(exported_outputs(written, args.format, images)
+                                   - np.asarray(encoder.predict(images, verbose=0))))
+    except ImportError as error:  # the runtime to check with is absent; the export stands
+        print(f"wrote {written} ({args.format}); not checked: {error}")
+        return 0
+    print(f"wrote {written} ({args.format}); its outputs on 4 random images differ from the "
+          f"Keras model's by at most {difference:.2g}")
     return 0
 
 
@@ -358,18 +395,40 @@ def _add_train_parser(commands):
 
 def _add_eval_parsers(commands):
     p = commands.add_parser("eval", help="evaluate a trained encoder: metrics.json, report.md, plots")
-    p.add_argument("model", help="run folder or .keras file")
+    p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
                    help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
                         "(default: all but sgd_probe and coarse_to_fine)")
-    p.add_argument("--k", default="1,5,20,200", help="comma-separated kNN k values")
+    p.add_argument("--k", default="1,5,20,200",
+                   help="comma-separated k of kNN and of retrieval precision@k / recall@k")
     p.add_argument("--shots", default="10,100", help="comma-separated m for m-shot errors")
     p.add_argument("--probe-epochs", type=int, default=100, help="epochs of sgd_probe (app. J: 100)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="evaluate encoder features, or the projection head's embeddings")
     p.add_argument("--output", help="report folder (default: <run>/eval)")
     p.set_defaults(func=_eval)
+
+    p = commands.add_parser("embed", help="write a model's embeddings and labels to .npz or .parquet")
+    p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
+    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--output", required=True,
+                   help="embeddings.npz (numpy) or embeddings.parquet (needs pyarrow)")
+    p.add_argument("--split", choices=("train", "test", "both"), default="both")
+    p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
+                   help="encoder features, or the projection head's embeddings (a run's checkpoint)")
+    p.add_argument("--normalize", action="store_true", help="L2-normalize each embedding")
+    p.set_defaults(func=_embed)
+
+    p = commands.add_parser("export", help="export an encoder for serving: SavedModel, ONNX or LiteRT")
+    p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
+    p.add_argument("--format", choices=("saved_model", "onnx", "litert"), default="saved_model",
+                   help="saved_model (a folder; needs tensorflow), onnx (a .onnx file; tf2onnx on "
+                        "TensorFlow, jax2onnx on JAX), litert (a .tflite file)")
+    p.add_argument("--output", required=True, help="where to write; must not exist yet")
+    p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
+                   help="export the encoder, or encoder + projection head (a run's checkpoint)")
+    p.set_defaults(func=_export)
 
     p = commands.add_parser("compare", help="evaluate two encoders with bootstrap intervals")
     p.add_argument("model_a", help="run folder or .keras file")
@@ -434,7 +493,7 @@ def main(argv=None):
     _console.set_quiet(getattr(args, "quiet", False))
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, ImportError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader left, e.g. `clzoo presets | head -3`

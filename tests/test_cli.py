@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -152,3 +153,140 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     process.stdout.close()  # as `| head` does once it has its lines
     stderr = process.communicate(timeout=120)[1].decode()
     assert process.returncode == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+HEAVY_MODULES = re.compile(r"\|\s+(tensorflow|keras|jax|jaxlib|torch|sklearn|matplotlib|scipy)(\.|\s*$)",
+                           re.M)
+
+
+@pytest.mark.parametrize("args", [["-m", "clzoo.cli", "--help"], ["-m", "clzoo", "eval", "--help"],
+                                  ["-m", "clzoo", "embed", "--help"], ["-m", "clzoo", "export", "--help"]])
+def test_help_through_python_m_imports_nothing_heavy(args):
+    # -X importtime lists every module the real invocation imports, on stderr.
+    result = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
+                            text=True, env=_user_env(), timeout=300)
+    assert result.returncode == 0 and "usage: clzoo" in result.stdout, result.stderr[-2000:]
+    heavy = HEAVY_MODULES.search(result.stderr)
+    assert heavy is None, heavy.group(0)
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    """A small `.keras` encoder (8x8 RGB -> 6 features) and a 4-class image folder."""
+    import keras
+
+    root = tmp_path_factory.mktemp("tiny")
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(4, 3, activation="relu")(inputs)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    model = keras.Model(inputs, keras.layers.Dense(6)(x))
+    model.save(root / "encoder.keras")
+    return root / "encoder.keras", write_tiny_digits(root / "data", train=48, test=24)
+
+
+def test_eval_report_times_every_step(tiny_encoder, tmp_path, capsys):
+    path, data = tiny_encoder
+    out = tmp_path / "eval"
+    assert cli.main(["eval", str(path), "--data", data, "--metrics", "knn,ncc,retrieval,map",
+                     "--k", "1,5", "--output", str(out)]) == 0
+    steps = ["load_model", "load_data", "embed_train", "embed_test", "knn", "ncc", "map",
+             "retrieval", "plots"]
+    timings = json.loads((out / "metrics.json").read_text())["timings"]
+    assert list(timings) == steps + ["total"]
+    assert all(timings[s] >= 0 for s in steps) and timings["total"] == pytest.approx(
+        sum(timings[s] for s in steps), abs=0.02)
+    report = (out / "report.md").read_text()
+    for step in steps:
+        assert f"| `{step}` | {timings[step]} |" in report, step
+    printed = capsys.readouterr().out
+    for number, step in enumerate(steps, 1):  # a start and an end line per step, plain text
+        assert f"[clzoo eval] {number}/{len(steps)} {step}" in printed
+        assert re.search(rf"^\[clzoo eval\] {number}/{len(steps)} {step}: \d+\.\d s$", printed, re.M)
+    assert "\r" not in printed and "\x1b" not in printed
+
+
+def test_embed_writes_embeddings_labels_and_paths(tiny_encoder, tmp_path):
+    import keras
+
+    from clzoo.data import load_split
+
+    path, data = tiny_encoder
+    assert cli.main(["embed", str(path), "--data", data, "--output", str(tmp_path / "e.npz")]) == 0
+    saved = np.load(tmp_path / "e.npz")
+    train, test = load_split(data, "train"), load_split(data, "test")
+    expected = keras.saving.load_model(path).predict(
+        np.concatenate([train.images, test.images]).astype("float32") / 255, verbose=0)
+    np.testing.assert_allclose(saved["embeddings"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(saved["labels"], np.concatenate([train.labels, test.labels]))
+    assert saved["split"].tolist() == ["train"] * 48 + ["test"] * 24
+    assert saved["class_names"].tolist() == train.class_names
+    for file, label, split in zip(saved["paths"], saved["labels"], saved["split"]):
+        assert Path(file).parent.name == train.class_names[label] and Path(file).parts[-3] == split
+    assert not list(tmp_path.glob(".*tmp*"))
+
+    assert cli.main(["embed", str(path), "--data", data, "--split", "test", "--normalize",
+                     "--output", str(tmp_path / "e.parquet")]) == 0
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "e.parquet").to_pydict()
+    rows = np.asarray(table["embedding"])
+    np.testing.assert_allclose(rows, expected[48:] / np.linalg.norm(expected[48:], axis=1,
+                                                                    keepdims=True), rtol=1e-5)
+    assert table["label"] == test.labels.tolist() and set(table["split"]) == {"test"}
+    assert table["path"] == saved["paths"][48:].tolist()
+
+
+def test_embed_refuses_an_unknown_suffix_before_any_work(tiny_encoder, tmp_path, capsys):
+    path, data = tiny_encoder
+    assert cli.main(["embed", str(path), "--data", data, "--output", str(tmp_path / "e.csv")]) == 2
+    assert "must end in .npz or .parquet" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_export_saved_model_gives_the_keras_outputs(tiny_encoder, tmp_path, capsys):
+    import keras
+    import tensorflow as tf
+
+    path, _ = tiny_encoder
+    out = tmp_path / "served"
+    assert cli.main(["export", str(path), "--format", "saved_model", "--output", str(out)]) == 0
+    assert "differ from the Keras model's by at most" in capsys.readouterr().out
+    images = np.random.default_rng(1).uniform(size=(5, 8, 8, 3)).astype("float32")
+    loaded = tf.saved_model.load(str(out))
+    served = loaded.serve(tf.constant(images)).numpy()
+    np.testing.assert_allclose(served, keras.saving.load_model(path).predict(images, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    assert [p.name for p in tmp_path.iterdir()] == ["served"]  # no staging folder left
+    # The folder exists now: a second export refuses to overwrite it.
+    assert cli.main(["export", str(path), "--output", str(out)]) == 2
+    assert "exists already" in capsys.readouterr().err
+
+
+def test_export_names_the_missing_package_in_one_line(tiny_encoder, tmp_path):
+    from clzoo.eval.export import missing_packages
+
+    missing = missing_packages("onnx")
+    if not missing:
+        pytest.skip("the ONNX converter for this backend is installed")
+    result = _run(["export", str(tiny_encoder[0]), "--format", "onnx", "--output",
+                   str(tmp_path / "m.onnx")])
+    assert result.returncode == 2 and not list(tmp_path.iterdir())
+    assert result.stderr.strip().splitlines() == [
+        f"error: exporting to onnx needs {' and '.join(missing)}: pip install {' '.join(missing)}"]
+
+
+def test_export_litert_gives_the_keras_outputs(tiny_encoder, tmp_path):
+    import keras
+
+    from clzoo.eval.export import exported_outputs, missing_packages
+
+    if missing_packages("litert"):
+        pytest.skip(f"LiteRT export needs {missing_packages('litert')}")
+    path, _ = tiny_encoder
+    assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.tflite")]) == 0
+    images = np.random.default_rng(2).uniform(size=(3, 8, 8, 3)).astype("float32")
+    np.testing.assert_allclose(exported_outputs(tmp_path / "e.tflite", "litert", images),
+                               keras.saving.load_model(path).predict(images, verbose=0),
+                               rtol=1e-5, atol=1e-5)
+    assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.bin")]) == 2

@@ -45,6 +45,15 @@ def test_import_clzoo_is_enough_to_load_a_full_checkpoint(tmp_path):
     assert result.stdout.split()[-3:] == ["ContrastiveModel", "SINCERELoss", "LARS"]
 
 
+def test_a_script_given_the_arguments_m_clzoo_still_registers_the_keras_classes():
+    # Only `python -m clzoo` itself skips the registrations, not `-m clzoo` among a script's arguments.
+    code = "import sys, clzoo; print('clzoo.losses' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code, "-m", "clzoo"], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "True"
+
+
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_import_clzoo_losses_loads_no_tensorflow_or_sklearn(backend):
     pytest.importorskip(backend)

@@ -39,6 +39,8 @@ class Split:
         fine_labels: for a derived coarse label set, the original labels
             `(N,)`; else None.
         fine_class_names: names of the fine labels, or None.
+        paths: for an image folder (no derived label set), the file of each
+            row, str `(N,)` in row order; else None.
     """
 
     images: np.ndarray
@@ -46,6 +48,7 @@ class Split:
     class_names: list
     fine_labels: np.ndarray = None
     fine_class_names: list = None
+    paths: list = None
 
     def __len__(self):
         return len(self.labels)
@@ -473,23 +476,25 @@ def _cache_key(root, split, on_unreadable, files, stats):
     return digest.hexdigest()
 
 
-def _read_cached(cached, labels, classes, where):
-    """The `Split` cached at `cached`, or None when there is none; a damaged or inconsistent
-    file is deleted with a warning (and then rebuilt by the caller)."""
+def _read_cached(cached, files, labels, classes, where):
+    """The `Split` cached at `cached` for the listed `files`, or None when there is none; a
+    damaged or inconsistent file is deleted with a warning (and then rebuilt by the caller)."""
     arrays = read_npz(cached)
     if arrays is None:
         return None
     images, kept = arrays.get("images"), arrays.get("labels")
     skipped = arrays.get("skipped")
+    left_out = set() if skipped is None else set(skipped.tolist())
+    paths = [str(f) for f in files if str(f) not in left_out]  # the file of each kept row
     if (images is None or kept is None or skipped is None or images.dtype != np.uint8
             or images.ndim != 4 or images.shape[-1] != 3 or kept.shape != (len(images),)
             or list(arrays.get("class_names", [])) != classes
-            or len(kept) + len(skipped) != len(labels)
+            or len(kept) + len(skipped) != len(labels) or len(paths) != len(kept)
             or (not len(skipped) and not np.array_equal(kept, labels))):
         discard(cached, "its arrays do not match the folder")
         return None
     _warn_skipped(skipped, where, stacklevel=5)  # the same warning as when the cache was written
-    return Split(images, kept.astype(np.int32), classes)
+    return Split(images, kept.astype(np.int32), classes, paths=paths)
 
 
 def _warn_skipped(skipped, where, stacklevel):
@@ -520,7 +525,7 @@ def _load_folder(path, split, on_unreadable="error"):
     files, stats, labels, classes = _list_folder(root, split, on_unreadable)
     key = _cache_key(root, split, on_unreadable, files, stats)
     cached = cache_dir("datasets") / f"{root.name}-{split}-{key}.npz"
-    split_data = _read_cached(cached, labels, classes, root / split)
+    split_data = _read_cached(cached, files, labels, classes, root / split)
     if split_data is not None:
         return split_data
 
@@ -547,7 +552,7 @@ def _load_folder(path, split, on_unreadable="error"):
                      skipped=np.array([str(f) for f in unreadable], dtype=str))
 
     atomic_write(cached, write)
-    return Split(images, labels, classes)
+    return Split(images, labels, classes, paths=[str(f) for f in files])
 
 
 def _stack_one_size(images, files, where):

@@ -4,7 +4,7 @@
   (`metrics.json`, `report.md`, plots) of the metrics in `METRICS`, one
   `Metric` class per name in `clzoo.eval.metrics` (`knn`, `ncc`, `probe`,
   `calibration`, `few_shot`, `geometry`, `separation`, `loss_gap`,
-  `noisy_labels`, `map`, `sgd_probe`, `coarse_to_fine`).
+  `noisy_labels`, `map`, `retrieval`, `sgd_probe`, `coarse_to_fine`).
 - kNN: `knn_accuracy`, `knn_predict` (SINCERE app. M, Wu et al. 2018)
 - linear probes: `logistic_regression_probe` (SimCLR), `sgd_linear_probe` (SINCERE app. J)
 - class geometry: `nearest_class_center_accuracy`, `cdnv`, `directional_cdnv`,
@@ -13,6 +13,8 @@
   `reliability`, `dcl_nscl_gap` (NSCL Thm. 1),
   `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2),
   `coarse_to_fine_transfer` (Perfectly Balanced sec. 5.2)
+- `retrieval_metrics`: leave-one-out precision@k, recall@k, R-precision, MAP@R
+  (Musgrave et al. 2020)
 - `bootstrap` (any per-example statistic, scipy), `bootstrap_accuracy`,
   `bootstrap_accuracy_difference` (SINCERE sec. 4)
 - data and embeddings: `embed`, `projection_encoder` / `projection_embeddings`
@@ -65,6 +67,7 @@ from clzoo.eval.report import (
     evaluate,
     evaluate_embeddings,
 )
+from clzoo.eval.retrieval import retrieval_metrics
 from clzoo.eval.separation import Separation, target_noise_separation
 from clzoo.eval.splits import train_test_split
 from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
@@ -80,6 +83,6 @@ __all__ = [
     "knn_predict", "knn_predictions", "logistic_regression_probe", "nearest_class_center_accuracy",
     "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
     "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
-    "reliability", "sgd_linear_probe", "target_noise_separation", "train_test_split",
+    "reliability", "retrieval_metrics", "sgd_linear_probe", "target_noise_separation", "train_test_split",
     "variability",
 ]

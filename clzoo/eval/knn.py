@@ -49,16 +49,31 @@ def knn_predict(train_embeddings, train_labels, test_embeddings, k=20,
                          block_size)[k]
 
 
+def nearest(sims, depth):
+    """The `depth` highest similarities of each row of `sims` `(B, N)`, highest first.
+
+    The one neighbour search of kNN (`knn_predictions`) and retrieval
+    (`clzoo.eval.retrieval_metrics`): `argpartition` then a sort of the `depth`
+    kept, so a block costs O(N + depth log depth) per row. Among the kept,
+    equal similarities go to the lower column index.
+
+    Returns:
+        `(indices, similarities)`: int `(B, depth)` columns of `sims` and their
+        values `(B, depth)`.
+    """
+    top = np.argpartition(-sims, depth - 1, axis=1)[:, :depth]
+    top_sims = np.take_along_axis(sims, top, axis=1)
+    order = np.lexsort((top, -top_sims), axis=1)
+    return np.take_along_axis(top, order, axis=1), np.take_along_axis(top_sims, order, axis=1)
+
+
 def _predict_many(train, labels, test, ks, num_classes, weighting, temperature, block_size):
     """Predictions for several `k` from one nearest-neighbour search per block."""
     k_max = max(ks)
     predictions = {k: np.empty(test.shape[0], dtype=np.int64) for k in ks}
     for start in range(0, test.shape[0], block_size):
         sims = test[start:start + block_size] @ train.T
-        top = np.argpartition(-sims, k_max - 1, axis=1)[:, :k_max]
-        top_sims = np.take_along_axis(sims, top, axis=1)
-        order = np.argsort(-top_sims, axis=1, kind="stable")
-        top, top_sims = np.take_along_axis(top, order, 1), np.take_along_axis(top_sims, order, 1)
+        top, top_sims = nearest(sims, k_max)
         weights = top_sims if weighting == "cosine" else np.exp(top_sims / temperature)
         rows = np.arange(sims.shape[0])[:, None]
         for k in ks:

@@ -9,17 +9,20 @@ class docstring, the registry metadata and the written report.
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from clzoo.eval.bootstrap import bootstrap_accuracy_difference
 from clzoo.eval.metrics import DEFAULT_METRICS, METRICS, EvalContext, parse_metrics
+from clzoo.eval.steps import StepTimer
 from clzoo.files import atomic_write_text
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "EvaluationResult", "compare_results", "evaluate",
-           "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]
+BLAS_THREADS = 1  # threads of NumPy / SciPy / scikit-learn while the metrics run
+
+__all__ = ["DEFAULT_METRICS", "METRICS", "EvaluationResult", "compare_results", "draw_plots",
+           "evaluate", "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]
 
 
 @dataclasses.dataclass
@@ -30,7 +33,9 @@ class EvaluationResult:
         metrics: JSON-ready dict, the content of `metrics.json`: `title`, the
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,
             `classes`, `metrics` (names computed), one entry per metric under
-            its registry name, and `seconds` `{name: wall seconds}`.
+            its registry name, `timings` `{step: wall seconds, ..., "total": sum}`
+            (loading, embedding, each metric, plots; see `evaluate_embeddings`)
+            and `seconds`, the metrics' entries of `timings` (kept for older readers).
         correct: `{classifier: bool (M,)}` per-test-example correctness
             (`knn_k20`, `ncc`, `probe`, `sgd_probe`), for `compare_results`.
         results: `{name: MetricResult}` with each metric's rows and plots.
@@ -58,26 +63,38 @@ def model_label(model):
     return "/".join(Path(text).parts[-2:])
 
 
-def _run_metrics(names, context):
-    """`{name: MetricResult}` in registry order, timed, after every metric's `check` passed."""
+def _run_metrics(names, context, timer):
+    """`{name: MetricResult}` in registry order, each timed by `timer`, after every `check` passed."""
     metrics = {name: METRICS.get(name)() for name in METRICS if name in names}
     for metric in metrics.values():  # fail before the slow metrics run
         metric.check(context)
     results = {}
-    for name, metric in metrics.items():
-        if context.verbose:
-            print(f"[clzoo eval] {name} ...", flush=True)
-        started = time.perf_counter()
-        result = metric.compute(context)
-        result.seconds = round(time.perf_counter() - started, 2)
-        results[name] = result
+    # One BLAS / OpenMP thread: on a shared or busy CPU, OpenBLAS' spinning worker threads made
+    # scikit-learn's L-BFGS fits 20-200x slower (the probe: 138 s -> 7 s; benchmarks/README.md).
+    with threadpool_limits(limits=BLAS_THREADS):
+        for name, metric in metrics.items():
+            with timer.step(name):
+                result = metric.compute(context)
+            result.seconds = timer.seconds[name]
+            results[name] = result
     return results
+
+
+def _timer(timings, verbose, steps):
+    """The `StepTimer` of an evaluation: `timings` itself, or a new one holding its seconds."""
+    if isinstance(timings, StepTimer):
+        if timings.total is None:
+            timings.total = len(timings.seconds) + steps
+        return timings
+    timer = StepTimer(verbose=verbose, total=len(timings or {}) + steps)
+    timer.add(dict(timings or {}))
+    return timer
 
 
 def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_labels,
                         metrics=DEFAULT_METRICS, class_names=None, output_dir=None,
                         ks=(1, 5, 20, 200), shots=(10, 100), title=None, verbose=True,
-                        encoder=None, images=None, probe_epochs=100, info=None):
+                        encoder=None, images=None, probe_epochs=100, info=None, timings=None):
     """Compute the requested metrics on frozen features; write the report when `output_dir` is given.
 
     Args:
@@ -98,9 +115,14 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         probe_epochs: epochs of `"sgd_probe"`. Defaults to `100` (SINCERE app. J).
         info: JSON-ready facts stored in `metrics.json` (`model`: the model
             or preset name used in titles; `data`; ...).
+        timings: wall seconds of steps that ran before, `{step: seconds}`
+            (e.g. `{"load_model": 2.1}`), or the `clzoo.eval.steps.StepTimer`
+            that timed them; they come first in `metrics["timings"]`.
 
     Returns:
-        `EvaluationResult`.
+        `EvaluationResult`; `metrics["timings"]` holds the wall seconds of
+        every step (earlier steps, each metric, `plots` when writing) and
+        their `total`.
 
     Raises:
         ValueError: an unknown metric, bad features or labels, or a metric
@@ -118,11 +140,12 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     """
     names = parse_metrics(metrics)
     info = dict(info or {})
+    timer = _timer(timings, verbose, len(names) + (output_dir is not None))
     context = EvalContext.create(
         train_embeddings, train_labels, test_embeddings, test_labels, class_names=class_names,
         ks=ks, shots=shots, encoder=encoder, images=images, probe_epochs=probe_epochs,
         verbose=verbose, model=model_label(info.get("model", "encoder")))
-    results = _run_metrics(names, context)
+    results = _run_metrics(names, context, timer)
     title = title or (f"clzoo evaluation of {context.model}"
                       + (f" on {info['data']}" if "data" in info else ""))
     out = {"title": title, **info,
@@ -133,8 +156,13 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     out["seconds"] = {name: result.seconds for name, result in results.items()}
     correct = {key: value for result in results.values() for key, value in result.correct.items()}
     evaluation = EvaluationResult(out, correct, results)
+    plots = []
     if output_dir is not None:
-        evaluation.files = write_report(evaluation, output_dir)
+        with timer.step("plots"):
+            plots = draw_plots(evaluation, output_dir)
+    out["timings"] = {**timer.seconds, "total": round(sum(timer.seconds.values()), 2)}
+    if output_dir is not None:
+        evaluation.files = write_report(evaluation, output_dir, plots=plots)
     return evaluation
 
 
@@ -157,7 +185,9 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
         train: the training `Split` (or `(images, labels)`); with a spec, an
             already loaded train split that is then not read again.
         class_names: names by label id for array data (a `Split` has its own).
-        metrics, output_dir, verbose, **kwargs: as `evaluate_embeddings`.
+        metrics, output_dir, verbose, **kwargs: as `evaluate_embeddings`
+            (`timings` included); loading the data (`load_data`) and
+            embedding each split (`embed_train`, `embed_test`) are timed too.
 
     Returns:
         `EvaluationResult`; the same numbers whichever form `data` takes.
@@ -181,15 +211,19 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
     from clzoo.eval.splits import resolve_data
 
     names = parse_metrics(metrics)
-    train, test, description = resolve_data(data, train, class_names)
+    timer = _timer(kwargs.pop("timings", None), verbose, 3 + len(names) + (output_dir is not None))
+    with timer.step("load_data", str(data) if isinstance(data, (str, Path)) else ""):
+        train, test, description = resolve_data(data, train, class_names)
     size = encoder.input_shape[1]
-    train_x = embed(encoder, train.images, size=size, normalize=False, verbose=verbose)
-    test_x = embed(encoder, test.images, size=size, normalize=False, verbose=verbose)
+    features = []
+    for name, split in (("embed_train", train), ("embed_test", test)):
+        with timer.step(name, f"{len(split)} images"):
+            features.append(embed(encoder, split.images, size=size, normalize=False, verbose=verbose))
     kwargs["info"] = {"data": description, **(kwargs.get("info") or {})}
-    return evaluate_embeddings(train_x, train.labels, test_x, test.labels, names,
+    return evaluate_embeddings(features[0], train.labels, features[1], test.labels, names,
                                class_names=train.class_names, output_dir=output_dir,
                                verbose=verbose, encoder=encoder,
-                               images=(train.images, test.images), **kwargs)
+                               images=(train.images, test.images), timings=timer, **kwargs)
 
 
 def _report_lines(evaluation):
@@ -206,21 +240,34 @@ def _report_lines(evaluation):
     for result in evaluation.results.values():
         for plot in result.plots:
             lines += [f"![{plot.caption}]({plot.filename})", ""]
-    lines += ["Seconds per metric:", "", "| metric | seconds |", "| --- | --- |"]
-    lines += [f"| `{name}` | {result.seconds} |" for name, result in evaluation.results.items()]
-    return lines + [""]
+    timings = m["timings"]
+    lines += ["Wall time per step (loading, embedding, each metric, plots):", "",
+              "| step | seconds |", "| --- | --- |"]
+    lines += [f"| `{name}` | {seconds} |" for name, seconds in timings.items() if name != "total"]
+    return lines + [f"| total | {timings['total']} |", ""]
 
 
-def write_report(evaluation, output_dir):
+def draw_plots(evaluation, output_dir):
+    """Draw every metric's plots of `evaluation` into `output_dir`; returns their paths."""
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    return [plot.write(output) for result in evaluation.results.values() for plot in result.plots]
+
+
+def write_report(evaluation, output_dir, plots=None):
     """Write `metrics.json`, `report.md` and every metric's plots of `evaluation` into `output_dir`.
+
+    Args:
+        evaluation: `EvaluationResult`.
+        output_dir: folder, created if needed.
+        plots: paths of plots `draw_plots` drew already; None draws them here.
 
     Returns:
         list of paths: `metrics.json`, `report.md`, then the PNGs.
     """
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    files = [plot.write(output) for result in evaluation.results.values()
-             for plot in result.plots]
+    files = draw_plots(evaluation, output) if plots is None else list(plots)
     atomic_write_text(output / "report.md", "\n".join(_report_lines(evaluation)))
     atomic_write_text(output / "metrics.json", json.dumps(evaluation.metrics, indent=2) + "\n")
     return [output / "metrics.json", output / "report.md"] + files

@@ -2,6 +2,8 @@
 
 from clzoo.losses.dcl_loss import DCLLoss, dcl_loss
 from clzoo.losses.info_nce_loss import InfoNCELoss, info_nce_loss
+from clzoo.losses.learnable_temperature import LearnableTemperature
+from clzoo.losses.memory import with_memory
 from clzoo.losses.nscl_loss import NSCLLoss, nscl_loss
 from clzoo.losses.sincere_loss import SINCERELoss, sincere_loss
 from clzoo.losses.soft_target_info_nce_loss import (
@@ -62,8 +64,9 @@ def get(identifier):
 
 
 __all__ = [
-    "ALL_OBJECTS", "ALL_OBJECTS_DICT", "LOSSES", "DCLLoss", "InfoNCELoss", "NSCLLoss", "SINCERELoss",
+    "ALL_OBJECTS", "ALL_OBJECTS_DICT", "LOSSES", "DCLLoss", "InfoNCELoss", "LearnableTemperature", "NSCLLoss",
+    "SINCERELoss",
     "SupConLoss", "SoftTargetInfoNCELoss", "SpreadLoss", "SupInfoNCELoss", "soft_target_info_nce_loss",
     "dcl_loss", "get", "info_nce_loss", "nscl_loss", "sincere_loss", "spread_loss", "sup_con_loss",
-    "sup_info_nce_loss",
+    "sup_info_nce_loss", "with_memory",
 ]

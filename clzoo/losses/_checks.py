@@ -16,14 +16,23 @@ host sync. The backend imports are lazy (style rule 2: the one other
 backend-specific helper is the `tf.distribute` gather).
 """
 
+import contextlib
 import functools
+import logging
 import numbers
+import re
+import threading
 
 import keras
 import numpy as np
 from keras import ops
 
 INT32_MAX = 2**31 - 1
+
+# Whole numbers a float dtype holds exactly and without neighbours merging: |x| < 2^(mantissa + 1).
+EXACT_INT_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+_collected = threading.local()
 
 
 def is_number(value, integral=False):
@@ -116,10 +125,34 @@ def concrete(x):
         return None
 
 
+class InputCheckError(ValueError):
+    """A loss input check failed; also raised on the host from inside `jax.jit` (see `require`)."""
+
+
+_CALLBACK_ERROR = re.compile(r"InputCheckError: (.+)$", re.MULTILINE)
+
+
+def input_check_message(error):
+    """Our check's message inside a backend error (JAX wraps host-callback errors), else None."""
+    if isinstance(error, InputCheckError):
+        return str(error)
+    found = _CALLBACK_ERROR.findall(str(error))
+    return found[-1] if found else None
+
+
+def _not_our_check(record):
+    """Logging filter: JAX logs every failed host callback with its traceback before raising."""
+    return not (record.exc_info and isinstance(record.exc_info[1], InputCheckError))
+
+
+# Installed once; creating the logger does not import JAX.
+logging.getLogger("jax._src.debugging").addFilter(_not_our_check)
+
+
 def _raise_unless(ok, *values, message, detail):
     if not bool(np.all(np.asarray(ok))):
         extra = detail(*[np.asarray(v) for v in values]) if detail else ""
-        raise ValueError(message + extra)
+        raise InputCheckError(message + extra)
 
 
 def require(ok, message, values=(), detail=None, gate=None):
@@ -142,6 +175,9 @@ def require(ok, message, values=(), detail=None, gate=None):
     if backend == "tensorflow":
         import tensorflow as tf
 
+        stack = getattr(_collected, "stack", None)
+        if stack:  # XLA (`jit_compile=True`) drops the assert; the caller poisons with `ok` instead
+            stack[-1].append(ok)
         check = tf.debugging.Assert(ok, [message, *values], summarize=8)
         if gate is not None:
             with tf.control_dependencies([check]):
@@ -157,3 +193,58 @@ def require(ok, message, values=(), detail=None, gate=None):
 def poison(value, ok):
     """`value` where `ok` holds, NaN elsewhere: a failed check is never a silent number."""
     return ops.where(ok, value, float("nan"))
+
+
+@contextlib.contextmanager
+def collecting_checks():
+    """Collect the graph-mode checks `require` adds inside this block.
+
+    Yields a list of scalar bool tensors; pass it to `poison_unless_all`.
+    Only TensorFlow graphs add to it: XLA-compiled steps drop
+    `tf.debugging.Assert`, so the loss value itself must carry the failure.
+    """
+    stack = _collected.__dict__.setdefault("stack", [])
+    stack.append([])
+    try:
+        yield stack[-1]
+    finally:
+        stack.pop()
+
+
+def poison_unless_all(values, oks):
+    """`values` where every check in `oks` holds, NaN everywhere otherwise."""
+    if not oks:
+        return values
+    ok = functools.reduce(ops.logical_and, [ops.cast(o, "bool") for o in oks])
+    return poison(values, ok)
+
+
+def id_outside_int32(labels):
+    """An id of the NumPy integer array `labels` outside int32 on a backend without int64 (JAX
+    without `jax_enable_x64`), as an int; None when there is none or `labels` is anything else."""
+    if not (isinstance(labels, np.ndarray) and labels.dtype.kind in "iu" and labels.size):
+        return None
+    if index_dtype() == "int64":
+        return None
+    low, high = labels.min(), labels.max()
+    if high > INT32_MAX:
+        return int(high)
+    return int(low) if low < -INT32_MAX - 1 else None
+
+
+def check_int32_ids(labels, name="y_true"):
+    """Refuse a NumPy integer array holding ids outside int32 on JAX without `jax_enable_x64`.
+
+    JAX would wrap such ids modulo 2^32 when the array enters a jitted step
+    (`fit`), before any loss sees them, merging classes silently.
+
+    Raises:
+        ValueError: naming `name`, the id found and the two ways out.
+    """
+    bad = id_outside_int32(labels)
+    if bad is not None:
+        raise ValueError(f"`{name}` holds class id {bad}, outside int32, and JAX without "
+                         "`jax_enable_x64` would wrap it modulo 2^32, merging classes. Map the ids to "
+                         "0..num_classes-1 first (`np.unique(y, return_inverse=True)[1]`) or set "
+                         "`jax.config.update('jax_enable_x64', True)` before building the model")
+    return labels

@@ -16,7 +16,9 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import _checks as K
+from clzoo.losses import _label_similarity as LS
 from clzoo.losses import _row_ops as R
+from clzoo.losses.memory import active_memory, extend_columns
 
 
 def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):
@@ -36,7 +38,14 @@ def validate_number(value, name, low=None, high=None, low_open=False, what="a nu
 
 
 def validate_temperature(temperature, name="temperature"):
-    """Return `temperature` as a float, or raise a `ValueError` naming it."""
+    """Return `temperature` as a float, or raise a `ValueError` naming it.
+
+    A scalar backend tensor (the value of a `LearnableTemperature`) is
+    returned as it is.
+    """
+    if ops.is_tensor(temperature) and not isinstance(temperature, np.ndarray) \
+            and len(temperature.shape) == 0:
+        return temperature
     return validate_number(temperature, name, low=0.0, low_open=True,
                            what="a positive, finite number")
 
@@ -111,10 +120,13 @@ def standardize_embeddings(y_pred, normalize=True):
     # Logits and log-sum-exp in float32 even under mixed precision.
     z = ops.cast(ops.reshape(y_pred, (-1, dim)), "float32")
     if normalize:
-        z = z / ops.sqrt(
-            ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24)
-        )
+        z = l2_normalize(z)
     return z, batch, views
+
+
+def l2_normalize(z):
+    """Unit rows of float `(n, dim)` `z` (an all-zero row stays zero, no NaN)."""
+    return z / ops.sqrt(ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24))
 
 
 _LABELS_HELP = (
@@ -137,11 +149,11 @@ def _host_ids(y_true):
     if not isinstance(y_true, np.ndarray):
         return y_true
     if y_true.dtype.kind == "f" and (y_true.ndim < 2 or y_true.shape[-1] == 1):
-        ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**63)
-        K.require(ok, f"{_FLOAT_IDS_HELP}, |id| < 2^63)", (ok, y_true), _first_bad_id)
+        bits = _exact_bits(K.dtype_of(y_true))
+        ok = np.isfinite(y_true) & (y_true == np.round(y_true)) & (np.abs(y_true) < 2.0**bits)
+        K.require(ok, _float_ids_help(K.dtype_of(y_true), bits), (ok, y_true), _first_bad_id)
         y_true = y_true.astype(np.int64)
-    if (y_true.dtype.kind in "iu" and y_true.size and K.index_dtype() == "int32"
-            and (y_true.min() < -K.INT32_MAX - 1 or y_true.max() > K.INT32_MAX)):
+    if K.id_outside_int32(y_true) is not None:
         return np.unique(y_true, return_inverse=True)[1].reshape(y_true.shape).astype("int32")
     return y_true
 
@@ -164,15 +176,26 @@ def _one_hot_ids(y_true):
                      "SoftTargetInfoNCELoss) are never argmaxed", (row_ok, y_true), detail, gate=ids)
 
 
+def _exact_bits(dtype):
+    """Float ids are exact only while |id| < 2^bits (the dtype's mantissa + 1; at most int32's
+    31 bits on a backend without int64): above that, neighbouring ids may already have merged."""
+    bits = K.EXACT_INT_BITS.get(dtype, 24)
+    return min(bits, 31) if K.index_dtype() == "int32" else bits
+
+
+def _float_ids_help(dtype, bits):
+    return (f"{_FLOAT_IDS_HELP}, |id| < 2^{bits}: {dtype} cannot tell larger ids apart, so some "
+            "may already be merged; pass integer labels)")
+
+
 def _whole_float_ids(y_true):
-    """Float labels that are whole numbers within the id range, as integers; others refused."""
-    dtype = "int64" if K.dtype_of(y_true) == "float64" and K.index_dtype() == "int64" else "int32"
-    bits = 63 if dtype == "int64" else 31
-    bound = 2.0**bits
+    """Float labels that are whole numbers the dtype holds exactly, as integers; others refused."""
+    dtype = K.dtype_of(y_true)
+    bits = _exact_bits(dtype)
     y_true = ops.convert_to_tensor(y_true)
-    ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < bound)
-    return K.require(ops.all(ok), f"{_FLOAT_IDS_HELP}, |id| < 2^{bits})", (ok, y_true),
-                     _first_bad_id, gate=ops.cast(y_true, dtype))
+    ok = ops.logical_and(ops.equal(y_true, ops.round(y_true)), ops.abs(y_true) < 2.0**bits)
+    ids = ops.cast(y_true, "int64" if bits > 31 else "int32")
+    return K.require(ops.all(ok), _float_ids_help(dtype, bits), (ok, y_true), _first_bad_id, gate=ids)
 
 
 def _int_ids(y_true):
@@ -243,10 +266,25 @@ class PairMasks:
             itself (includes `same_instance`).
         other_class: embeddings whose label differs from the anchor's.
         not_self: every embedding but the anchor.
+        label_weight: float32 pair weight in [0, 1] (`_label_similarity`):
+            1 for the anchor's other views, the label similarity for other
+            samples (the same-label indicator for class ids), 0 for the
+            anchor itself.
+
+    With label rows (multi-hot / soft `y_true`), each side carries a fourth
+    array, the prepared label rows, and the class ids are the sample ids:
+    losses then read `label_weight`, not `same_class` / `other_class`.
     """
 
-    def __init__(self, rows, cols):
+    def __init__(self, rows, cols, label_similarity=None, valid=None):
         self._rows, self._cols = rows, cols
+        self._label_similarity = label_similarity
+        # Memory entries (`clzoo.losses.memory`): `valid` flags the columns that exist; an
+        # empty memory slot is neither a positive nor noise.
+        self._valid = None if valid is None else valid[None, :]
+
+    def _existing(self, mask):
+        return mask if self._valid is None else ops.logical_and(mask, self._valid)
 
     # Built on first use: a loss pays only for the relations it reads (this
     # matters on eager backends, where nothing fuses them away). The building
@@ -261,11 +299,11 @@ class PairMasks:
 
     @property
     def not_self(self):
-        return ops.not_equal(self._rows[2][:, None], self._cols[2][None, :])
+        return self._existing(ops.not_equal(self._rows[2][:, None], self._cols[2][None, :]))
 
     @property
     def _equal_label(self):
-        return self._pair(0)
+        return self._existing(self._pair(0))
 
     @functools.cached_property
     def same_class(self):
@@ -277,7 +315,16 @@ class PairMasks:
 
     @functools.cached_property
     def other_class(self):
-        return ops.logical_not(self._equal_label)
+        return self._existing(ops.logical_not(self._pair(0)))
+
+    @functools.cached_property
+    def label_weight(self):
+        if len(self._rows) > 3:
+            weight = LS.pair_similarity(self._rows[3], self._cols[3], self._label_similarity)
+        else:
+            weight = ops.cast(self._equal_label, "float32")
+        weight = ops.where(self.same_instance, 1.0, weight)
+        return ops.where(self.self_pair, 0.0, weight)
 
 
 def _flat_ids(labels, views, offset):
@@ -328,9 +375,49 @@ def validate_chunk_size(chunk_size):
     return validate_positive_int(chunk_size, "chunk_size")
 
 
+def _global_ids(z, y_true, batch, views, supervised, label_similarity):
+    """Gather the global batch; return `(z_all, rows, cols)`, the per-embedding ids of `PairMasks`.
+
+    Label rows (multi-hot / soft `y_true` with `label_similarity`) travel as a
+    fourth entry of `rows` / `cols`; the class ids are then the sample ids.
+    """
+    label_rows = supervised and label_similarity is not None and LS.is_label_matrix(y_true)
+    if label_rows:
+        labels = LS.standardize_label_rows(y_true, label_similarity)
+        labels = _check_count(labels, batch, tuple(labels.shape))
+    else:
+        labels = standardize_labels(y_true if supervised else None, batch)
+    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
+    extra_rows, extra_cols = (), ()
+    if label_rows:
+        extra_rows = (ops.repeat(labels, views, axis=0),)
+        extra_cols = (ops.repeat(labels_all, views, axis=0),)
+    if not supervised or label_rows:
+        # Instance ids must be unique across replicas: use global positions.
+        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
+        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
+    rows = _flat_ids(labels, views, offset) + extra_rows
+    cols = _flat_ids(labels_all, views, 0) + extra_cols
+    return z_all, rows, cols
+
+
+def _memory_columns(z_all, cols, supervised, normalize, dim):
+    """Memory entries (MoCo queue) as extra columns when `clzoo.losses.with_memory` is active:
+    `(z_all, cols, valid)`, `valid` None without memory."""
+    if active_memory() is None:
+        return z_all, cols, None
+    if len(cols) > 3:
+        raise ValueError("A memory queue holds class ids, not label rows: `label_similarity` with "
+                         "multi-hot / soft `y_true` cannot be combined with a queue. Received: "
+                         "label rows while `with_memory` is active")
+    z_all, cols = extend_columns(z_all, cols, supervised, l2_normalize if normalize else None,
+                                 keras.backend.standardize_dtype(cols[0].dtype), dim)
+    return z_all, cols[:3], cols[3]
+
+
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
                     supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
-                    chunk_size=None):
+                    chunk_size=None, label_similarity=None):
     """The one engine of every embedding loss: anchors against the global batch, per sample.
 
     Standardizes the inputs, gathers the global batch across `tf.distribute`
@@ -342,7 +429,9 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         y_true: labels (ignored when `supervised=False`: each sample is its
             own class, the instance-discrimination setting).
         y_pred: embeddings `(batch, views, dim)` or `(batch, dim)`.
-        temperature: validated positive float.
+        temperature: validated positive float, or a scalar float32 tensor
+            (learnable temperature: the logits then take the row-maximum
+            path of `Similarities`).
         anchor_terms: `fn(similarities, masks) -> [(value (n,), valid (n,)), ...]`,
             one pair per term of the loss (`Similarities`, `PairMasks`).
         normalize: L2-normalize embeddings.
@@ -352,10 +441,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         weights: weight of each term in the per-sample value.
         chunk_size: None (all anchors at once) or anchors per block. Blocks
             run in a loop and are recomputed in the backward pass, where the
-            reductions of `Similarities` have hand-written gradients, so a
-            forward + backward pass holds about six `chunk_size x N` float32
-            buffers instead of several `N x N`, eagerly or compiled; values
-            and gradients are the same.
+            reductions of `Similarities` have hand-written gradients (boolean
+            masks and float label weights alike), so a forward + backward
+            pass holds about six `chunk_size x N` float32 buffers instead of
+            several `N x N`, eagerly or compiled; values and gradients are
+            the same.
+        label_similarity: None, or "cosine" / "jaccard": label rows
+            `(batch, classes)` (multi-hot, soft) are accepted and pairs are
+            weighted by `PairMasks.label_weight`; class ids still work.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -367,19 +460,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             f"{loss_name} needs at least {min_views} views per sample: its positives are "
             f"the sample's other views. Received: y_pred with views={views}"
         )
-    labels = standardize_labels(y_true if supervised else None, batch)
-    z_all, labels_all, offset = _gather_global_batch(z, labels, views)
-    if not supervised:
-        # Instance ids must be unique across replicas: use global positions.
-        labels = ops.arange(ops.shape(labels)[0], dtype="int32") + offset
-        labels_all = ops.arange(ops.shape(labels_all)[0], dtype="int32")
-    rows = _flat_ids(labels, views, offset)
-    cols = _flat_ids(labels_all, views, 0)
+    z_all, rows, cols = _global_ids(z, y_true, batch, views, supervised, label_similarity)
+    z_all, cols, valid = _memory_columns(z_all, cols, supervised, normalize, z.shape[1])
 
-    bound = 1.0 / temperature if normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
+    fixed = isinstance(temperature, float)
+    bound = 1.0 / temperature if fixed and normalize and 2.0 / temperature <= _MAX_EXP_RANGE else None
 
     def block(z_rows, z_cols, row_ids):
-        masks = PairMasks(row_ids, cols)
+        masks = PairMasks(row_ids, cols, label_similarity, valid)
         # Scaling the rows, not the product, saves one (n, N) buffer.
         terms = anchor_terms(Similarities(z_rows / temperature, z_cols, bound), masks)
         return tuple(t for value, valid in terms
@@ -500,26 +588,33 @@ class Similarities:
         return self.rows, self.cols, self.logits
 
     def logsumexp(self, mask):
-        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty."""
+        """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty.
+
+        `mask` may be float32 weights `w_ij >= 0`: `log sum_j w_ij exp(s_ij)`.
+        """
         return R.row_logsumexp(self._block, mask, self.bound)
 
     def mean_gap(self, row, positive_mask):
         """`(mean_{p in P(i)} (row_i - s_ip), has_positive)`, both `(n,)` (SupCon L_out, DCL).
 
         `row` is `(n, 1)`; an anchor without positives gets 0 and a zero gradient.
+        `positive_mask` may be float32 weights `w_ip >= 0`: the weighted mean.
         """
-        return R.mean_gap(row, self._block, positive_mask), ops.any(positive_mask, axis=-1)
+        has_positive = ops.any(R.present(positive_mask), axis=-1)
+        return R.mean_gap(row, self._block, positive_mask), has_positive
 
     def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0):
         """`(anchor_loss, has_positive)`, `(n,)`: the mean over positives `p` of
         `-log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
-        margin (`positive_shift=epsilon`). The masks must be disjoint.
+        margin (`positive_shift=epsilon`). Boolean masks must be disjoint;
+        both may instead be float32 weights (`v_in` in the noise sum, `w_ip`
+        in the mean over positives), which may overlap.
         """
         value = R.mean_noise_contrastive(self._block, noise_mask, positive_mask,
                                          float(positive_shift), self.bound)
-        return value, ops.any(positive_mask, axis=-1)
+        return value, ops.any(R.present(positive_mask), axis=-1)
 
     def decoupled(self, noise_mask, positive_mask):
         """Mean over positives of `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
@@ -597,6 +692,10 @@ def check_finite_embeddings(y_pred):
     return finite
 
 
+# The `LearnableTemperature` arguments a loss takes with temperature="learnable".
+_LEARNABLE_ARGS = ("temperature_init", "min_temperature", "max_temperature")
+
+
 class ContrastiveLoss(keras.losses.Loss):
     """Base class of the embedding losses: validation, config and reduction.
 
@@ -609,11 +708,27 @@ class ContrastiveLoss(keras.losses.Loss):
     `standardize_labels`. `sample_weight` must be a scalar, `(batch,)` or
     `(batch, 1)`, finite and non-negative (`ValueError` naming it).
 
+    Where a check cannot raise, the loss is NaN rather than a wrong number:
+    TensorFlow's XLA (`jit_compile=True`) drops asserts. On JAX without
+    `jax_enable_x64`, JAX itself wraps int64 ids outside int32 when a batch
+    enters a jitted step, before any loss runs; `clzoo.models.ContrastiveModel`
+    refuses such labels first (`ValueError`), a plain `keras.Model` cannot.
+
     `check_values=True` also refuses NaN / inf embeddings and checks
     `sample_weight` values inside compiled steps (`fit`, `tf.function`,
     `jax.jit`). It is off by default because it costs a full pass over
     `y_pred` and, on JAX, a device-to-host callback per step; with it off,
     integer `(batch,)` labels add no check at all to the step.
+
+    `temperature="learnable"` makes the temperature a trained weight (CLIP,
+    Radford et al. 2021, sec. 2.5): the loss owns a
+    `clzoo.losses.LearnableTemperature` layer (`temperature_layer`, built from
+    the keyword arguments `temperature_init=0.07`, `min_temperature=0.01`,
+    `max_temperature=1.0`), which `clzoo.models.ContrastiveModel.compile`
+    adopts as a sublayer, so `fit` trains it and `model.save` /
+    `keras.saving.load_model` keep it. `temperature_value()` is the float
+    or the current tensor. Not combinable with `chunk_size` (the blockwise
+    recomputation does not carry the temperature's gradient).
     """
 
     def __init__(
@@ -625,15 +740,25 @@ class ContrastiveLoss(keras.losses.Loss):
         name=None,
         dtype=None,
         check_values=False,
+        **learnable,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.temperature = validate_temperature(temperature)
         self.normalize = validate_bool(normalize, "normalize")
         self.chunk_size = validate_chunk_size(chunk_size)
         self.check_values = validate_bool(check_values, "check_values")
+        self.temperature, self.temperature_layer = _temperature(temperature, self.chunk_size,
+                                                                learnable)
+
+    def temperature_value(self):
+        """The temperature to divide logits by: a float, or the learnable layer's current tensor."""
+        if self.temperature_layer is None:
+            return self.temperature
+        return self.temperature_layer.temperature()
 
     # Self-supervised losses set this to False and accept `y_true=None`.
     uses_labels = True
+    # Keyword arguments taken through `**learnable` (recipes check them by name).
+    extra_arguments = _LEARNABLE_ARGS
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         with keras.name_scope(self.name):
@@ -641,14 +766,38 @@ class ContrastiveLoss(keras.losses.Loss):
             if y_true is None and self.uses_labels:
                 raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
-            weight = standardize_sample_weight(sample_weight, batch, self.check_values)
-            values = self.call(y_true, y_pred)
-            if self.check_values:
-                values = K.poison(values, check_finite_embeddings(y_pred))
-            return reduce_per_sample(self, values, weight)
+            with K.collecting_checks() as checks:
+                weight = standardize_sample_weight(sample_weight, batch, self.check_values)
+                values = self.call(y_true, y_pred)
+                if self.check_values:
+                    check_finite_embeddings(y_pred)
+            return reduce_per_sample(self, K.poison_unless_all(values, checks), weight)
 
     def get_config(self):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,
                        "chunk_size": self.chunk_size, "check_values": self.check_values})
+        if self.temperature_layer is not None:
+            config.update({key: getattr(self.temperature_layer, key) for key in _LEARNABLE_ARGS})
         return config
+
+
+def _temperature(temperature, chunk_size, learnable):
+    """`(temperature, LearnableTemperature or None)` from the loss arguments; `ValueError` otherwise."""
+    from clzoo.losses.learnable_temperature import LearnableTemperature
+
+    unknown = sorted(set(learnable) - set(_LEARNABLE_ARGS))
+    if unknown:
+        raise TypeError(f"Unexpected keyword arguments: {unknown}")
+    if not (isinstance(temperature, str) and temperature == "learnable"):
+        if learnable:
+            raise ValueError(f"{sorted(learnable)} apply only to temperature='learnable'. "
+                             f"Received: temperature={temperature!r}")
+        if isinstance(temperature, str):
+            raise ValueError("`temperature` must be a positive, finite number or 'learnable'. "
+                             f"Received: temperature={temperature!r}")
+        return validate_temperature(temperature), None
+    if chunk_size is not None:
+        raise ValueError("temperature='learnable' cannot be combined with `chunk_size`. "
+                         f"Received: chunk_size={chunk_size!r}")
+    return "learnable", LearnableTemperature(**learnable, name="learnable_temperature")

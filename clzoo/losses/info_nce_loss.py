@@ -69,6 +69,9 @@ class InfoNCELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
 
@@ -87,12 +90,12 @@ class InfoNCELoss(C.ContrastiveLoss):
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="info_nce_loss", dtype=None,
-                 check_values=False):
+                 check_values=False, **learnable):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values)
+                         check_values=check_values, **learnable)
 
     def call(self, y_true, y_pred):
-        return info_nce_loss(None, y_pred, temperature=self.temperature,
+        return info_nce_loss(None, y_pred, temperature=self.temperature_value(),
                              normalize=self.normalize,
             chunk_size=self.chunk_size)

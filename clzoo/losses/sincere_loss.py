@@ -1,15 +1,25 @@
 """SINCERE: Supervised Information Noise-Contrastive Estimation REvisited."""
 
 import keras
+from keras import ops
 
 from clzoo.losses import _contrastive as C
+from clzoo.losses import _label_similarity as LS
 
 
 def _anchor_terms(sims, masks):
     return [sims.noise_contrastive(masks.other_class, masks.same_class)]
 
 
-def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
+def _weighted_anchor_terms(sims, masks):
+    """Positives weighted by `w_ip`; every other embedding is noise with weight `1 - w_in`."""
+    weight = masks.label_weight
+    noise = ops.where(masks.self_pair, 0.0, 1.0 - weight)
+    return [sims.noise_contrastive(noise, weight)]
+
+
+def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,
+                 label_similarity=None):
     """SINCERE loss per sample (Feeney and Hughes, eq. 12).
 
     For anchor `i` and each positive `p` (another embedding with the anchor's
@@ -23,6 +33,20 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
     intra-class repulsion (unlike SupCon L_out). An anchor's value is the mean
     of its pair terms; a sample's value is the mean over its views that have
     a positive, and 0 if none has (a class seen once in a one-view batch).
+
+    Multi-label and soft positives (`label_similarity="cosine"` or
+    `"jaccard"`): `y_true` may be multi-hot or soft rows `(batch, classes)`
+    and class membership becomes the label similarity `w_in` in [0, 1]
+    (1 for the anchor's own other views; the formulas are in
+    `clzoo.losses.sup_con_loss`). Each other embedding belongs to the target
+    set with weight `w_in` and to the noise set with weight `1 - w_in`:
+
+        l(i, p) = -log(exp(s_ip) / (exp(s_ip) + sum_{n != i} (1 - w_in) exp(s_in)))
+        loss_i  = sum_p w_ip l(i, p) / sum_p w_ip
+
+    (the positive `p` itself stays in the noise sum with weight `1 - w_ip`,
+    so every pair term is >= 0). One-hot rows give `w` in {0, 1}: the
+    noise set is exactly the other classes and the value is exactly eq. 12.
 
     Args:
         y_true: integer class labels, shape `(batch,)` or `(batch, 1)`, or
@@ -39,6 +63,9 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
             static batch size. Defaults to `None`.
+        label_similarity: None (hard labels; a rank-2 `y_true` must be
+            exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
+            rows, see above). Defaults to `None`.
 
     Returns:
         float32 tensor of shape `(batch,)`, in nats.
@@ -58,8 +85,11 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
     - [Feeney and Hughes, SINCERE, eq. 12](https://arxiv.org/abs/2309.14277)
     """
     temperature = C.validate_temperature(temperature)
-    return C.per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
-                             chunk_size=C.validate_chunk_size(chunk_size))
+    terms = _anchor_terms if LS.validate_label_similarity(label_similarity) is None else (
+        _weighted_anchor_terms)
+    return C.per_sample_loss(y_true, y_pred, temperature, terms, normalize,
+                             chunk_size=C.validate_chunk_size(chunk_size),
+                             label_similarity=label_similarity)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -82,6 +112,9 @@ class SINCERELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
             gradient computed blockwise, each block recomputed in the backward
@@ -90,6 +123,12 @@ class SINCERELoss(C.ContrastiveLoss):
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
             static batch size. Defaults to `None`.
+        label_similarity: None (hard labels: a rank-2 `y_true` must be
+            exactly one-hot, anything else is refused), `"cosine"` or
+            `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,
+            positives and noise weighted by the label similarity (see
+            `clzoo.losses.sincere_loss`); one-hot rows give exactly the
+            hard-label loss. Defaults to `None`.
         reduction: Keras reduction of the per-sample values.
             Defaults to `"sum_over_batch_size"`.
         name: optional name.
@@ -131,6 +170,8 @@ class SINCERELoss(C.ContrastiveLoss):
         name="sincere_loss",
         dtype=None,
         check_values=False,
+        label_similarity=None,
+        **learnable,
     ):
         super().__init__(
             temperature=temperature,
@@ -140,11 +181,19 @@ class SINCERELoss(C.ContrastiveLoss):
             name=name,
             dtype=dtype,
             check_values=check_values,
+            **learnable,
         )
+        self.label_similarity = LS.validate_label_similarity(label_similarity)
 
     def call(self, y_true, y_pred):
         return sincere_loss(
-            y_true, y_pred, temperature=self.temperature,
+            y_true, y_pred, temperature=self.temperature_value(),
             normalize=self.normalize,
             chunk_size=self.chunk_size,
+            label_similarity=self.label_similarity,
         )
+
+    def get_config(self):
+        config = super().get_config()
+        config["label_similarity"] = self.label_similarity
+        return config

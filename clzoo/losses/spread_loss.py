@@ -85,6 +85,9 @@ class SpreadLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.5`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         alpha: weight of L_attract in [0, 1]. Defaults to `0.5`.
         normalize, chunk_size, check_values, reduction, name, dtype: as
             `clzoo.losses.SINCERELoss` / its function.
@@ -103,14 +106,14 @@ class SpreadLoss(C.ContrastiveLoss):
 
     def __init__(self, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="spread_loss", dtype=None,
-                 check_values=False):
+                 check_values=False, **learnable):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values)
+                         check_values=check_values, **learnable)
         self.alpha = _validate_alpha(alpha)
 
     def call(self, y_true, y_pred):
-        return spread_loss(y_true, y_pred, temperature=self.temperature, alpha=self.alpha,
+        return spread_loss(y_true, y_pred, temperature=self.temperature_value(), alpha=self.alpha,
                            normalize=self.normalize,
             chunk_size=self.chunk_size)
 

@@ -4,12 +4,18 @@ import keras
 from keras import ops
 
 from clzoo.losses import _contrastive as C
+from clzoo.losses import _label_similarity as LS
 
 _VARIANTS = ("out", "in")
 
 
-def _validate(variant, base_temperature, max_positives):
+def _validate(variant, base_temperature, max_positives, label_similarity=None):
     """Check the SupCon arguments; return `(base_temperature, max_positives)` as float / int or None."""
+    LS.validate_label_similarity(label_similarity)
+    if label_similarity is not None and max_positives is not None:
+        raise ValueError("`max_positives` caps hard positives and cannot be combined with "
+                         "`label_similarity` (weighted positives). Received: "
+                         f"max_positives={max_positives!r}, label_similarity={label_similarity!r}")
     if variant not in _VARIANTS:
         raise ValueError(
             f"`variant` must be one of {_VARIANTS}. Received: variant={variant!r}"
@@ -37,6 +43,17 @@ def _capped_positives(masks, max_positives):
     return ops.logical_or(keep_own, keep_other)
 
 
+def _weighted_terms(sims, masks, variant):
+    """Anchor terms with label-similarity weights `w_ip` in place of the same-class indicator."""
+    weight = masks.label_weight
+    row_lse = sims.logsumexp(masks.not_self)
+    if variant == "out":
+        return [sims.mean_gap(row_lse, weight)]
+    count = ops.sum(weight, axis=-1, keepdims=True)
+    log_mean_positive = sims.logsumexp(weight) - ops.log(ops.where(count > 0, count, 1.0))
+    return [(ops.squeeze(row_lse - log_mean_positive, axis=-1), ops.squeeze(count, axis=-1) > 0)]
+
+
 def sup_con_loss(
     y_true,
     y_pred,
@@ -46,6 +63,7 @@ def sup_con_loss(
     max_positives=None,
     normalize=True,
     chunk_size=None,
+    label_similarity=None,
 ):
     """SupCon loss per sample (Khosla et al. 2020, supplement eqs. 1-2).
 
@@ -61,6 +79,21 @@ def sup_con_loss(
     anchor's own other views first, then same-class samples in batch order;
     dropped positives also leave the denominator. A sample's value is the
     mean over its views that have a positive, and 0 if none has.
+
+    Multi-label and soft positives (`label_similarity="cosine"` or
+    `"jaccard"`): `y_true` may be multi-hot or soft rows `(batch, classes)`
+    and the indicator `1[p in P(i)]` of eqs. 1-2 becomes the label
+    similarity `w_ip` in [0, 1] (own other views 1, see below), so
+
+    - L_out: `sum_p w_ip [LSE_{a in A(i)} s_ia - s_ip] / sum_p w_ip`
+    - L_in: `LSE_{a in A(i)} s_ia - log(sum_p w_ip exp(s_ip) / sum_p w_ip)`
+
+    with the denominator `A(i)` unchanged (every other embedding). One-hot
+    rows give `w` in {0, 1}: exactly the hard-label loss. An anchor with
+    `sum_p w_ip = 0` has no positive. The similarities:
+    `"cosine"`: `w_ij = <y_i, y_j> / (||y_i|| ||y_j||)`; `"jaccard"`:
+    `<y_i, y_j> / (||y_i||^2 + ||y_j||^2 - <y_i, y_j>)` (|A n B| / |A u B|
+    for multi-hot rows). Cannot be combined with `max_positives`.
 
     Args:
         y_true: integer labels `(batch,)` / `(batch, 1)` or one-hot
@@ -79,13 +112,17 @@ def sup_con_loss(
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
             static batch size. Defaults to `None`.
+        label_similarity: None (hard labels; a rank-2 `y_true` must be
+            exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
+            rows weigh the positives, see above). Defaults to `None`.
 
     Returns:
         float32 tensor `(batch,)`.
 
     Raises:
         ValueError: for invalid arguments, a `y_pred` rank other than 2 or 3,
-            or a label count that does not match the batch.
+            a label count that does not match the batch, or (with
+            `label_similarity`) negative / non-finite label rows.
 
     Example:
 
@@ -93,15 +130,21 @@ def sup_con_loss(
     >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
     >>> tuple(clzoo.losses.sup_con_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
+    >>> multi_hot = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1], [1, 0, 0]])
+    >>> tuple(clzoo.losses.sup_con_loss(multi_hot, z, label_similarity="cosine").shape)
+    (4,)
 
     Reference:
     - [Khosla et al., Supervised Contrastive Learning, 2020, eqs. 1-2 of the
       supplement](https://arxiv.org/abs/2004.11362)
     """
     temperature = C.validate_temperature(temperature)
-    base_temperature, max_positives = _validate(variant, base_temperature, max_positives)
+    base_temperature, max_positives = _validate(variant, base_temperature, max_positives,
+                                                label_similarity)
 
     def anchor_terms(sims, masks):
+        if label_similarity is not None:
+            return _weighted_terms(sims, masks, variant)
         positives = masks.same_class
         denominator = masks.not_self
         if max_positives is not None:
@@ -119,7 +162,8 @@ def sup_con_loss(
 
     scale = temperature / (base_temperature or temperature)
     return scale * C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
-                                     chunk_size=C.validate_chunk_size(chunk_size))
+                                     chunk_size=C.validate_chunk_size(chunk_size),
+                                     label_similarity=label_similarity)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -142,6 +186,9 @@ class SupConLoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         base_temperature: positive float or None, the reference code's
             rescaling constant; None means equal to `temperature` (no
             rescaling). Defaults to `None`.
@@ -156,6 +203,13 @@ class SupConLoss(C.ContrastiveLoss):
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
             static batch size. Defaults to `None`.
+        label_similarity: None (hard labels: a rank-2 `y_true` must be
+            exactly one-hot, anything else is refused), `"cosine"` or
+            `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`
+            (several labels per sample, MixUp / CutMix mixtures) and each
+            positive weighted by the label similarity of the pair (see
+            `clzoo.losses.sup_con_loss`); one-hot rows give exactly the
+            hard-label loss. Defaults to `None`.
         check_values: also refuse NaN / inf embeddings and check
             `sample_weight` values inside compiled steps (`fit`,
             `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
@@ -193,6 +247,8 @@ class SupConLoss(C.ContrastiveLoss):
         name="sup_con_loss",
         dtype=None,
         check_values=False,
+        label_similarity=None,
+        **learnable,
     ):
         super().__init__(
             temperature=temperature,
@@ -202,21 +258,24 @@ class SupConLoss(C.ContrastiveLoss):
             name=name,
             dtype=dtype,
             check_values=check_values,
+            **learnable,
         )
         self.base_temperature, self.max_positives = _validate(variant, base_temperature,
-                                                              max_positives)
+                                                              max_positives, label_similarity)
         self.variant = variant
+        self.label_similarity = label_similarity
 
     def call(self, y_true, y_pred):
         return sup_con_loss(
             y_true,
             y_pred,
-            temperature=self.temperature,
+            temperature=self.temperature_value(),
             base_temperature=self.base_temperature,
             variant=self.variant,
             max_positives=self.max_positives,
             normalize=self.normalize,
             chunk_size=self.chunk_size,
+            label_similarity=self.label_similarity,
         )
 
     def get_config(self):
@@ -226,6 +285,7 @@ class SupConLoss(C.ContrastiveLoss):
                 "base_temperature": self.base_temperature,
                 "variant": self.variant,
                 "max_positives": self.max_positives,
+                "label_similarity": self.label_similarity,
             }
         )
         return config

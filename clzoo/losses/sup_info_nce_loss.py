@@ -75,6 +75,9 @@ class SupInfoNCELoss(C.ContrastiveLoss):
 
     Args:
         temperature: positive float. Defaults to `0.1`.
+            `"learnable"` makes it a trained weight (CLIP), see
+            `clzoo.losses.LearnableTemperature`; the keyword arguments
+            `temperature_init`, `min_temperature`, `max_temperature` then apply.
         epsilon: margin >= 0 (the SINCERE paper searched 0.1, 0.25, 0.5).
             Defaults to `0.25`.
         normalize, chunk_size, check_values, reduction, name, dtype: as
@@ -94,14 +97,14 @@ class SupInfoNCELoss(C.ContrastiveLoss):
 
     def __init__(self, temperature=0.1, epsilon=0.25, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None,
-                 check_values=False):
+                 check_values=False, **learnable):
         super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
                          reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values)
+                         check_values=check_values, **learnable)
         self.epsilon = _validate_epsilon(epsilon)
 
     def call(self, y_true, y_pred):
-        return sup_info_nce_loss(y_true, y_pred, temperature=self.temperature,
+        return sup_info_nce_loss(y_true, y_pred, temperature=self.temperature_value(),
                                  epsilon=self.epsilon, normalize=self.normalize,
             chunk_size=self.chunk_size)
 

@@ -1,12 +1,16 @@
 """Encoders (by name in one registry), projection heads, the multi-view model and a classifier."""
 
 from clzoo.models.backbones import hub_resnet, vit
+from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
 from clzoo.models.encoder import Encoder
+from clzoo.models.memory_queue import MemoryQueue
+from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 
-__all__ = ["ARCHITECTURES", "ENCODERS", "ContrastiveModel", "Encoder", "ProjectionHead", "build_classifier",
-           "cifar_resnet", "get_encoder", "hub_resnet", "list_encoders", "vit"]
+__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel", "Encoder", "MemoryQueue",
+           "MomentumEncoder", "ProjectionHead", "build_classifier", "cifar_resnet", "get_encoder",
+           "hub_resnet", "list_encoders", "vit"]

@@ -3,6 +3,20 @@
 import keras
 from keras import ops
 
+from clzoo.losses import _contrastive as C
+from clzoo.models.jax_step_guard import guard_jax_step
+from clzoo.models.memory_queue import MemoryQueue
+from clzoo.models.momentum import MomentumEncoder
+from clzoo.models.queue_step import contrast_with_queue
+
+
+def _output_dim(projection_head):
+    dim = getattr(projection_head, "output_dim", None)
+    if dim is None:
+        raise ValueError("`queue_size` needs a projection head with an `output_dim` attribute "
+                         f"(the queue's embedding size). Received: {type(projection_head).__name__}")
+    return dim
+
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class ContrastiveModel(keras.Model):
@@ -17,6 +31,26 @@ class ContrastiveModel(keras.Model):
         encoder: `keras.Model` mapping `(batch, H, W, C)` images to
             `(batch, features)`.
         projection_head: layer mapping `(batch, features)` to `(batch, dim)`.
+        queue_size: None, or K: keep the last K key embeddings and labels
+            (`MemoryQueue`) and, in `fit`, contrast each anchor against
+            batch + queue (`clzoo.losses.with_memory`: queue entries are
+            positives or noise by label, never anchors, no gradient). Needs
+            an embedding loss. `evaluate` uses the batch only. Defaults to
+            `None`.
+        momentum: None, or MoCo's EMA coefficient in `[0, 1)`: keys come
+            from a momentum copy of encoder + head (`MomentumEncoder`);
+            None enqueues the model's own embeddings (cross-batch memory).
+            Needs `queue_size`. Defaults to `None`.
+        learnable_temperature: None or a `clzoo.losses.LearnableTemperature`
+            the model owns (weight trained by `fit`, saved with the model).
+            A loss compiled with `temperature="learnable"` reads this layer;
+            when the model has none, `compile` adopts the loss's own layer
+            (which needs the model not yet built). Defaults to `None`.
+
+    Raises:
+        ValueError: `queue_size` not None or a positive integer; `momentum`
+            without `queue_size` or outside `[0, 1)`; `queue_size` with a
+            projection head that has no `output_dim`.
 
     Example:
 
@@ -26,12 +60,37 @@ class ContrastiveModel(keras.Model):
     ...     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=16))
     >>> tuple(model(np.zeros((2, 2, 32, 32, 3), "float32")).shape)
     (2, 2, 16)
+
+    Reference:
+    - [Khosla et al., Supervised Contrastive Learning, 2020, sec. 3.1
+      (encoder + projection network) and 3.2 (multiviewed batch)](https://arxiv.org/abs/2004.11362)
+    - [He et al., Momentum Contrast (MoCo), 2020, sec. 3.2 (queue and
+      momentum key encoder)](https://arxiv.org/abs/1911.05722)
     """
 
-    def __init__(self, encoder, projection_head, **kwargs):
+    def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
+                 learnable_temperature=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.projection_head = projection_head
+        self.queue_size = C.validate_positive_int(queue_size, "queue_size")
+        if momentum is not None and self.queue_size is None:
+            raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
+                             f"Received: momentum={momentum!r}, queue_size=None")
+        self.memory_queue = None
+        self.momentum_encoder = None
+        if self.queue_size is not None:
+            self.memory_queue = MemoryQueue(self.queue_size, _output_dim(projection_head),
+                                            name="memory_queue")
+        if momentum is not None:
+            self.momentum_encoder = MomentumEncoder(momentum, name="momentum_encoder")
+        if learnable_temperature is not None:
+            self.learnable_temperature = learnable_temperature
+
+    @property
+    def momentum(self):
+        """The key encoder's EMA coefficient (validated by `MomentumEncoder`), or None without one."""
+        return None if self.momentum_encoder is None else self.momentum_encoder.momentum
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
@@ -40,6 +99,8 @@ class ContrastiveModel(keras.Model):
             self.encoder.build(folded)
         if not self.projection_head.built:
             self.projection_head.build(self.encoder.compute_output_shape(folded))
+        if self.momentum_encoder is not None:
+            self.momentum_encoder.track([self.encoder, self.projection_head])
 
     def call(self, inputs, training=None):
         if len(inputs.shape) != 5:
@@ -53,6 +114,68 @@ class ContrastiveModel(keras.Model):
         embeddings = self.projection_head(features, training=training)
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
 
+    def make_train_function(self, force=False):
+        """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
+        super().make_train_function(force)
+        self.train_function = guard_jax_step(self, self.train_function)
+
+    def make_test_function(self, force=False):
+        """Keras' test function, with the same label guard as `make_train_function`."""
+        super().make_test_function(force)
+        self.test_function = guard_jax_step(self, self.test_function)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss; with a queue and `training`, over batch + queue, then the batch's keys enqueued.
+
+        Keys are the momentum encoder's embeddings of `x` (after its momentum
+        update) or, without one, `y_pred` itself (no gradient). See
+        `clzoo.models.queue_step.contrast_with_queue`.
+        """
+        if self.memory_queue is None or not training:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return contrast_with_queue(
+            self, x, y, y_pred,
+            lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight, training))
+
+    def key_embeddings(self, inputs):
+        """The momentum encoder's `(batch, views, dim)` keys of a multi-view batch (no gradient)."""
+        views = inputs.shape[1]
+        folded = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
+        keys = self.momentum_encoder.apply([self.encoder, self.projection_head], folded)
+        return ops.reshape(keys, (-1, views, keys.shape[-1]))
+
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`, binding a loss with `temperature="learnable"` to the model's
+        `learnable_temperature` layer (adopting the loss's layer if the model has none), so the
+        temperature is trained by `fit` and saved with the model (CLIP, Radford et al. 2021).
+
+        Raises:
+            ValueError: for a learnable-temperature loss when the model is already built and
+                owns no `learnable_temperature` (Keras adds no weights to a built model).
+        """
+        loss = kwargs.get("loss", args[1] if len(args) > 1 else None)
+        layer = getattr(loss, "temperature_layer", None)
+        if layer is not None:
+            own = getattr(self, "learnable_temperature", None)
+            if own is not None:
+                loss.temperature_layer = own
+            elif self.built:
+                raise ValueError(
+                    "A loss with temperature='learnable' needs the model's learnable_temperature "
+                    "layer, and a built model takes no new weights: compile before building, or "
+                    "pass learnable_temperature=loss.temperature_layer to ContrastiveModel. "
+                    f"Received: a built {type(self).__name__} without learnable_temperature")
+            else:
+                self.learnable_temperature = layer
+        super().compile(*args, **kwargs)
+
+    def compile_from_config(self, config):
+        """Recompile a loaded model (Keras skips this for a custom `compile`; ours only adds the
+        learnable temperature, so the saved compile config applies as it is)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[1], self.projection_head.output_dim)
 
@@ -62,7 +185,12 @@ class ContrastiveModel(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "projection_head": keras.saving.serialize_keras_object(
                 self.projection_head),
+            "queue_size": self.queue_size,
+            "momentum": self.momentum,
         })
+        layer = getattr(self, "learnable_temperature", None)
+        if layer is not None:
+            config["learnable_temperature"] = keras.saving.serialize_keras_object(layer)
         return config
 
     @classmethod
@@ -71,4 +199,7 @@ class ContrastiveModel(keras.Model):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         config["projection_head"] = keras.saving.deserialize_keras_object(
             config["projection_head"])
+        if config.get("learnable_temperature") is not None:
+            config["learnable_temperature"] = keras.saving.deserialize_keras_object(
+                config["learnable_temperature"])
         return cls(**config)

@@ -2,11 +2,15 @@
 
 keras-hub's `ResNetBackbone` fixes the ImageNet stem and refuses CIFAR widths,
 so this small family is ours. The encoder takes float images in [0, 1] and
-normalizes them itself, so a saved encoder carries its preprocessing.
+normalizes them itself, so a saved encoder carries its preprocessing. Its batch
+norms are `clzoo.models.BatchNormalization` (the Keras layer; TensorFlow's fused
+kernel when training on TensorFlow, same maths, faster on CPU).
 """
 
 import keras
 from keras import layers
+
+from clzoo.models.batch_norm import BatchNormalization
 
 # name -> (blocks per stage, widths per stage); stages after the first halve
 # the resolution.
@@ -34,15 +38,15 @@ def _basic_block(x, filters, stride, name):
     shortcut = x
     x = layers.Conv2D(filters, 3, strides=stride, padding="same",
                       use_bias=False, name=f"{name}_conv1")(x)
-    x = layers.BatchNormalization(name=f"{name}_bn1")(x)
+    x = BatchNormalization(name=f"{name}_bn1")(x)
     x = layers.ReLU(name=f"{name}_relu1")(x)
     x = layers.Conv2D(filters, 3, padding="same", use_bias=False,
                       name=f"{name}_conv2")(x)
-    x = layers.BatchNormalization(name=f"{name}_bn2")(x)
+    x = BatchNormalization(name=f"{name}_bn2")(x)
     if stride != 1 or shortcut.shape[-1] != filters:
         shortcut = layers.Conv2D(filters, 1, strides=stride, use_bias=False,
                                  name=f"{name}_proj")(shortcut)
-        shortcut = layers.BatchNormalization(name=f"{name}_proj_bn")(shortcut)
+        shortcut = BatchNormalization(name=f"{name}_proj_bn")(shortcut)
     x = layers.Add(name=f"{name}_add")([x, shortcut])
     return layers.ReLU(name=f"{name}_out")(x)
 
@@ -50,18 +54,18 @@ def _basic_block(x, filters, stride, name):
 def _bottleneck_block(x, filters, stride, name):
     shortcut = x
     x = layers.Conv2D(filters, 1, use_bias=False, name=f"{name}_conv1")(x)
-    x = layers.BatchNormalization(name=f"{name}_bn1")(x)
+    x = BatchNormalization(name=f"{name}_bn1")(x)
     x = layers.ReLU(name=f"{name}_relu1")(x)
     x = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False,
                       name=f"{name}_conv2")(x)
-    x = layers.BatchNormalization(name=f"{name}_bn2")(x)
+    x = BatchNormalization(name=f"{name}_bn2")(x)
     x = layers.ReLU(name=f"{name}_relu2")(x)
     x = layers.Conv2D(filters * EXPANSION, 1, use_bias=False, name=f"{name}_conv3")(x)
-    x = layers.BatchNormalization(name=f"{name}_bn3")(x)
+    x = BatchNormalization(name=f"{name}_bn3")(x)
     if stride != 1 or shortcut.shape[-1] != filters * EXPANSION:
         shortcut = layers.Conv2D(filters * EXPANSION, 1, strides=stride, use_bias=False,
                                  name=f"{name}_proj")(shortcut)
-        shortcut = layers.BatchNormalization(name=f"{name}_proj_bn")(shortcut)
+        shortcut = BatchNormalization(name=f"{name}_proj_bn")(shortcut)
     x = layers.Add(name=f"{name}_add")([x, shortcut])
     return layers.ReLU(name=f"{name}_out")(x)
 
@@ -119,7 +123,7 @@ def cifar_resnet(
     )(inputs)
     x = layers.Conv2D(widths[0], 3, padding="same", use_bias=False,
                       name="stem_conv")(x)
-    x = layers.BatchNormalization(name="stem_bn")(x)
+    x = BatchNormalization(name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
     make_block = _bottleneck_block if architecture in BOTTLENECK else _basic_block
     for stage, (count, width) in enumerate(zip(blocks, widths)):

@@ -31,9 +31,11 @@ def check_kwargs(cls, kwargs, section):
     from clzoo.registry import did_you_mean
 
     params = inspect.signature(cls).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+    extra = list(getattr(cls, "extra_arguments", ()))  # taken through **kwargs, e.g. learnable temperature
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not extra:
         return
-    known = [n for n in params if n not in ("self", "name", "dtype")]
+    known = [n for n, p in params.items()
+             if n not in ("self", "name", "dtype") and p.kind is not p.VAR_KEYWORD] + extra
     for key in kwargs:
         if key not in known:
             raise ValueError(f"unknown {section} argument {key!r} of {cls.__name__}; known: "

@@ -39,3 +39,20 @@ def loss_tracker(model):
     logs the mean over all its steps, not only the ones after the restart.
     """
     return getattr(model, "_loss_tracker", None)
+
+
+def restore_jax_state(model, state):
+    """Put a JAX step's input `state` back into `model`'s variables after the step was refused.
+
+    Keras' JAX `fit` / `evaluate` detach the variables' values while the
+    epoch runs (`_purge_model_variables`) and only reattach them at its
+    end, so an error raised between steps would leave a model whose
+    variables hold nothing. `state` is the tuple the step function received:
+    4 parts in `fit`, 3 in `evaluate`.
+    """
+    keys = (("trainable_variables", "non_trainable_variables", "optimizer_variables",
+             "metrics_variables") if len(state) == 4
+            else ("trainable_variables", "non_trainable_variables", "metrics_variables"))
+    model._jax_state = dict(zip(keys, state))
+    model._jax_state_synced = False
+    model.jax_state_sync()

@@ -48,6 +48,16 @@ class ModelSpec(_Section):
     head_batch_norm: bool = False
     embedding_dim: PositiveInt = 128
     classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
+    # MoCo-style memory (clzoo.models.ContrastiveModel): keep the last queue_size keys + labels and
+    # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).
+    queue_size: PositiveInt | None = Field(None, le=1_000_000)
+    momentum: float | None = Field(None, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _momentum_needs_queue(self):
+        if self.momentum is not None and self.queue_size is None:
+            raise ValueError("momentum (the key encoder) needs a queue: set model.queue_size")
+        return self
 
     @field_validator("architecture")
     @classmethod
@@ -177,6 +187,19 @@ class Recipe(_Section):
         check_kwargs(MixConfig, spec, "mix")
         MixConfig(**spec)
         return spec
+
+    @model_validator(mode="after")
+    def _queue_needs_embedding_loss(self):
+        if self.model.queue_size is None:
+            return self
+        from clzoo.losses._contrastive import ContrastiveLoss
+        from clzoo.train.builders import loss_class
+
+        cls = loss_class(self.loss.name)  # a function for SoftTargetCrossEntropy
+        if self.task != "contrastive" or not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
+            raise ValueError("model.queue_size needs task contrastive and an embedding loss "
+                             f"(not {self.loss.name} / task {self.task})")
+        return self
 
     def to_dict(self):
         """Plain data (what `recipe.yaml` in a run folder holds)."""

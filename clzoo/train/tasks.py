@@ -27,7 +27,8 @@ class ContrastiveTask:
         hidden = (encoder.output_shape[-1],) if hidden is None else tuple(hidden)
         head = ProjectionHead(hidden_dims=hidden, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
-        model = ContrastiveModel(encoder, head, name="contrastive_model")
+        model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
+                                 name="contrastive_model")
         model.build((None, views.views, views.size, views.size, 3))
         return model
 

@@ -76,6 +76,18 @@ def test_unreadable_image_is_named(tmp_path):
         load_split(str(root))
 
 
+def test_folder_split_names_the_file_of_each_row_fresh_and_cached(tmp_path, monkeypatch):
+    root = write_image_folder(tmp_path / "data")
+    (root / "train" / "cat" / "broken.png").write_bytes(b"not an image")
+    expected = [str(root.resolve() / "train" / c / f"{i}.png") for c in ("cat", "dog") for i in range(3)]
+    with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):
+        assert load_split(str(root), on_unreadable="skip").paths == expected
+    monkeypatch.setattr("clzoo.data.sources._decode", lambda *args, **kwargs: 1 / 0)
+    with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):  # from the cache
+        assert load_split(str(root), on_unreadable="skip").paths == expected
+    assert load_split("digits", "test").paths is None
+
+
 def test_from_arrays_checks_and_wraps_in_tf_data():
     from clzoo.data import from_arrays
 

@@ -11,7 +11,7 @@ import clzoo.eval as E
 from clzoo.data.label_sets import CIFAR10_COARSE
 
 EXPECTED = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
-            "loss_gap", "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
+            "loss_gap", "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
 CLASSES = list(CIFAR10_COARSE)  # the ten CIFAR-10 names, so coarse_to_fine can run
 
 
@@ -50,7 +50,7 @@ def full_report(tmp_path_factory):
     keras.utils.set_random_seed(0)
     out = tmp_path_factory.mktemp("report")
     result = E.evaluate(_pooling_encoder(), (train, test), metrics="knn,ncc,probe,calibration,"
-                        "few_shot,geometry,separation,loss_gap,noisy_labels,map,sgd_probe,"
+                        "few_shot,geometry,separation,loss_gap,noisy_labels,map,retrieval,sgd_probe,"
                         "coarse_to_fine", class_names=CLASSES, output_dir=out, ks=(1, 5),
                         shots=(2, 6), probe_epochs=1, verbose=False,
                         info={"model": "runs/tiny/encoder.keras"})
@@ -65,6 +65,13 @@ def test_evaluate_produces_every_registered_name_as_a_key(full_report):
     for name in E.METRICS:
         assert isinstance(written[name], dict) and written[name], name
         assert written["seconds"][name] >= 0
+    # Wall time of every step, in the order they ran, and their sum.
+    steps = ["load_data", "embed_train", "embed_test", *E.METRICS, "plots"]
+    assert list(written["timings"]) == steps + ["total"]
+    assert all(isinstance(written["timings"][s], float) and written["timings"][s] >= 0 for s in steps)
+    assert written["timings"]["total"] == pytest.approx(sum(written["timings"][s] for s in steps),
+                                                        abs=0.02)
+    assert all(written["timings"][name] == written["seconds"][name] for name in E.METRICS)
     assert set(result.correct) == {"knn_k1", "knn_k5", "ncc", "probe", "sgd_probe"}
     for key, correct in result.correct.items():
         assert correct.dtype == bool and correct.shape == (30,), key
@@ -87,6 +94,10 @@ def test_every_metric_has_rows_and_its_plots_are_written(full_report):
             png = (out / plot.filename).read_bytes()
             assert png[:8] == b"\x89PNG\r\n\x1a\n" and f"]({plot.filename})" in report
         assert f"| `{name}` | {metric.seconds} |" in report  # seconds per metric
+    for step in ("load_data", "embed_train", "embed_test", "plots"):
+        assert f"| `{step}` | {json.loads((out / 'metrics.json').read_text())['timings'][step]} |" \
+            in report
+    assert "| total | " in report
 
 
 def test_plots_name_the_model_and_label_their_axes(tmp_path):
@@ -131,5 +142,9 @@ def test_metric_needs_are_checked_before_any_metric_runs(capsys):
 
 def test_progress_lines_name_each_metric(capsys):
     x, y = np.eye(4), np.array([0, 0, 1, 1])
-    E.evaluate_embeddings(x, y, x, y, "knn,ncc", ks=(1,))
-    assert capsys.readouterr().out.splitlines() == ["[clzoo eval] knn ...", "[clzoo eval] ncc ..."]
+    E.evaluate_embeddings(x, y, x, y, "knn,ncc", ks=(1,), timings={"load_model": 1.5})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0::2] == ["[clzoo eval] 2/3 knn ...", "[clzoo eval] 3/3 ncc ..."]
+    assert [line.rsplit(":", 1)[0] for line in lines[1::2]] == ["[clzoo eval] 2/3 knn",
+                                                                "[clzoo eval] 3/3 ncc"]
+    assert all(line.endswith(" s") for line in lines[1::2])

@@ -77,11 +77,36 @@ def test_big_integer_ids_stay_distinct(ids, form):
     assert not np.allclose(got, merged)  # the classes were not merged
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_whole_float_ids_keep_their_classes(dtype):
-    labels = np.array([2**24, 2**24, 2**24 + 1, 2**24 + 1], dtype)
-    want = _reference(labels)  # float32 already merged 2^24 + 1 into 2^24 before the loss saw it
-    np.testing.assert_allclose(to_numpy(L.sup_con_loss(labels, Z)), want, rtol=1e-5)
+def test_whole_float64_ids_keep_their_classes():
+    labels = np.array([2**24, 2**24, 2**24 + 1, 2**24 + 1], "float64")
+    np.testing.assert_allclose(to_numpy(L.sup_con_loss(labels, Z)), _reference(labels), rtol=1e-5)
+
+
+def _x64():
+    import jax
+
+    return jax.config.jax_enable_x64
+
+
+# The caller's float dtype may already have merged neighbouring ids: 2^24 + 1 is 2^24 in float32.
+INEXACT_FLOAT_IDS = {"float32": [2.0**24, 2**24, 1, 1], "float32_negative": [-(2.0**24), 0, 1, 1],
+                     "float16": [2048.0, 2048, 1, 1], "float32_3e9": [3e9, 3e9, 1, 1]}
+
+
+@pytest.mark.parametrize("case", sorted(INEXACT_FLOAT_IDS))
+def test_float_ids_the_dtype_cannot_hold_exactly_are_refused(case):
+    labels = np.array(INEXACT_FLOAT_IDS[case], case.split("_")[0])
+    with pytest.raises(ValueError, match=r"\|id\| < 2\^(24|11): float(32|16) cannot tell larger ids apart"):
+        L.SupConLoss()(labels, Z)
+    fn = compiled(lambda y, z: L.SupConLoss()(y, z))
+    with pytest.raises(runtime_error(), match=r"cannot tell larger ids apart"):
+        to_numpy(fn(labels, Z))
+
+
+def test_float32_ids_below_2_24_are_exact():
+    labels = np.array([2**24 - 1, 2**24 - 1, 2**24 - 2, 2**24 - 2], "float32")
+    np.testing.assert_allclose(to_numpy(L.SupConLoss(reduction="none")(labels, Z)), _reference(labels),
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("ids", ["2^24", "plus_minus_3e9"])
@@ -160,3 +185,73 @@ def test_integer_labels_add_no_check_to_a_compiled_step():
     fn = tf.function(lambda y, z: L.SupConLoss()(y, z))
     ops = fn.get_concrete_function(tf.TensorSpec([4], tf.int64), tf.TensorSpec([4, 2, 8])).graph
     assert not [op for op in ops.get_operations() if op.type in ("Assert", "PyFunc")]
+
+
+def _tf_xla(fn):
+    import tensorflow as tf
+
+    return tf.function(fn, jit_compile=True)
+
+
+@pytest.mark.parametrize("loss", sorted(SUPERVISED))
+@pytest.mark.parametrize("labels", [NOT_ONE_HOT["multi_hot"], NOT_ONE_HOT["soft_mixup"],
+                                    np.array([0.5, 1, 2, 3], "float32"),
+                                    np.array([2.0**24, 2**24, 1, 1], "float32")],
+                         ids=["multi_hot", "soft_mixup", "fraction", "float32_2^24"])
+def test_xla_drops_asserts_so_a_refused_label_gives_nan_not_a_number(loss, labels):
+    if BACKEND != "tensorflow":
+        pytest.skip("jit_compile=True is TensorFlow's XLA; jax.jit raises (tests above)")
+    fn = _tf_xla(lambda y, z: SUPERVISED[loss]()(y, z))
+    assert np.isnan(to_numpy(fn(labels, Z)))
+    ids = np.array([0, 0, 1, 1])
+    good = to_numpy(fn(ids.astype(labels.dtype) if labels.ndim == 1 else
+                       np.eye(labels.shape[1], dtype=labels.dtype)[ids], Z))
+    np.testing.assert_allclose(good, to_numpy(SUPERVISED[loss]()(np.array([0, 0, 1, 1]), Z)), rtol=1e-5)
+
+
+def test_xla_fit_with_refused_labels_reports_a_nan_loss():
+    if BACKEND != "tensorflow":
+        pytest.skip("jit_compile=True is TensorFlow's XLA")
+    model = identity_model((2, 8))
+    model.compile(optimizer="sgd", loss=L.SupConLoss(), jit_compile=True)
+    history = model.fit(Z, NOT_ONE_HOT["multi_hot"], batch_size=4, epochs=1, verbose=0)
+    assert np.isnan(history.history["loss"][0])
+
+
+def _contrastive_model():
+    import keras
+
+    encoder = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(8)])
+    head = clzoo.models.ProjectionHead(hidden_dims=(), output_dim=8)
+    model = clzoo.models.ContrastiveModel(encoder, head)
+    model.compile(optimizer="sgd", loss=L.SupConLoss())
+    return model
+
+
+def test_contrastive_model_keeps_int64_ids_apart_or_refuses_them():
+    """0 and 2^32 are one id after JAX (without x64) wraps int64 to int32 on entry to the step."""
+    model = _contrastive_model()
+    x = np.random.default_rng(0).normal(size=(4, 2, 2, 2, 1)).astype("float32")
+    wide = np.array([0, 0, 2**32, 2**32], "int64")
+    dense = model.evaluate(x, np.array([0, 0, 1, 1]), batch_size=4, verbose=0)
+    if BACKEND == "jax" and not _x64():
+        for run in (lambda: model.evaluate(x, wide, batch_size=4, verbose=0),
+                    lambda: model.fit(x, wide, batch_size=4, epochs=1, verbose=0)):
+            with pytest.raises(ValueError, match=r"class id 4294967296, outside int32.*wrap"):
+                run()
+        # the refused step left the model whole: same loss as before
+        np.testing.assert_allclose(model.evaluate(x, np.array([0, 0, 1, 1]), batch_size=4, verbose=0),
+                                   dense, rtol=1e-6)
+    else:
+        np.testing.assert_allclose(model.evaluate(x, wide, batch_size=4, verbose=0), dense, rtol=1e-5)
+
+
+def test_contrastive_model_fit_reports_a_refused_label_as_the_loss_message(caplog):
+    model = _contrastive_model()
+    x = np.random.default_rng(0).normal(size=(4, 2, 2, 2, 1)).astype("float32")
+    expected = ValueError if BACKEND != "tensorflow" else runtime_error()
+    with pytest.raises(expected, match=r"whole-number class ids") as error:
+        model.fit(x, np.array([0.5, 1, 2, 3], "float32"), batch_size=4, epochs=1, verbose=0)
+    if BACKEND == "jax":  # not JAX's wrapped host-callback traceback, and no logged one either
+        assert "Traceback" not in str(error.value)
+        assert "callback failed" not in caplog.text

@@ -39,3 +39,15 @@ def value_and_grad(fn, x, compiled=False):
         out.backward()
         return out.detach().numpy(), t.grad.numpy()
     raise NotImplementedError(backend)
+
+
+def numeric_gradient(fn, x, eps=1e-6):
+    """Central finite differences `(fn(x + eps e_k) - fn(x - eps e_k)) / (2 eps)` of a scalar NumPy
+    function, element by element; `x` is not modified."""
+    numeric = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        numeric[idx] = (fn(up) - fn(down)) / (2 * eps)
+    return numeric

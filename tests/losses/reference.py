@@ -162,3 +162,67 @@ def soft_target_info_nce(targets, logits, temperature, noise_probs=None):
                     for m in range(len(logits)) if m != b)
         out.append(-np.log(positive / (positive + noise)))
     return np.array(out)
+
+
+def label_similarity(y_a, y_b, kind):
+    """Pair weight of two label rows: cosine, or Jaccard |A n B| / |A u B| (Tanimoto for soft rows)."""
+    a, b = np.asarray(y_a, np.float64), np.asarray(y_b, np.float64)
+    if np.array_equal(a, b) and np.any(a):
+        return 1.0  # identical label sets: a full positive, exactly
+    dot = float(a @ b)
+    if kind == "cosine":
+        norms = np.linalg.norm(a) * np.linalg.norm(b)
+        return dot / norms if norms > 0 else 0.0
+    union = float(a @ a + b @ b - dot)
+    return dot / union if union > 0 else 0.0
+
+
+def _weighted_rows(label_rows, embeddings, kind):
+    """Rows of `_rows` plus the pair weight w(i, j): 1 for the same sample, label similarity otherwise."""
+    rows, batch, views = _rows(np.zeros(len(label_rows)), embeddings)
+
+    def weight(i, j):
+        if i == j:
+            return 0.0
+        if rows[i][0] == rows[j][0]:
+            return 1.0
+        return label_similarity(label_rows[rows[i][0]], label_rows[rows[j][0]], kind)
+
+    return rows, batch, views, weight
+
+
+def multi_label_supcon(label_rows, embeddings, temperature, kind="cosine", variant="out"):
+    """SupCon eqs. 1-2 with the positive indicator replaced by the label similarity w_ip."""
+    rows, batch, views, weight = _weighted_rows(label_rows, embeddings, kind)
+    anchors = {}
+    for i, (bi, vi, _, zi) in enumerate(rows):
+        weights = [weight(i, p) for p in range(len(rows))]
+        if sum(weights) <= 0:
+            continue
+        denom = sum(np.exp(zi @ za / temperature) for a, (_, _, _, za) in enumerate(rows) if a != i)
+        ratios = [np.exp(zi @ zp / temperature) / denom for (_, _, _, zp) in rows]
+        if variant == "out":
+            value = -sum(w * np.log(r) for w, r in zip(weights, ratios) if w > 0) / sum(weights)
+        else:
+            value = -np.log(sum(w * r for w, r in zip(weights, ratios)) / sum(weights))
+        anchors[(bi, vi)] = value
+    return _per_sample(anchors, batch, views)
+
+
+def multi_label_sincere(label_rows, embeddings, temperature, kind="cosine"):
+    """SINCERE eq. 12 with target weight w_in and noise weight 1 - w_in for every n != i."""
+    rows, batch, views, weight = _weighted_rows(label_rows, embeddings, kind)
+    anchors = {}
+    for i, (bi, vi, _, zi) in enumerate(rows):
+        noise = sum((1.0 - weight(i, n)) * np.exp(zi @ zn / temperature)
+                    for n, (_, _, _, zn) in enumerate(rows) if n != i)
+        total, count = 0.0, 0.0
+        for p, (_, _, _, zp) in enumerate(rows):
+            w = weight(i, p)
+            if w > 0:
+                pos = np.exp(zi @ zp / temperature)
+                total += w * -np.log(pos / (pos + noise))
+                count += w
+        if count > 0:
+            anchors[(bi, vi)] = total / count
+    return _per_sample(anchors, batch, views)

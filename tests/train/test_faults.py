@@ -1,7 +1,8 @@
-"""Faults during training: outputs that go non-finite, a full disk, and strict JSON logs."""
+"""Faults during training: outputs that go non-finite, a full disk, a denied write, strict JSON logs."""
 
 import errno
 import json
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -77,3 +78,22 @@ def test_logs_and_metrics_are_strict_json(tmp_path):
     write_json(tmp_path / "m.json", value)
     assert "NaN" not in (tmp_path / "m.json").read_text()
     json.loads((tmp_path / "m.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+
+
+def test_an_output_folder_that_cannot_be_written_gives_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    from clzoo import cli
+
+    locked = tmp_path / "locked"
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):  # tests run as root, where chmod cannot deny a write
+        if str(self).startswith(str(locked)):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "sincere_digits.yaml"
+    assert cli.main(["train", str(recipe), "--output", str(locked / "run"), "--quiet"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "Permission denied" in err[0] and str(locked / "run") in err[0]
+    assert not locked.exists()

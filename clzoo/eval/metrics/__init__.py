@@ -20,7 +20,7 @@ from clzoo.eval.metrics._base import (
 # Importing a module registers its metric; this order is the registry's, the
 # report's and `--help`'s (an explicit list, so import sorting cannot change it).
 ORDER = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation", "loss_gap",
-         "noisy_labels", "map", "sgd_probe", "coarse_to_fine")
+         "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
 for _module in ORDER:
     importlib.import_module(f"clzoo.eval.metrics.{_module}")
 

@@ -1,0 +1,147 @@
+"""Export a frozen encoder for serving through Keras' `model.export`: SavedModel, ONNX, LiteRT."""
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+# clzoo's name -> Keras' `format` argument.
+FORMATS = {"saved_model": "tf_saved_model", "onnx": "onnx", "litert": "litert"}
+# Python modules each format needs beyond Keras, by backend, and the pip package that brings them.
+_NEEDS = {
+    ("saved_model", None): [("tensorflow", "tensorflow")],
+    ("onnx", "tensorflow"): [("tf2onnx", "tf2onnx")],
+    ("onnx", "jax"): [("jax2onnx", "jax2onnx")],
+    ("onnx", "torch"): [("onnx", "onnx"), ("onnxscript", "onnxscript")],
+    ("litert", "torch"): [("litert_torch", "litert-torch")],
+    ("litert", None): [("tensorflow", "tensorflow")],
+}
+
+
+def missing_packages(fmt, backend=None):
+    """The pip packages `fmt` still needs on `backend` (default: Keras' backend); empty when ready.
+
+    Raises:
+        ValueError: an unknown format.
+
+    Example:
+
+    >>> from clzoo.eval.export import missing_packages
+    >>> missing_packages("saved_model")
+    []
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"`format` must be one of {', '.join(FORMATS)}. Received: format={fmt!r}")
+    if backend is None:
+        import keras
+
+        backend = keras.backend.backend()
+    needs = _NEEDS.get((fmt, backend), _NEEDS.get((fmt, None), []))
+    missing = [package for module, package in needs if importlib.util.find_spec(module) is None]
+    if fmt == "litert" and backend != "torch" and not missing:
+        import tensorflow as tf
+
+        if not hasattr(getattr(tf, "lite", None), "TFLiteConverter"):
+            missing.append("tensorflow with tf.lite")
+    return missing
+
+
+def check_export(fmt, path):
+    """Refuse an export before any work: a missing package, a wrong file name, a taken `path`.
+
+    Raises:
+        ImportError, ValueError, FileExistsError: as `export_encoder`.
+    """
+    missing = missing_packages(fmt)
+    if missing:
+        raise ImportError(f"exporting to {fmt} needs {' and '.join(missing)}: "
+                          f"pip install {' '.join(p.split()[0] for p in missing)}")
+    if fmt == "litert" and not str(path).endswith(".tflite"):
+        raise ValueError(f"A LiteRT export is one file ending in .tflite. Received: output={str(path)!r}")
+    if fmt == "onnx" and not str(path).endswith(".onnx"):
+        raise ValueError(f"An ONNX export is one file ending in .onnx. Received: output={str(path)!r}")
+    if os.path.lexists(path):
+        raise FileExistsError(f"{path} exists already; remove it or choose another output path.")
+
+
+def export_encoder(model, path, format="saved_model", verbose=False):
+    """Export `model` (images -> features) for inference, atomically, with Keras' `model.export`.
+
+    The artifact is written next to `path` under a temporary name and renamed
+    into place once complete, so `path` is either absent or whole. A
+    SavedModel is a folder (`tf.saved_model.load(path).serve(x)`); ONNX a
+    `.onnx` file (onnxruntime); LiteRT a `.tflite` file (`tf.lite.Interpreter`
+    or `ai_edge_litert`).
+
+    Args:
+        model: `keras.Model` taking float32 images in [0, 1] `(B, H, W, 3)`.
+        path: where to write: a folder for `"saved_model"`, a `.onnx` or `.tflite` file.
+        format: `"saved_model"`, `"onnx"` or `"litert"`. Defaults to `"saved_model"`.
+        verbose: Keras' export messages.
+
+    Returns:
+        `Path` written.
+
+    Raises:
+        ValueError: an unknown format, or a file name without `.onnx` / `.tflite`.
+        ImportError: a package the format needs on this backend is missing
+            (the message names it, e.g. `pip install tf2onnx`).
+        FileExistsError: `path` exists.
+    """
+    path = Path(path)
+    check_export(format, path)
+    if not getattr(model, "_called", True) or not model.built:
+        model(np.zeros((1, *model.input_shape[1:]), "float32"))  # Keras exports called models only
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        target = staging / path.name
+        model.export(str(target), format=FORMATS[format], verbose=verbose)
+        os.replace(target, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
+
+
+def exported_outputs(path, format, images):
+    """Run an exported artifact on float32 `images` `(B, H, W, 3)`; returns float32 `(B, D)`.
+
+    SavedModel through `tf.saved_model.load(...).serve`, ONNX through
+    onnxruntime, LiteRT through `ai_edge_litert`'s interpreter, else
+    `tf.lite.Interpreter` (batch resized to `B`).
+
+    Raises:
+        ImportError: the runtime is not installed (onnxruntime, tf.lite).
+    """
+    images = np.asarray(images, np.float32)
+    if format == "saved_model":
+        import tensorflow as tf
+
+        loaded = tf.saved_model.load(str(path))  # kept: `serve` needs its variables alive
+        return np.asarray(loaded.serve(tf.constant(images)), np.float32)
+    if format == "onnx":
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise ImportError("running an ONNX export needs onnxruntime: pip install onnxruntime")
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(path))
+        return np.asarray(session.run(None, {session.get_inputs()[0].name: images})[0], np.float32)
+    if importlib.util.find_spec("ai_edge_litert") is not None:
+        from ai_edge_litert.interpreter import Interpreter
+    else:  # TensorFlow's own, deprecated in favour of ai_edge_litert but still working
+        import tensorflow as tf
+
+        Interpreter = tf.lite.Interpreter
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+        interpreter = Interpreter(model_path=str(path))
+    index = interpreter.get_input_details()[0]["index"]
+    interpreter.resize_tensor_input(index, images.shape)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(index, images)
+    interpreter.invoke()
+    return np.asarray(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), np.float32)

@@ -1,0 +1,63 @@
+"""JAX steps of `ContrastiveModel`: refuse ids JAX would wrap, and report a failed loss check plainly."""
+
+import itertools
+
+import keras
+
+from clzoo.losses import _checks as K
+
+
+def _checked_batch(data):
+    if K.index_dtype() == "int64":
+        return data
+    if isinstance(data, (tuple, list)) and len(data) > 1 and data[1] is not None:
+        for labels in keras.tree.flatten(data[1]):
+            K.check_int32_ids(labels)
+    return data
+
+
+def _restore(model, state):
+    from clzoo.train import compat  # the one module allowed private Keras API
+
+    compat.restore_jax_state(model, state)
+
+
+def guard_jax_step(model, step_function):
+    """`step_function(state, iterator)` with every batch's labels checked on the host first.
+
+    JAX without `jax_enable_x64` converts an int64 NumPy `y` to int32 when it
+    enters the jitted train / test step, wrapping ids outside int32 modulo
+    2^32 before any loss can see them. The check is one min / max per batch
+    of NumPy integer labels, made before the step runs; on a refusal the
+    step's input state goes back into `model`, which stays usable. A loss
+    check that fails inside the step comes back as the loss's own
+    `InputCheckError` (a `ValueError`) instead of JAX's wrapped callback
+    traceback; the step had already taken the weights (JAX donates its input
+    state), so reload the model or its checkpoint after that one. Other
+    backends get `step_function` back unchanged.
+
+    Raises (when the returned function runs):
+        ValueError: from `_checks.check_int32_ids`, naming `y_true` and the id.
+    """
+    if (step_function is None or keras.backend.backend() != "jax"
+            or getattr(step_function, "_clzoo_step_guard", False)):
+        return step_function
+
+    def guarded(state, iterator):
+        batches = list(itertools.islice(iterator, model.steps_per_execution))
+        try:
+            for batch in batches:
+                _checked_batch(batch)
+        except ValueError:
+            _restore(model, state)
+            raise
+        try:
+            return step_function(state, iter(batches))
+        except Exception as error:  # jax.errors.JaxRuntimeError around a failed loss check
+            message = K.input_check_message(error)
+            if message is None:
+                raise
+            raise K.InputCheckError(message) from None  # the message, not JAX's callback traceback
+
+    guarded._clzoo_step_guard = True
+    return guarded

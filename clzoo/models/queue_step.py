@@ -1,0 +1,69 @@
+"""One training step's loss with a memory queue: keys, loss over batch + queue, then enqueue."""
+
+from keras import ops
+
+from clzoo.losses import _checks as K
+from clzoo.losses import _contrastive as C
+from clzoo.losses.memory import with_memory
+
+
+def contrast_with_queue(model, x, y, y_pred, compute_loss):
+    """The step's loss over batch + `model.memory_queue`, then the batch's keys enqueued.
+
+    Order within one step (MoCo, Algorithm 1): momentum update of the key
+    encoder (if any), keys of `x`, loss of the batch against the queue as it
+    was before this step (`clzoo.losses.with_memory`), then the keys and
+    labels of the *global* batch enqueued (all-gathered across
+    `tf.distribute` replicas in global sample order, so every replica
+    writes the same entries; JAX `DataParallel` already sees the global
+    batch). Runs inside `fit`'s compiled step on every backend: the queue
+    and shadow weights are non-trainable variables assigned in
+    `compute_loss`, which Keras' trainers carry over on TensorFlow, JAX and
+    PyTorch.
+
+    Args:
+        model: a `ContrastiveModel` with a `memory_queue`.
+        x: the multi-view batch `(batch, views, H, W, C)`.
+        y: its labels (as the loss takes them), or None.
+        y_pred: the model's embeddings `(batch, views, dim)`.
+        compute_loss: `() -> loss`, Keras' own `compute_loss` for this step.
+
+    Returns:
+        the scalar loss of `compute_loss`.
+
+    Raises:
+        ValueError: when the compiled loss is not one clzoo embedding loss
+            (`clzoo.losses._contrastive.ContrastiveLoss`).
+    """
+    loss_fn = getattr(model, "loss", None)
+    if not isinstance(loss_fn, C.ContrastiveLoss):
+        raise ValueError("`queue_size` needs the model compiled with one clzoo embedding loss "
+                         "(SINCERELoss, SupConLoss, SupInfoNCELoss, NSCLLoss, DCLLoss, InfoNCELoss, "
+                         f"SpreadLoss). Received: loss={loss_fn!r}")
+    if model.momentum_encoder is not None:
+        model.momentum_encoder.update([model.encoder, model.projection_head])
+        keys = model.key_embeddings(x)
+    else:
+        keys = ops.stop_gradient(y_pred)
+    with with_memory(*model.memory_queue.contents()):
+        loss = compute_loss()
+    model.memory_queue.enqueue(*_global_keys(keys, y if loss_fn.uses_labels else None))
+    return loss
+
+
+def _global_keys(keys, y):
+    """Keys `(batch, views, dim)` and labels of the global batch, flattened sample-major."""
+    views, dim = keys.shape[1], keys.shape[2]
+    batch = ops.shape(keys)[0]  # a Python int, or an int32 scalar when the batch size is not static
+    if y is None:
+        labels = ops.zeros((batch,), K.index_dtype())
+    else:  # 64-bit ids stay 64-bit where the backend has int64 (never truncated to int32)
+        labels = ops.cast(C.standardize_labels(y, batch), K.index_dtype())
+    flat = ops.reshape(keys, (-1, dim))
+    labels = ops.repeat(labels, views, axis=0)
+    context = C._replica_context()
+    if context is not None:
+        # all_gather loses the static dim; the gathered rows have the local `dim`.
+        flat = ops.reshape(context.all_gather(flat, axis=0), (-1, dim))
+        labels = ops.reshape(context.all_gather(labels, axis=0), (-1,))
+    return flat, labels
