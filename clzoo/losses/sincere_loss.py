@@ -14,7 +14,8 @@ def _anchor_terms(sims, masks):
 def _weighted_anchor_terms(sims, masks):
     """Positives weighted by `w_ip`; every other embedding is noise with weight `1 - w_in`."""
     weight = masks.label_weight
-    noise = ops.where(masks.self_pair, 0.0, 1.0 - weight)
+    # not_self, not just "not the anchor": an empty memory slot is no noise either.
+    noise = ops.where(masks.not_self, 1.0 - weight, 0.0)
     return [sims.noise_contrastive(noise, weight)]
 
 
