@@ -15,6 +15,11 @@ process (never two at once), and prints a Markdown table:
     python benchmarks/chunked_memory.py --sweep --samples 32768 --chunk-sizes 256 512 1024 2048 \\
         --backends tensorflow jax --losses SINCERELoss SupConLoss
 
+`--label-similarity cosine` (or `jaccard`) draws multi-hot label rows
+instead (100 classes, each sample in each class with probability 2%, one
+label at least) and passes `label_similarity` to the loss (SupCon, SINCERE):
+the float32 pair-weight form of the blocks.
+
 A child whose resident memory passes `--max-rss-gib` is killed and reported
 as such, so a sweep cannot take a shared machine's memory.
 """
@@ -49,6 +54,8 @@ def _parser():
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"])
     parser.add_argument("--modes", nargs="+", default=["eager", "compiled"])
     parser.add_argument("--losses", nargs="+", default=["SINCERELoss"])
+    parser.add_argument("--label-similarity", default=None, choices=["cosine", "jaccard"],
+                        help="multi-hot label rows and this label_similarity (SupCon, SINCERE)")
     parser.add_argument("--max-rss-gib", type=float, default=8.0,
                         help="sweep: kill a configuration whose resident memory exceeds this")
     return parser
@@ -92,7 +99,12 @@ def run_one(args):
     rng = np.random.default_rng(0)
     z = rng.normal(size=(args.samples, args.views, args.dim)).astype("float32")
     y = rng.integers(0, 100, size=args.samples).astype("int32")
-    loss = clzoo.losses.ALL_OBJECTS_DICT[args.loss](chunk_size=args.chunk_size)
+    extra = {}
+    if args.label_similarity:
+        rows = rng.random((args.samples, 100)) < 0.02
+        rows[np.arange(args.samples), y] = True
+        y, extra = rows.astype("float32"), {"label_similarity": args.label_similarity}
+    loss = clzoo.losses.ALL_OBJECTS_DICT[args.loss](chunk_size=args.chunk_size, **extra)
     baseline = peak_mib()
     start = time.perf_counter()
     value, grad = _pass(loss, y, z, args.compiled)
@@ -100,6 +112,7 @@ def run_one(args):
     print(json.dumps({
         "backend": keras.backend.backend(), "loss": args.loss,
         "embeddings": args.samples * args.views, "dim": args.dim, "chunk_size": args.chunk_size,
+        "label_similarity": args.label_similarity,
         "compiled": args.compiled, "seconds": round(seconds, 1), "loss_value": value,
         "grad_finite": bool(np.all(np.isfinite(grad))),
         "baseline_mib": round(baseline), "peak_mib": round(peak_mib()),
@@ -123,6 +136,8 @@ def _child(args, backend, mode, loss, chunk):
                "--views", str(args.views), "--dim", str(args.dim), "--loss", loss]
     command += [] if chunk is None else ["--chunk-size", str(chunk)]
     command += ["--compiled"] if mode == "compiled" else []
+    if args.label_similarity:
+        command += ["--label-similarity", args.label_similarity]
     env = dict(os.environ, KERAS_BACKEND=backend)
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True)
@@ -151,6 +166,7 @@ def sweep(args):
                     record = _child(args, backend, mode, loss, chunk)
                     print(json.dumps(record), flush=True)
                     rows.append(record)
+    print(f"\nlabel_similarity: {args.label_similarity}")
     print("\n| loss | backend | mode | chunk_size | seconds | peak RSS MiB | loss value |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
