@@ -63,7 +63,12 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             holds about six `chunk_size x N` float32 buffers (`24 *
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
-            static batch size. Defaults to `None`.
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows, see above). Defaults to `None`.
@@ -123,7 +128,12 @@ class SINCERELoss(C.ContrastiveLoss):
             holds about six `chunk_size x N` float32 buffers (`24 *
             chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
             `N x N` ones (`N = batch * views`), eager or compiled. Needs a
-            static batch size. Defaults to `None`.
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,
