@@ -17,12 +17,8 @@ from keras import ops
 
 from clzoo.losses import _checks as K
 from clzoo.losses import _label_similarity as LS
+from clzoo.losses import _row_ops as R
 from clzoo.losses.memory import active_memory, extend_columns
-
-# Fill value for masked logits: finite so that gradients stay finite where a
-# row is entirely masked (a class seen once), far below any real logit
-# (|cosine / temperature| <= 1 / 0.001 even at extreme temperatures).
-_MASKED_LOGIT = -1e9
 
 
 def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):
@@ -291,19 +287,21 @@ class PairMasks:
         return mask if self._valid is None else ops.logical_and(mask, self._valid)
 
     # Built on first use: a loss pays only for the relations it reads (this
-    # matters on eager backends, where nothing fuses them away).
+    # matters on eager backends, where nothing fuses them away). The building
+    # blocks are recomputed rather than cached: a comparison is cheap, and a
+    # cached `(n, N)` mask stays alive for the whole block.
     def _pair(self, k):
         return ops.equal(self._rows[k][:, None], self._cols[k][None, :])
 
-    @functools.cached_property
+    @property
     def self_pair(self):
         return self._pair(2)
 
-    @functools.cached_property
+    @property
     def not_self(self):
-        return self._existing(ops.logical_not(self.self_pair))
+        return self._existing(ops.not_equal(self._rows[2][:, None], self._cols[2][None, :]))
 
-    @functools.cached_property
+    @property
     def _equal_label(self):
         return self._existing(self._pair(0))
 
@@ -442,10 +440,12 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         loss_name: used in error messages.
         weights: weight of each term in the per-sample value.
         chunk_size: None (all anchors at once) or anchors per block. Blocks
-            run in a loop and are recomputed in the backward pass, so a
-            forward + backward pass holds `chunk_size x N` similarities
-            instead of `N x N`, eagerly or compiled; values and gradients
-            are the same.
+            run in a loop and are recomputed in the backward pass, where the
+            reductions of `Similarities` have hand-written gradients (boolean
+            masks and float label weights alike), so a forward + backward
+            pass holds about six `chunk_size x N` float32 buffers instead of
+            several `N x N`, eagerly or compiled; values and gradients are
+            the same.
         label_similarity: None, or "cosine" / "jaccard": label rows
             `(batch, classes)` (multi-hot, soft) are accepted and pairs are
             weighted by `PairMasks.label_weight`; class ids still work.
@@ -468,29 +468,57 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
     def block(z_rows, z_cols, row_ids):
         masks = PairMasks(row_ids, cols, label_similarity, valid)
-        logits = ops.matmul(z_rows, ops.transpose(z_cols)) / temperature
-        terms = anchor_terms(Similarities(logits, bound), masks)
+        # Scaling the rows, not the product, saves one (n, N) buffer.
+        terms = anchor_terms(Similarities(z_rows / temperature, z_cols, bound), masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
 
     if chunk_size is None:
         outputs = block(z, z_all, rows)
     else:
-        outputs = _blockwise(block, z, z_all, rows, chunk_size, y_pred.shape)
+        outputs = _blockwise(block, z, z_all, rows, chunk_size, y_pred.shape, 2 * len(weights))
     total = 0.0
     for k, weight in enumerate(weights):
         total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
     return total
 
 
-def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
+def _runs_eagerly():
+    """True where blocks are dispatched op by op: eager TensorFlow and PyTorch."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.executing_eagerly()
+    return backend == "torch"
+
+
+def _sequential_map(fn, xs, n_outputs):
+    """`ops.map` of `fn` returning `n_outputs` float32 `(chunk,)` vectors, one block at a time.
+
+    A graph-mode `tf.map_fn` runs 10 iterations at once by default (and
+    Keras' `ops.map` traces `fn` once more to learn its outputs).
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.map(fn, xs)
+    import tensorflow as tf
+
+    signature = (tf.TensorSpec((xs[0].shape[1],), "float32"),) * n_outputs
+    return tf.map_fn(fn, xs, fn_output_signature=signature, parallel_iterations=1)
+
+
+def _blockwise(block, z, z_all, rows, chunk_size, input_shape, n_outputs):
     """`block` over consecutive row blocks of `chunk_size` anchors, concatenated.
 
-    The full blocks run in one `ops.map` (a `tf.map_fn` / `lax.map` loop the
-    compiler cannot unroll) whose body is wrapped in `keras.remat`: a pass
-    keeps only the block inputs and per-anchor outputs, and the backward pass
-    recomputes one `chunk_size x N` block at a time, in eager mode and inside
-    `tf.function` / `jax.jit` alike. A shorter last block runs on its own.
+    Each block is wrapped in `keras.remat`: a pass keeps only the block
+    inputs and per-anchor outputs, and the backward pass recomputes one
+    `chunk_size x N` block at a time. Compiled (`tf.function`, JAX), the full
+    blocks run in one sequential loop (`tf.map_fn` with
+    `parallel_iterations=1`, `lax.map`) the compiler cannot unroll, so it
+    never schedules two blocks at once; eager
+    TensorFlow and PyTorch run a Python loop (eager `tf.map_fn` evaluates an
+    extra block to learn the output signature, and keeps more alive). A
+    shorter last block runs on its own.
     """
     n_rows = z.shape[0]
     if n_rows is None:
@@ -504,38 +532,29 @@ def _blockwise(block, z, z_all, rows, chunk_size, input_shape):
         # z_all is an explicit argument so that its gradient is recomputed too.
         return keras.remat(lambda zr, zc: block(zr, zc, row_ids))(z_rows, z_all)
 
-    pieces = []
-    if n_full:
-        stop = n_full * chunk_size
+    if _runs_eagerly():
+        starts = range(0, n_rows, chunk_size)
+        pieces = [remat_block(z[a:a + chunk_size], tuple(r[a:a + chunk_size] for r in rows))
+                  for a in starts]
+    else:
+        pieces = []
+        if n_full:
+            stop = n_full * chunk_size
 
-        def blocked(t):
-            return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
+            def blocked(t):
+                return ops.reshape(t[:stop], (n_full, chunk_size) + tuple(t.shape[1:]))
 
-        mapped = ops.map(
-            lambda x: remat_block(x[0], tuple(x[1:])),
-            (blocked(z),) + tuple(blocked(r) for r in rows),
-        )
-        pieces.append([ops.reshape(m, (stop,)) for m in mapped])
-    if rest:
-        start = n_full * chunk_size
-        pieces.append(remat_block(z[start:], tuple(r[start:] for r in rows)))
+            mapped = _sequential_map(
+                lambda x: remat_block(x[0], tuple(x[1:])),
+                (blocked(z),) + tuple(blocked(r) for r in rows), n_outputs,
+            )
+            pieces.append([ops.reshape(m, (stop,)) for m in mapped])
+        if rest:
+            start = n_full * chunk_size
+            pieces.append(remat_block(z[start:], tuple(r[start:] for r in rows)))
     if len(pieces) == 1:
         return tuple(pieces[0])
     return tuple(ops.concatenate(parts, axis=0) for parts in zip(*pieces))
-
-
-def masked_logsumexp(logits, mask):
-    """Row-wise log-sum-exp over `mask`; an empty row gives a very negative finite value.
-
-    `mask` is boolean, or float32 non-negative weights: then
-    `log sum_j w_ij exp(s_ij)` (entries with weight 0 are left out).
-    """
-    if K.dtype_of(mask) == "bool":
-        masked = ops.where(mask, logits, _MASKED_LOGIT)
-    else:
-        present = mask > 0
-        masked = ops.where(present, logits + ops.log(ops.where(present, mask, 1.0)), _MASKED_LOGIT)
-    return ops.logsumexp(masked, axis=-1, keepdims=True)
 
 
 # With unit vectors every logit lies in [-1/t, 1/t], so exp(logit - 1/t) lies
@@ -544,90 +563,67 @@ _MAX_EXP_RANGE = 80.0
 
 
 class Similarities:
-    """Anchor-by-embedding logits and the log-sum-exps every loss builds from them.
+    """Anchor-by-embedding logits and the per-anchor reductions every loss builds from them.
 
-    Two exact ways to evaluate the same formulas: when the logits are known
-    to lie in `[bound - 80, bound]` (unit vectors, temperature >= 0.025),
-    one matrix `exp(logits - bound)` serves every sum and pair term, which
-    saves an exponential per entry; otherwise row maxima are subtracted
+    Each reduction has a hand-written gradient (`clzoo.losses._row_ops`), so
+    a block's backward pass recomputes its logits and holds its masks and at
+    most three `(n, N)` float32 temporaries. Two exact ways to evaluate the same
+    formulas: when the logits are known to lie in `[bound - 80, bound]`
+    (unit vectors, temperature >= 0.025), one `exp(logits - bound)` serves
+    each sum and pair term; otherwise row maxima are subtracted
     (temperatures down to 0.01 and below, unnormalized embeddings).
 
     Args:
-        logits: float32 `(n, N)`.
+        rows: float32 `(n, D)` anchors divided by the temperature.
+        cols: float32 `(N, D)` every embedding; the logits are `rows @ cols^T`.
         bound: None, or a float with `bound - 80 <= logits <= bound`.
     """
 
-    def __init__(self, logits, bound=None):
-        self.logits = logits
-        self.bound = bound
-        self._exp = None if bound is None else ops.exp(logits - bound)
+    def __init__(self, rows, cols, bound=None):
+        self.rows, self.cols, self.bound = rows, cols, bound
+        self.logits = ops.matmul(rows, ops.transpose(cols))
 
-    def _masked_sum(self, mask):
-        if K.dtype_of(mask) != "bool":  # weights; 0 * exp is exactly 0, 1 * exp exactly exp
-            return ops.sum(mask * self._exp, axis=-1, keepdims=True)
-        return ops.sum(ops.where(mask, self._exp, 0.0), axis=-1, keepdims=True)
+    @property
+    def _block(self):
+        return self.rows, self.cols, self.logits
 
     def logsumexp(self, mask):
         """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty.
 
         `mask` may be float32 weights `w_ij >= 0`: `log sum_j w_ij exp(s_ij)`.
         """
-        if self.bound is None:
-            return masked_logsumexp(self.logits, mask)
-        total = self._masked_sum(mask)
-        nonempty = total > 0
-        # log only of positive values, so the unused branch has a finite gradient.
-        log_total = ops.log(ops.where(nonempty, total, 1.0)) + self.bound
-        return ops.where(nonempty, log_total, _MASKED_LOGIT)
+        return R.row_logsumexp(self._block, mask, self.bound)
 
-    def noise_contrastive(self, noise_mask, positive_shift=0.0):
-        """`(n, N)` pair terms `-log(exp(s_ip) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
+    def mean_gap(self, row, positive_mask):
+        """`(mean_{p in P(i)} (row_i - s_ip), has_positive)`, both `(n,)` (SupCon L_out, DCL).
+
+        `row` is `(n, 1)`; an anchor without positives gets 0 and a zero gradient.
+        `positive_mask` may be float32 weights `w_ip >= 0`: the weighted mean.
+        """
+        has_positive = ops.any(R.present(positive_mask), axis=-1)
+        return R.mean_gap(row, self._block, positive_mask), has_positive
+
+    def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0):
+        """`(anchor_loss, has_positive)`, `(n,)`: the mean over positives `p` of
+        `-log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
-        margin (`positive_shift=epsilon`); read where `(i, p)` is a positive.
-        `noise_mask` may be float32 weights: `sum_n w_in exp(s_in)`.
+        margin (`positive_shift=epsilon`). Boolean masks must be disjoint;
+        both may instead be float32 weights (`v_in` in the noise sum, `w_ip`
+        in the mean over positives), which may overlap.
         """
-        if self.bound is None:
-            # log(exp(s - eps) + exp(L)) - s == softplus(L - s + eps) - eps: one fused op.
-            noise_lse = masked_logsumexp(self.logits, noise_mask)
-            return ops.softplus(noise_lse - self.logits + positive_shift) - positive_shift
-        noise = self._masked_sum(noise_mask)
-        positive = self._exp if positive_shift == 0 else self._exp * math.exp(-positive_shift)
-        return ops.log(positive + noise) - (self.logits - self.bound)
+        value = R.mean_noise_contrastive(self._block, noise_mask, positive_mask,
+                                         float(positive_shift), self.bound)
+        return value, ops.any(R.present(positive_mask), axis=-1)
 
-    def decoupled(self, noise_mask):
-        """`(n, N)` pair terms `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
+    def decoupled(self, noise_mask, positive_mask):
+        """Mean over positives of `-log(exp(s_ip) / sum_{n in N(i)} exp(s_in))` (DCL, NSCL).
 
-        Returns `(pair_loss, has_noise)`; anchors with an empty noise set are
-        not valid anchors (`has_noise` `(n,)` is False).
+        Returns `(anchor_loss, valid)`, `(n,)`; an anchor is valid when it has
+        a positive and a non-empty noise set.
         """
-        return self.logsumexp(noise_mask) - self.logits, ops.any(noise_mask, axis=-1)
-
-
-def mean_over_positives(pair_loss, positive_mask):
-    """Mean of `pair_loss` over each anchor's positives.
-
-    Returns:
-        `(anchor_loss, anchor_has_positive)`, both `(N,)`; anchors without
-        positives get 0 (and a zero, finite gradient).
-    """
-    positive = ops.cast(positive_mask, "float32")
-    count = ops.sum(positive, axis=-1)
-    total = ops.sum(ops.where(positive_mask, pair_loss, 0.0), axis=-1)
-    return total / ops.maximum(count, 1.0), count > 0
-
-
-def weighted_mean_over_positives(pair_loss, weight):
-    """Mean of `pair_loss` over each anchor's positives, weighted by `weight` `(n, N)` >= 0.
-
-    Returns:
-        `(anchor_loss, anchor_has_positive)`, both `(n,)`; equal to
-        `mean_over_positives` (bit for bit) when `weight` is 0 / 1.
-    """
-    total = ops.sum(ops.where(weight > 0, weight * pair_loss, 0.0), axis=-1)
-    count = ops.sum(weight, axis=-1)
-    has_positive = count > 0
-    return total / ops.where(has_positive, count, 1.0), has_positive
+        anchor_loss, has_positive = self.mean_gap(self.logsumexp(noise_mask), positive_mask)
+        return anchor_loss, ops.logical_and(has_positive, ops.any(noise_mask, axis=-1))
 
 
 def mean_over_views(anchor_loss, anchor_valid, views):

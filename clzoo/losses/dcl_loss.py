@@ -1,7 +1,6 @@
 """Decoupled contrastive loss (DCL, Yeh et al. 2022)."""
 
 import keras
-from keras import ops
 
 from clzoo.losses import _contrastive as C
 
@@ -23,10 +22,12 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`; may be negative (no positive in the denominator).
@@ -58,9 +59,7 @@ def decoupled_anchor_terms(sims, masks):
     With instance labels `other_class` is every other sample (DCL); with
     class labels it is every other class (NSCL).
     """
-    pair_loss, has_noise = sims.decoupled(masks.other_class)
-    anchor_loss, has_positive = C.mean_over_positives(pair_loss, masks.same_instance)
-    return [(anchor_loss, ops.logical_and(has_positive, has_noise))]
+    return [sims.decoupled(masks.other_class, masks.same_instance)]
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

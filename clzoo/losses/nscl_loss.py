@@ -24,10 +24,12 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.

@@ -8,16 +8,15 @@ from clzoo.losses import _label_similarity as LS
 
 
 def _anchor_terms(sims, masks):
-    pair_loss = sims.noise_contrastive(masks.other_class)
-    return [C.mean_over_positives(pair_loss, masks.same_class)]
+    return [sims.noise_contrastive(masks.other_class, masks.same_class)]
 
 
 def _weighted_anchor_terms(sims, masks):
     """Positives weighted by `w_ip`; every other embedding is noise with weight `1 - w_in`."""
     weight = masks.label_weight
-    noise = ops.where(masks.self_pair, 0.0, 1.0 - weight)
-    pair_loss = sims.noise_contrastive(noise)
-    return [C.weighted_mean_over_positives(pair_loss, weight)]
+    # not_self, not just "not the anchor": an empty memory slot is no noise either.
+    noise = ops.where(masks.not_self, 1.0 - weight, 0.0)
+    return [sims.noise_contrastive(noise, weight)]
 
 
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,
@@ -59,10 +58,17 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows, see above). Defaults to `None`.
@@ -117,10 +123,17 @@ class SINCERELoss(C.ContrastiveLoss):
             `temperature_init`, `min_temperature`, `max_temperature` then apply.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,

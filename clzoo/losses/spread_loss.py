@@ -11,12 +11,10 @@ def _validate_alpha(alpha):
 
 
 def _anchor_terms(sims, masks):
-    attract = sims.noise_contrastive(masks.other_class)
+    attract = sims.noise_contrastive(masks.other_class, masks.same_class)
     same_class_other_sample = ops.logical_and(
         masks.same_class, ops.logical_not(masks.same_instance))
-    repel = sims.noise_contrastive(same_class_other_sample)
-    return [C.mean_over_positives(attract, masks.same_class),
-            C.mean_over_positives(repel, masks.same_instance)]
+    return [attract, sims.noise_contrastive(same_class_other_sample, masks.same_instance)]
 
 
 def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None):
@@ -40,10 +38,12 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
             Defaults to `0.5`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`.

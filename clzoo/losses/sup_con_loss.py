@@ -48,7 +48,7 @@ def _weighted_terms(sims, masks, variant):
     weight = masks.label_weight
     row_lse = sims.logsumexp(masks.not_self)
     if variant == "out":
-        return [C.weighted_mean_over_positives(row_lse - sims.logits, weight)]
+        return [sims.mean_gap(row_lse, weight)]
     count = ops.sum(weight, axis=-1, keepdims=True)
     log_mean_positive = sims.logsumexp(weight) - ops.log(ops.where(count > 0, count, 1.0))
     return [(ops.squeeze(row_lse - log_mean_positive, axis=-1), ops.squeeze(count, axis=-1) > 0)]
@@ -106,10 +106,17 @@ def sup_con_loss(
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows weigh the positives, see above). Defaults to `None`.
@@ -151,7 +158,7 @@ def sup_con_loss(
             denominator = ops.logical_and(denominator, ops.logical_not(dropped))
         row_lse = sims.logsumexp(denominator)
         if variant == "out":
-            return [C.mean_over_positives(row_lse - sims.logits, positives)]
+            return [sims.mean_gap(row_lse, positives)]
         count = ops.sum(ops.cast(positives, "float32"), axis=-1, keepdims=True)
         log_mean_positive = sims.logsumexp(positives) - ops.log(
             ops.maximum(count, 1.0))
@@ -195,10 +202,17 @@ class SupConLoss(C.ContrastiveLoss):
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, blocks recomputed in the backward
-            pass, so a pass holds `chunk_size x N` instead of `N x N`
-            (`N = batch * views`), eager or compiled. Needs a static batch
-            size. Defaults to `None`.
+            gradient computed blockwise, each block recomputed in the backward
+            pass with a hand-written gradient, so a forward + backward pass
+            holds about six `chunk_size x N` float32 buffers (`24 *
+            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
+            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
+            static batch size. With `label_similarity` the blocks take the
+            same hand-written gradients (exact, tested against the float64
+            reference) but also hold the float32 label weights and their
+            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
+            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
+            `chunk_size` for the class-id footprint. Defaults to `None`.
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`

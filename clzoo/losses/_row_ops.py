@@ -1,0 +1,236 @@
+"""Row reductions of a block of logits, with hand-written gradients.
+
+Every embedding loss reduces each anchor's row of logits `s = rows @ cols^T`
+`(n, N)` (`rows` the block's anchors already divided by the temperature,
+`cols` all embeddings) to a few numbers per anchor. Left to autodiff, each
+elementwise step of such a reduction keeps an `(n, N)` intermediate alive
+until the backward pass (about 16 of them per block in eager TensorFlow).
+The three reductions here compute their gradient by hand
+(`_vjp.custom_vjp`): the backward pass recomputes `s` from `rows` and `cols`
+(one matmul) instead of keeping it, and builds `d/ds` from the boolean masks
+and small per-row statistics in at most three `(n, N)` float32 temporaries,
+contracting it straight back to `d rows = d/ds @ cols` and
+`d cols = (d/ds)^T @ rows`.
+
+A `block` is `(rows, cols, logits)`: the forward pass reads the given
+`logits`, which are therefore passed as a non-differentiated input; their
+whole gradient reaches `rows` and `cols` through the hand-written rule.
+
+Each gradient is `upstream_i * d value_i / d s_ij`; derivations are in the
+docstrings. Masks are `(n, N)`, never differentiated, and either boolean or
+float32 weights `w_ij >= 0` (multi-label / soft positives, `label_weight`):
+a boolean mask is the weight 1 on its entries, and 0 / 1 weights give
+bit for bit the boolean value. `bound` is None or a float with
+`bound - 80 <= s <= bound` (see `Similarities`): one `exp(s - bound)` then
+serves every sum without overflow or underflow.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from clzoo.losses._vjp import custom_vjp
+
+# Fill value for masked logits and the log-sum-exp of an empty row: finite,
+# so that gradients stay finite, and far below any real logit.
+MASKED_LOGIT = -1e9
+
+
+def _column(x):
+    return ops.reshape(x, (-1, 1))
+
+
+def _logits(rows, cols):
+    return ops.matmul(rows, ops.transpose(cols))
+
+
+def _to_embeddings(grad_logits, rows, cols):
+    """The chain rule through `s = rows @ cols^T`: gradients of `rows` and `cols`."""
+    return (ops.matmul(grad_logits, cols),
+            ops.transpose(ops.matmul(ops.transpose(rows), grad_logits)))
+
+
+def is_weight(mask):
+    """True for float weights, False for a boolean mask."""
+    return keras.backend.standardize_dtype(mask.dtype) != "bool"
+
+
+def present(mask):
+    """Boolean `(n, N)`: the entries of `mask` that count (weight > 0)."""
+    return mask > 0 if is_weight(mask) else mask
+
+
+def _weighted(mask, x):
+    """`mask_ij * x_ij`, exactly 0 off the mask (even where `x` is not finite)."""
+    if is_weight(mask):
+        return ops.where(mask > 0, mask * x, 0.0)
+    return ops.where(mask, x, 0.0)
+
+
+def _exp_weighted(mask, x):
+    """`mask_ij * exp(x_ij)` as `exp(x_ij + log mask_ij)`: no overflow where `x` is large."""
+    if not is_weight(mask):
+        return ops.where(mask, ops.exp(x), 0.0)
+    on = mask > 0
+    return ops.where(on, ops.exp(x + ops.log(ops.where(on, mask, 1.0))), 0.0)
+
+
+def _count(mask):
+    """`(count, count or 1 where 0)` of each row of `mask` (its weight sum), float32 `(n, 1)`."""
+    count = ops.sum(mask if is_weight(mask) else ops.cast(mask, "float32"), axis=-1, keepdims=True)
+    return count, ops.where(count > 0, count, 1.0)
+
+
+def masked_logsumexp(logits, mask):
+    """Row-wise `log sum_j w_ij exp(s_ij)` `(n, 1)`; an empty row gives a very negative finite value."""
+    if is_weight(mask):
+        on = mask > 0
+        logits = ops.where(on, logits + ops.log(ops.where(on, mask, 1.0)), MASKED_LOGIT)
+    else:
+        logits = ops.where(mask, logits, MASKED_LOGIT)
+    return ops.logsumexp(logits, axis=-1, keepdims=True)
+
+
+def _lse_forward(s, mask, bound, nonempty):
+    if bound is None:
+        return masked_logsumexp(s, mask)
+    # A weight multiplies (1 * e and 0 * e are exact: 0 / 1 weights equal the boolean mask).
+    exp = ops.exp(s - bound)
+    total = ops.sum(mask * exp if is_weight(mask) else ops.where(mask, exp, 0.0), axis=-1,
+                    keepdims=True)
+    # log only of positive values; an empty row gets MASKED_LOGIT.
+    return ops.where(nonempty, ops.log(ops.where(nonempty, total, 1.0)) + bound, MASKED_LOGIT)
+
+
+def row_logsumexp(block, mask, bound=None):
+    """`log sum_j mask_ij exp(s_ij)` per row, float32 `(n, 1)`; `MASKED_LOGIT` for an empty row.
+
+    Gradient: `d/ds_ij = mask_ij * exp(s_ij - lse_i)` (the masked softmax),
+    zero for an empty row.
+    """
+
+    def forward(rows, cols, s, m):
+        nonempty = ops.any(present(m), axis=-1, keepdims=True)
+        value = _lse_forward(s, m, bound, nonempty)
+        # An empty row subtracts +1e9 in the backward pass: exp underflows to 0, no inf.
+        return value, (rows, cols, m, ops.where(nonempty, value, -MASKED_LOGIT))
+
+    def backward(residuals, upstream):
+        rows, cols, m, shift = residuals
+        return _to_embeddings(upstream * _exp_weighted(m, _logits(rows, cols) - shift), rows, cols)
+
+    return custom_vjp(forward, backward, differentiable=2)(*block, mask)
+
+
+def mean_gap(row, block, mask):
+    """`sum_j w_ij (row_i - s_ij) / sum_j w_ij` per row, float32 `(n,)`; 0 for an empty row.
+
+    Args:
+        row: float32 `(n, 1)`, e.g. a `row_logsumexp` (SupCon L_out, DCL).
+        block: `(rows, cols, logits)` (module docstring).
+        mask: bool or float32 weights `w` `(n, N)`, the terms averaged (the
+            anchor's positives).
+
+    Gradient, with `c_i = sum_j w_ij` (`d_i = c_i`, or 1 where `c_i = 0`):
+    `d/d row_i = c_i / d_i` and `d/ds_ij = -w_ij / d_i`.
+    """
+
+    def forward(r, rows, cols, s, m):
+        count, denominator = _count(m)
+        value = ops.sum(_weighted(m, r - s), axis=-1) / ops.squeeze(denominator, axis=-1)
+        return value, (rows, cols, m, count, denominator)
+
+    def backward(residuals, upstream):
+        rows, cols, m, count, denominator = residuals
+        weight = _column(upstream) / denominator
+        return (weight * count,) + _to_embeddings(_weighted(m, -weight), rows, cols)
+
+    return custom_vjp(forward, backward, differentiable=3)(row, *block, mask)
+
+
+def _noise_forward(s, noise_mask, positive_mask, shift, bound):
+    """Per row: the noise log-sum-exp `L_i` `(n, 1)` and `sum_p w_ip (pair_ip + shift)` `(n,)`.
+
+    `pair_ij = log(exp(s_ij - shift) + exp(L_i)) - s_ij
+    = softplus(L_i + shift - s_ij) - shift`: one fused op on `(n, N)`, so the
+    pass holds at most two `(n, N)` temporaries. An empty noise set gives
+    `L_i = MASKED_LOGIT` (softplus 0).
+    """
+    if bound is None:
+        noise = masked_logsumexp(s, noise_mask)
+    else:
+        nonempty = ops.any(present(noise_mask), axis=-1, keepdims=True)
+        noise = _lse_forward(s, noise_mask, bound, nonempty)
+    pairs = ops.softplus((noise + shift) - s)
+    return noise, ops.sum(_weighted(positive_mask, pairs), axis=-1)
+
+
+def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound,
+                            has_noise):
+    """`d/ds` of `sum_p weight_i w_ip pair_ip`, in at most three `(n, N)` temporaries.
+
+    With `sigma_ip = exp(L_i) / (exp(s_ip - shift) + exp(L_i))` (`L_i` the
+    noise log-sum-exp, noise weights `v`): the positive `p` contributes
+    `-weight_i * w_ip * sigma_ip` and, with `D_i = weight_i * sum_p w_ip
+    sigma_ip`, every noise entry `D_i * v_in * exp(s_in - L_i)`. Boolean masks
+    are disjoint (no positive is its own noise) and select one of the two;
+    weights may overlap (SINCERE's multi-label form) and the two add.
+    """
+    if bound is None or is_weight(noise_mask):
+        s = _logits(rows, cols)
+        negative = _weighted(positive_mask, -weight * ops.sigmoid((noise + shift) - s))
+        scale = -ops.sum(negative, axis=-1, keepdims=True)
+        noise_part = scale * _exp_weighted(noise_mask, s - ops.where(has_noise, noise, -MASKED_LOGIT))
+        if is_weight(noise_mask):
+            return negative + noise_part
+        return ops.where(noise_mask, noise_part, negative)
+    # One exponential serves both terms: exp(s - bound), and the noise sum S_i = exp(L_i - bound).
+    total = ops.exp(noise - bound)
+    exp_s = ops.exp(_logits(rows, cols) - bound)
+    positive = exp_s if shift == 0 else exp_s * math.exp(-shift)
+    negative = _weighted(positive_mask, (-weight * total) / (positive + total))
+    del positive
+    exp_s = exp_s * (-ops.sum(negative, axis=-1, keepdims=True) / ops.where(has_noise, total, 1.0))
+    return ops.where(noise_mask, exp_s, negative)
+
+
+def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=None):
+    """Per row `sum_p w_ip l_ip / sum_p w_ip`, float32 `(n,)`, with the pair term
+    `l_ip = -log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_n v_in exp(s_in)))`.
+
+    The SINCERE / InfoNCE pair term (`shift=0`) and epsilon-SupInfoNCE's
+    margin (`shift=epsilon`), averaged over each anchor's positives; with
+    boolean masks `w` and `v` are the indicators of `P(i)` and `N(i)`.
+
+    Args:
+        block: `(rows, cols, logits)` (module docstring).
+        noise_mask: bool or float32 weights `v` `(n, N)`, the noise set.
+        positive_mask: bool or float32 weights `w` `(n, N)`, the positives;
+            boolean masks must be disjoint from a boolean `noise_mask`.
+        shift: Python float, subtracted from the positive's own logit in the
+            denominator.
+        bound: None or the logits' upper bound (module docstring).
+
+    Returns:
+        float32 `(n,)`, 0 for an anchor without positives (zero gradient).
+    """
+    if is_weight(noise_mask) != is_weight(positive_mask):
+        raise ValueError("`noise_mask` and `positive_mask` must both be boolean or both weights.")
+
+    def forward(rows, cols, s, noise_mask, positive_mask):
+        count, denominator = _count(positive_mask)
+        noise, total = _noise_forward(s, noise_mask, positive_mask, shift, bound)
+        # The shift is added inside the softplus and taken back once per positive.
+        value = (total - shift * ops.squeeze(count, -1)) / ops.squeeze(denominator, -1)
+        has_noise = ops.any(present(noise_mask), axis=-1, keepdims=True)
+        return value, (rows, cols, noise_mask, positive_mask, denominator, noise, has_noise)
+
+    def backward(residuals, upstream):
+        rows, cols, noise_mask, positive_mask, denominator, noise, has_noise = residuals
+        weight = _column(upstream) / denominator
+        grad = _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift,
+                                       bound, has_noise)
+        return _to_embeddings(grad, rows, cols)
+
+    return custom_vjp(forward, backward, differentiable=2)(*block, noise_mask, positive_mask)
