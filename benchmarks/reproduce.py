@@ -185,8 +185,7 @@ def _final_loss(run):
 def collect(folder, config):
     """The numbers every claim reads, from a finished cell's run and eval folders."""
     run = folder / "run"
-    report = json.loads((run / "eval" / "metrics.json").read_text())
-    summary = json.loads((run / "metrics.json").read_text())
+    report, summary = _json(run / "eval" / "metrics.json"), _json(run / "metrics.json")
     out = {"final_loss": _final_loss(run), "knn_k20": report["knn"]["k20"]}
     for key in ("classifier_top1", "classifier_ece"):
         if key in summary:
@@ -205,16 +204,16 @@ def collect(folder, config):
     if "loss_gap" in report:
         out["loss_gap"], out["loss_gap_bound"] = report["loss_gap"]["gap"], report["loss_gap"]["bound"]
     if (folder / "projection").exists():
-        out["margin_projection"] = _report(folder, "projection")["separation"]["margin"]
+        out["margin_projection"] = _json(folder / "projection" / "metrics.json")["separation"]["margin"]
     if (folder / "fine").exists():
-        fine = _report(folder, "fine")
+        fine = _json(folder / "fine" / "metrics.json")
         out["fine_knn_k20"], out["fine_probe"] = fine["knn"]["k20"], fine["probe"]["accuracy"]
         out["within_coarse"] = fine["coarse_to_fine"]["within_coarse_accuracy"]
     return out
 
 
-def _report(folder, name):
-    return json.loads((folder / name / "metrics.json").read_text())
+def _json(path):
+    return json.loads(Path(path).read_text())
 
 
 def _parse(argv):

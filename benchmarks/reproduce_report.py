@@ -14,8 +14,6 @@ import warnings
 
 import numpy as np
 
-from clzoo.eval import bootstrap
-
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -71,7 +69,7 @@ def _claims():
          Row("final_loss", "final training loss", "<", "0.29 vs 4.69 (Table 4)"),
          Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie: not significant (Table 6)", True),
          Row("probe", "linear probe top-1 (L-BFGS)", "=", "95.93% vs 95.78% (Table 5), tie", True)),
-        WHY.get("sincere", ""))
+        WHY["sincere"])
     supinfonce = Claim(
         "eps-SupInfoNCE vs SINCERE", "supinfonce", "sincere",
         "SINCERE paper eq. 15 and Table 6 (eps 0.25); Barbano et al. is not in ../shared/papers",
@@ -81,7 +79,7 @@ def _claims():
          Row("margin_projection", "target-noise margin, projection space", "",
              "not reported (not softmax-comparable, SINCERE sec. 4.1)"),
          Row("margin_encoder", "target-noise margin, encoder space", "", "not reported")),
-        WHY.get("supinfonce", ""))
+        WHY["supinfonce"])
     spread = Claim(
         "L_spread vs SupCon: trained on CIFAR10-Coarse, probed on the 10 fine labels",
         "spread_coarse", "supcon_coarse",
@@ -92,7 +90,7 @@ def _claims():
          Row("fine_knn_k20", "fine-label kNN top-1, k=20", "", "not reported", True),
          Row("knn_k20", "coarse-label kNN top-1, k=20", ">",
              "98.1% vs 96.5% (Table 4, coarse task)", True)),
-        WHY.get("spread", ""))
+        WHY["spread"])
     nscl = Claim(
         "NSCL vs DCL: few-shot error and the DCL - NSCL loss gap", "nscl", "dcl",
         "Luthra, Yang & Galanti, Table 1 (100-shot, CIFAR-10) and Theorem 1",
@@ -103,7 +101,7 @@ def _claims():
          Row("few_shot_10_ncc", "10-shot nearest-class-center error", "<", "figures only", True),
          Row("loss_gap", "DCL - NSCL on the test features (t = 1)", "bound",
              "0 <= gap <= log(1 + e^2 / 9) = 0.599 (Thm. 1, C = 10)")),
-        WHY.get("nscl", ""))
+        WHY["nscl"])
     soft = Claim(
         "Soft-target InfoNCE vs soft-target cross-entropy with MixUp / CutMix", "soft_infonce",
         "soft_ce", "Hugger & Uhlmann sec. 4.2 and Table 1 (ViT-B/16, MixUp 0.8, CutMix 1.0, "
@@ -112,7 +110,7 @@ def _claims():
              "2.9% vs 15.8% (CIFAR-100); 7.7% vs 6.3% (Tiny ImageNet)", True),
          Row("classifier_top1", "classifier top-1", "=", "90.80% vs 90.74% (CIFAR-100)", True),
          Row("probe", "linear probe on the encoder", "", "not reported", True)),
-        WHY.get("soft", ""))
+        WHY["soft"])
     return (sincere, supinfonce, spread, nscl, soft)
 
 
@@ -161,6 +159,7 @@ WHY = {
         "a tie at convergence; the InfoNCE recipe's larger learning rate, the paper's 5.5 : 3 "
         "ratio, likely helps a short run)."),
 }
+CLAIMS = _claims()
 
 
 MIN_SEEDS = 3  # no verdict on fewer paired seeds
@@ -172,6 +171,8 @@ def _interval(values):
     mean = float(values.mean())
     if values.size < 2 or np.ptp(values) == 0:
         return mean, mean, mean
+    from clzoo.eval import bootstrap  # noqa: PLC0415 (imports TensorFlow; --list needs none)
+
     with warnings.catch_warnings():  # 3 seeds: scipy warns that few resamples are distinct
         warnings.simplefilter("ignore")
         r = bootstrap(values, resamples=2000)
@@ -272,7 +273,7 @@ def render(cells, scale, labels, commands, header=None):
     for cell in cells:
         by_config.setdefault(cell["config"], {})[cell["seed"]] = cell
     lines = [(header or HEADER).format(**dataclasses.asdict(scale)), ""] + _overview(by_config, labels)
-    for claim in _claims():
+    for claim in CLAIMS:
         lines += _claim_section(claim, by_config, labels, commands)
     return "\n".join(lines).rstrip() + "\n"
 
