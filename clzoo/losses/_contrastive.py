@@ -701,7 +701,18 @@ class ContrastiveLoss(keras.losses.Loss):
 
     Subclasses implement `call(y_true, y_pred)` returning a `(batch,)` tensor
     and add their own arguments to `get_config()`. Every embedding loss takes
-    `chunk_size` (see `per_sample_loss`) and `check_values`.
+    `chunk_size` and `check_values`.
+
+    `chunk_size` (None, or anchors per block) computes the same loss and
+    gradient blockwise: each block is recomputed in the backward pass with a
+    hand-written gradient (`_row_ops.py`), so a forward + backward pass holds
+    about six `chunk_size x N` float32 buffers (`24 * chunk_size * N` bytes:
+    3 GiB at 2048 x 65,536) instead of several `N x N` ones (`N = batch *
+    views`), eager or compiled. It needs a static batch size (`ValueError`
+    otherwise). With `label_similarity` (SupCon, SINCERE) the blocks take the
+    same exact gradients but also hold the float32 label weights: 3.8 (JAX
+    compiled) to 6.0 GiB (TensorFlow eager) at 2048 x 65,536 for SINCERE
+    (`benchmarks/README.md`); halve `chunk_size` for the class-id footprint.
 
     Unlike `keras.losses.Loss`, labels reach `call` as given (Keras would
     cast them to float32, merging ids >= 2^24); they are validated by

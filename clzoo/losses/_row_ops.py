@@ -68,12 +68,17 @@ def _weighted(mask, x):
     return ops.where(mask, x, 0.0)
 
 
+def _plus_log_weight(mask, x, fill):
+    """`x_ij + log w_ij` on the mask (`x_ij` for a boolean one), `fill` off it."""
+    if not is_weight(mask):
+        return ops.where(mask, x, fill)
+    on = mask > 0
+    return ops.where(on, x + ops.log(ops.where(on, mask, 1.0)), fill)
+
+
 def _exp_weighted(mask, x):
     """`mask_ij * exp(x_ij)` as `exp(x_ij + log mask_ij)`: no overflow where `x` is large."""
-    if not is_weight(mask):
-        return ops.where(mask, ops.exp(x), 0.0)
-    on = mask > 0
-    return ops.where(on, ops.exp(x + ops.log(ops.where(on, mask, 1.0))), 0.0)
+    return ops.exp(_plus_log_weight(mask, x, MASKED_LOGIT))  # exp(MASKED_LOGIT) is exactly 0
 
 
 def _count(mask):
@@ -84,23 +89,21 @@ def _count(mask):
 
 def masked_logsumexp(logits, mask):
     """Row-wise `log sum_j w_ij exp(s_ij)` `(n, 1)`; an empty row gives a very negative finite value."""
-    if is_weight(mask):
-        on = mask > 0
-        logits = ops.where(on, logits + ops.log(ops.where(on, mask, 1.0)), MASKED_LOGIT)
-    else:
-        logits = ops.where(mask, logits, MASKED_LOGIT)
-    return ops.logsumexp(logits, axis=-1, keepdims=True)
+    return ops.logsumexp(_plus_log_weight(mask, logits, MASKED_LOGIT), axis=-1, keepdims=True)
 
 
-def _lse_forward(s, mask, bound, nonempty):
+def _lse_forward(s, mask, bound):
+    """`(row log-sum-exp (n, 1), row not empty (n, 1) bool)`; `MASKED_LOGIT` for an empty row."""
+    nonempty = ops.any(present(mask), axis=-1, keepdims=True)
     if bound is None:
-        return masked_logsumexp(s, mask)
+        return masked_logsumexp(s, mask), nonempty
     # A weight multiplies (1 * e and 0 * e are exact: 0 / 1 weights equal the boolean mask).
     exp = ops.exp(s - bound)
     total = ops.sum(mask * exp if is_weight(mask) else ops.where(mask, exp, 0.0), axis=-1,
                     keepdims=True)
     # log only of positive values; an empty row gets MASKED_LOGIT.
-    return ops.where(nonempty, ops.log(ops.where(nonempty, total, 1.0)) + bound, MASKED_LOGIT)
+    return (ops.where(nonempty, ops.log(ops.where(nonempty, total, 1.0)) + bound, MASKED_LOGIT),
+            nonempty)
 
 
 def row_logsumexp(block, mask, bound=None):
@@ -111,8 +114,7 @@ def row_logsumexp(block, mask, bound=None):
     """
 
     def forward(rows, cols, s, m):
-        nonempty = ops.any(present(m), axis=-1, keepdims=True)
-        value = _lse_forward(s, m, bound, nonempty)
+        value, nonempty = _lse_forward(s, m, bound)
         # An empty row subtracts +1e9 in the backward pass: exp underflows to 0, no inf.
         return value, (rows, cols, m, ops.where(nonempty, value, -MASKED_LOGIT))
 
@@ -150,20 +152,17 @@ def mean_gap(row, block, mask):
 
 
 def _noise_forward(s, noise_mask, positive_mask, shift, bound):
-    """Per row: the noise log-sum-exp `L_i` `(n, 1)` and `sum_p w_ip (pair_ip + shift)` `(n,)`.
+    """Per row: the noise log-sum-exp `L_i` `(n, 1)`, `sum_p w_ip (pair_ip + shift)` `(n,)` and
+    whether the noise set is not empty `(n, 1)`.
 
     `pair_ij = log(exp(s_ij - shift) + exp(L_i)) - s_ij
     = softplus(L_i + shift - s_ij) - shift`: one fused op on `(n, N)`, so the
     pass holds at most two `(n, N)` temporaries. An empty noise set gives
     `L_i = MASKED_LOGIT` (softplus 0).
     """
-    if bound is None:
-        noise = masked_logsumexp(s, noise_mask)
-    else:
-        nonempty = ops.any(present(noise_mask), axis=-1, keepdims=True)
-        noise = _lse_forward(s, noise_mask, bound, nonempty)
+    noise, has_noise = _lse_forward(s, noise_mask, bound)
     pairs = ops.softplus((noise + shift) - s)
-    return noise, ops.sum(_weighted(positive_mask, pairs), axis=-1)
+    return noise, ops.sum(_weighted(positive_mask, pairs), axis=-1), has_noise
 
 
 def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound,
@@ -220,10 +219,9 @@ def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=No
 
     def forward(rows, cols, s, noise_mask, positive_mask):
         count, denominator = _count(positive_mask)
-        noise, total = _noise_forward(s, noise_mask, positive_mask, shift, bound)
+        noise, total, has_noise = _noise_forward(s, noise_mask, positive_mask, shift, bound)
         # The shift is added inside the softplus and taken back once per positive.
         value = (total - shift * ops.squeeze(count, -1)) / ops.squeeze(denominator, -1)
-        has_noise = ops.any(present(noise_mask), axis=-1, keepdims=True)
         return value, (rows, cols, noise_mask, positive_mask, denominator, noise, has_noise)
 
     def backward(residuals, upstream):

@@ -21,13 +21,9 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, each block recomputed in the backward
-            pass with a hand-written gradient, so a forward + backward pass
-            holds about six `chunk_size x N` float32 buffers (`24 *
-            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
-            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
-            static batch size. Defaults to `None`.
+        chunk_size: None, or anchors per block: the same value and gradient in
+            about six `chunk_size x N` float32 buffers (`N = batch * views`),
+            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
 
     Returns:
         float32 `(batch,)`; may be negative (no positive in the denominator).

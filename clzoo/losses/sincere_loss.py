@@ -57,18 +57,9 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
         temperature: positive float dividing the cosine similarities.
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
-        chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, each block recomputed in the backward
-            pass with a hand-written gradient, so a forward + backward pass
-            holds about six `chunk_size x N` float32 buffers (`24 *
-            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
-            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
-            static batch size. With `label_similarity` the blocks take the
-            same hand-written gradients (exact, tested against the float64
-            reference) but also hold the float32 label weights and their
-            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
-            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
-            `chunk_size` for the class-id footprint. Defaults to `None`.
+        chunk_size: None, or anchors per block: the same value and gradient in
+            about six `chunk_size x N` float32 buffers (`N = batch * views`),
+            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows, see above). Defaults to `None`.
@@ -122,18 +113,9 @@ class SINCERELoss(C.ContrastiveLoss):
             `clzoo.losses.LearnableTemperature`; the keyword arguments
             `temperature_init`, `min_temperature`, `max_temperature` then apply.
         normalize: L2-normalize embeddings first. Defaults to `True`.
-        chunk_size: None, or the number of anchors per block: the same loss and
-            gradient computed blockwise, each block recomputed in the backward
-            pass with a hand-written gradient, so a forward + backward pass
-            holds about six `chunk_size x N` float32 buffers (`24 *
-            chunk_size * N` bytes: 3 GiB at 2048 x 65,536) instead of several
-            `N x N` ones (`N = batch * views`), eager or compiled. Needs a
-            static batch size. With `label_similarity` the blocks take the
-            same hand-written gradients (exact, tested against the float64
-            reference) but also hold the float32 label weights and their
-            temporaries: 3.8 (JAX compiled) to 6.0 GiB (TensorFlow eager) at
-            2048 x 65,536 for SINCERE (`benchmarks/README.md`); halve
-            `chunk_size` for the class-id footprint. Defaults to `None`.
+        chunk_size: None, or anchors per block: the same value and gradient in
+            about six `chunk_size x N` float32 buffers (`N = batch * views`),
+            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,
