@@ -113,11 +113,7 @@ def _load_encoder(target, space="encoder"):
     space the loss shapes (`clzoo.eval.projection_encoder`); needs the full
     model (a run's `checkpoint.keras`).
     """
-    import keras
 
-    import clzoo.losses  # noqa: F401  (importing them registers clzoo's classes for loading)
-    import clzoo.models  # noqa: F401
-    import clzoo.optimizers  # noqa: F401
     from clzoo.eval import projection_encoder
     from clzoo.presets import BUILTIN_PRESETS, load_preset
 
@@ -129,7 +125,9 @@ def _load_encoder(target, space="encoder"):
     path = target / name if target.is_dir() else target
     if not path.is_file():
         raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
-    model = keras.saving.load_model(path)
+    from clzoo.saving import load_model
+
+    model = load_model(path)
     if space == "encoder":
         return getattr(model, "encoder", model), path
     if getattr(model, "projection_head", None) is None:

@@ -3,6 +3,8 @@
 import functools
 
 from clzoo.models import backbones
+from clzoo.models.airbench import ARCHITECTURES as AIRBENCH
+from clzoo.models.airbench import airbench_net
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.registry import Registry
 
@@ -18,6 +20,13 @@ ENCODERS = Registry("encoder")
 for _name in ARCHITECTURES:
     ENCODERS.register(_name, functools.partial(cifar_resnet, _name),
                       description=_CIFAR_DESCRIPTIONS[_name])
+_AIRBENCH_DESCRIPTIONS = {
+    "airbench": "airbench-style wide-and-shallow net (Jordan 2024), 256-d, 2.0M params (fast on a CPU)",
+    "airbench_half": "airbench at half width, 128-d, 0.5M params",
+}
+for _name in AIRBENCH:
+    ENCODERS.register(_name, functools.partial(airbench_net, _name),
+                      description=_AIRBENCH_DESCRIPTIONS[_name])
 ENCODERS.register("hub_resnet18", functools.partial(backbones.hub_resnet, 18),
                   description="ImageNet-stem ResNet-18 from keras-hub, 512-d")
 ENCODERS.register("hub_resnet50", functools.partial(backbones.hub_resnet, 50),

@@ -82,9 +82,9 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
     for needed in ("encoder.keras", "recipe.yaml", "metrics.json"):
         if not (run / needed).is_file():
             raise PresetError(f"{run} is not a complete clzoo run: {needed} is missing.")
-    import clzoo  # noqa: F401  (registers clzoo classes)
+    from clzoo.saving import load_model
 
-    encoder = keras.saving.load_model(run / "encoder.keras")
+    encoder = load_model(run / "encoder.keras")
     encoder = getattr(encoder, "encoder", encoder)
     recipe = yaml.safe_load((run / "recipe.yaml").read_text())
     metrics = {"train": json.loads((run / "metrics.json").read_text())}

@@ -8,6 +8,7 @@ import keras
 
 from clzoo.presets.format import PresetError, read_json, verify_preset
 from clzoo.registry import Registry, did_you_mean
+from clzoo.saving import deserialize
 
 # The built-in presets ship as package data (the repo's top-level pretrained/ links here).
 PRETRAINED = Path(__file__).resolve().parent / "builtin"
@@ -191,7 +192,7 @@ def load_preset(handle, verify=True, trainable=False):
     _refuse_code(config, config_path)
     try:
         with keras.saving.custom_object_scope({}):
-            model = keras.saving.deserialize_keras_object(config, safe_mode=True)
+            model = deserialize(config, safe_mode=True)
     except Exception as error:
         raise PresetError(f"{config_path} cannot be built: {type(error).__name__}: {error}") from error
     if not isinstance(model, keras.Model):

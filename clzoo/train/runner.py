@@ -10,6 +10,7 @@ import numpy as np
 from clzoo.data import load_split
 from clzoo.data.checks import check_data
 from clzoo.files import atomic_write
+from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.compat import prebuild_for_multi_worker
 from clzoo.train.determinism import seed_everything
@@ -82,7 +83,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     with portable_batch_norm(model):
         atomic_write(run / "encoder.keras", encoder.save, suffix=".keras")
     # Evaluate the saved file, outside the strategy (all of it runs on this process).
-    saved = keras.saving.load_model(run / "encoder.keras")
+    saved = load_model(run / "encoder.keras")
     metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
                             run / "encoder.keras", verbose)
     metrics.update(task.extra_metrics(model, recipe, views, test_split))
@@ -123,7 +124,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     """Build and compile the model (or load the checkpoint) inside the strategy's scope."""
     with place.scope():
         if resume_from is not None:
-            model = keras.saving.load_model(resume_from.checkpoint)
+            model = load_model(resume_from.checkpoint)
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
             model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe))
