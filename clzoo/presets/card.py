@@ -86,6 +86,7 @@ def model_card(metadata, license="apache-2.0"):
     probe = probe_accuracy(metadata)
     if probe is not None:
         lines += [f"Linear probe (logistic regression on frozen features): {probe:.2%}.", ""]
+    lines += _compute_lines(metadata) + _curve_lines(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
@@ -93,3 +94,34 @@ def model_card(metadata, license="apache-2.0"):
               "## Citation", "", f"{authors}. *{title}*." if authors else title, "",
               "Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _compute_lines(metadata):
+    """The card's "Compute" section: images seen, wall time, CPU-hours (when recorded)."""
+    compute = metadata.get("compute")
+    if not compute or not compute.get("images_seen"):
+        return []
+    hours = compute["fit_seconds"] / 3600
+    where = f"{compute['cores']} CPU cores" if compute.get("cores") else "the devices below"
+    line = (f"Trained on {compute['images_seen']:,} images ({compute['views_seen']:,} augmented "
+            f"views) in {hours:.2f} h of wall time on {where}")
+    if compute.get("cpu_hours") is not None:
+        line += f" ({compute['cpu_hours']:.2f} CPU-hours)"
+    return ["## Compute", "", line + f"; devices: {', '.join(compute.get('devices') or ['n/a'])}.", ""]
+
+
+def _curve_lines(metadata):
+    """The card's "Accuracy during training" table: the online kNN monitor, epoch by epoch."""
+    curve = metadata.get("curve") or {}
+    rows = [r for r in curve.get("rows", []) if "knn_top1_k20" in r]
+    if not rows:
+        return []
+    monitor = curve.get("monitor", {})
+    lines = ["## Accuracy during training", "",
+             f"Weighted kNN top-1 (k=20) of the encoder while it trained: "
+             f"{monitor.get('monitor_memory'):,} training images as memory, "
+             f"{monitor.get('monitor_queries'):,} test images as queries.", "",
+             "| epoch | images seen | training loss | kNN top-1 (k=20) |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r['epoch']} | {r['images_seen']:,} | {r['loss']:.4f} | {r['knn_top1_k20']:.2%} |"
+              for r in rows]
+    return lines + [""]

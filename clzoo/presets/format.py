@@ -58,7 +58,50 @@ def _preprocessing(encoder):
     return info
 
 
-def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
+def training_compute(run, recipe, train_metrics, cores=None):
+    """What a run cost: images and views seen, fit wall time, CPU-hours (when the core count is known).
+
+    `cores` defaults to the run's `environment.json` `cpu_count` (runs before it
+    was recorded give None, and no CPU-hours).
+    """
+    environment = run / "environment.json"
+    if cores is None and environment.is_file():
+        cores = json.loads(environment.read_text()).get("cpu_count")
+    training = recipe.get("training", {})
+    views = recipe.get("views", {}).get("views", 2)
+    images = int(train_metrics.get("steps", 0)) * int(training.get("batch_size", 0))
+    seconds = float(train_metrics.get("fit_seconds", 0.0))
+    compute = {"images_seen": images, "views_seen": images * views, "fit_seconds": round(seconds, 1),
+               "devices": train_metrics.get("devices"), "cores": cores}
+    if cores:
+        compute["cpu_hours"] = round(seconds * cores / 3600, 2)
+    return compute
+
+
+def training_curve(run, recipe, train_metrics):
+    """The run's per-epoch history: `{"monitor": ..., "rows": [{epoch, images_seen, loss, knn_top1_k20?}]}`.
+
+    `knn_top1_k20` is the online monitor's weighted kNN (`eval.monitor_memory`
+    training images as memory, `eval.monitor_queries` test images), every
+    `eval.monitor_every` epochs.
+    """
+    path = run / "history.jsonl"
+    batch = int(recipe.get("training", {}).get("batch_size", 1))
+    per_epoch = int(train_metrics.get("train_images", 0)) // batch * batch
+    rows = []
+    for line in (path.read_text().splitlines() if path.is_file() else []):
+        row = json.loads(line)
+        out = {"epoch": row["epoch"], "images_seen": row["epoch"] * per_epoch,
+               "loss": round(row["loss"], 4)}
+        if "knn_top1_k20" in row:
+            out["knn_top1_k20"] = row["knn_top1_k20"]
+        rows.append(out)
+    spec = recipe.get("eval", {})
+    monitor = {k: spec.get(k) for k in ("monitor_every", "monitor_memory", "monitor_queries")}
+    return {"monitor": monitor, "rows": rows}
+
+
+def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
@@ -69,6 +112,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
         out_dir: preset folder to write (created; files replaced atomically).
         name: preset name in the card and metadata. Defaults to the run folder's name.
         license: SPDX-style license id for the card. Defaults to `"apache-2.0"`.
+        cores: CPU cores the run trained on, for the card's CPU-hours. Defaults to
+            the run's recorded `cpu_count` (None for runs that did not record it).
 
     Returns:
         `Path` of `out_dir`.
@@ -96,6 +141,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
         "commit": _commit(), "loss": recipe.get("loss", {}), "architecture":
         recipe.get("model", {}).get("architecture"), "dataset": recipe.get("data"),
         "recipe": recipe, "metrics": metrics, "feature_dim": int(encoder.output_shape[-1]),
+        "compute": training_compute(run, recipe, metrics["train"], cores),
+        "curve": training_curve(run, recipe, metrics["train"]),
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 """`clzoo train`: check the recipe, build, fit, evaluate, save: one run, top to bottom."""
 
+import os
 import platform
 import sys
 import time
@@ -178,7 +179,7 @@ def _versions():
 def environment(place):
     """Software versions, devices and command line of this process, for the run folder."""
     return {"backend": keras.backend.backend(), "versions": _versions(), **place.describe(),
-            "platform": platform.platform(), "argv": sys.argv,
+            "platform": platform.platform(), "cpu_count": os.cpu_count(), "argv": sys.argv,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
