@@ -1,5 +1,6 @@
 """Encoders (by name in one registry), projection heads, the multi-view model and a classifier."""
 
+from clzoo.models.airbench import airbench_net
 from clzoo.models.backbones import hub_resnet, vit
 from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
@@ -10,7 +11,9 @@ from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
+from clzoo.models.test_time_flip import HorizontalFlip, flip_averaged
 
-__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel", "Encoder", "MemoryQueue",
-           "MomentumEncoder", "ProjectionHead", "build_classifier", "cifar_resnet", "get_encoder",
-           "hub_resnet", "list_encoders", "vit"]
+__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel", "Encoder",
+           "HorizontalFlip", "MemoryQueue", "MomentumEncoder", "ProjectionHead", "airbench_net",
+           "build_classifier", "cifar_resnet", "flip_averaged", "get_encoder", "hub_resnet",
+           "list_encoders", "vit"]

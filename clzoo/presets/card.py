@@ -83,6 +83,7 @@ def model_card(metadata, license="apache-2.0"):
         "## Evaluation", "",
         f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
     ]
+    lines += _flip_lines(metadata)
     probe = probe_accuracy(metadata)
     if probe is not None:
         lines += [f"Linear probe (logistic regression on frozen features): {probe:.2%}.", ""]
@@ -125,3 +126,15 @@ def _curve_lines(metadata):
     lines += [f"| {r['epoch']} | {r['images_seen']:,} | {r['loss']:.4f} | {r['knn_top1_k20']:.2%} |"
               for r in rows]
     return lines + [""]
+
+
+def _flip_lines(metadata):
+    """With a test-time-flip preset: say so, and give the kNN measured with the shipped features."""
+    if not metadata.get("test_time_flip"):
+        return []
+    knn = metadata.get("metrics", {}).get("eval", {}).get("knn", {})
+    shown = ", ".join(f"{k}: {v:.2%}" for k, v in knn.items())
+    return ["The preset's features are the mean over each image and its mirror image "
+            "(`clzoo.models.flip_averaged`, test-time flip; twice the inference cost). The numbers "
+            "above are the trained encoder's own; with the flip, as shipped, weighted kNN top-1: "
+            f"{shown or 'n/a'}. The linear probe below is measured on the shipped features.", ""]

@@ -101,7 +101,8 @@ def training_curve(run, recipe, train_metrics):
     return {"monitor": monitor, "rows": rows}
 
 
-def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None):
+def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
+                 test_time_flip=False, eval_dir=None):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
@@ -114,6 +115,12 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None):
         license: SPDX-style license id for the card. Defaults to `"apache-2.0"`.
         cores: CPU cores the run trained on, for the card's CPU-hours. Defaults to
             the run's recorded `cpu_count` (None for runs that did not record it).
+        test_time_flip: ship `clzoo.models.flip_averaged(encoder)` (features averaged
+            over the image and its mirror image) instead of the bare encoder.
+            Defaults to `False`.
+        eval_dir: the `clzoo eval` report whose metrics the card shows. Defaults to
+            `<run>/eval`; with `test_time_flip`, pass the report of the wrapped
+            encoder (`clzoo eval` of a first build of this preset).
 
     Returns:
         `Path` of `out_dir`.
@@ -131,16 +138,22 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None):
 
     encoder = load_model(run / "encoder.keras")
     encoder = getattr(encoder, "encoder", encoder)
+    if test_time_flip:
+        from clzoo.models import flip_averaged
+
+        encoder = flip_averaged(encoder, name=f"{encoder.name}_flip_averaged")
     recipe = yaml.safe_load((run / "recipe.yaml").read_text())
     metrics = {"train": json.loads((run / "metrics.json").read_text())}
-    if (run / "eval" / "metrics.json").is_file():
-        metrics["eval"] = json.loads((run / "eval" / "metrics.json").read_text())
+    report = Path(eval_dir) if eval_dir is not None else run / "eval"
+    if (report / "metrics.json").is_file():
+        metrics["eval"] = json.loads((report / "metrics.json").read_text())
     name = name or run.name
     metadata = {
         "name": name, "clzoo_version": __version__, "keras_version": keras.__version__,
         "commit": _commit(), "loss": recipe.get("loss", {}), "architecture":
         recipe.get("model", {}).get("architecture"), "dataset": recipe.get("data"),
         "recipe": recipe, "metrics": metrics, "feature_dim": int(encoder.output_shape[-1]),
+        "test_time_flip": bool(test_time_flip),
         "compute": training_compute(run, recipe, metrics["train"], cores),
         "curve": training_curve(run, recipe, metrics["train"]),
     }

@@ -47,6 +47,9 @@ class ModelSpec(_Section):
     head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
     head_batch_norm: bool = False
     embedding_dim: PositiveInt = 128
+    # the saved encoder averages each image's features with its mirror image's (airbench's
+    # test-time flip, clzoo.models.flip_averaged); training and the online kNN use the bare encoder
+    test_time_flip: bool = False
     classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
     # MoCo-style memory (clzoo.models.ContrastiveModel): keep the last queue_size keys + labels and
     # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).

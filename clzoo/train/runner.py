@@ -11,6 +11,7 @@ import numpy as np
 from clzoo.data import load_split
 from clzoo.data.checks import check_data
 from clzoo.files import atomic_write
+from clzoo.models import flip_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.compat import prebuild_for_multi_worker
@@ -82,7 +83,8 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     if not place.is_chief:
         return None
     with portable_batch_norm(model):
-        atomic_write(run / "encoder.keras", encoder.save, suffix=".keras")
+        shipped = flip_averaged(encoder) if recipe.model.test_time_flip else encoder
+        atomic_write(run / "encoder.keras", shipped.save, suffix=".keras")
     # Evaluate the saved file, outside the strategy (all of it runs on this process).
     saved = load_model(run / "encoder.keras")
     metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
