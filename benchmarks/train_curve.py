@@ -51,7 +51,8 @@ def _event_times(run):
 
     times = {}
     for path in sorted((Path(run) / "tensorboard").rglob("events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(str(path)):
+        for record in tf.data.TFRecordDataset(str(path)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
                 if value.tag == TAG:
                     times[int(event.step) + 1] = event.wall_time
@@ -87,6 +88,20 @@ def read_curve(run):
     return rows
 
 
+def _points(specs, parser):
+    """`--point` end points as one-row curves."""
+    points = {}
+    for spec in specs:
+        label, _, values = spec.rpartition("=")
+        try:
+            minutes, images, knn = (float(v) for v in values.split(","))
+        except ValueError:
+            parser.error(f"--point takes LABEL=MINUTES,IMAGES,KNN. Received: {spec!r}")
+        points[label] = [{"epoch": "end", "images_seen": int(images),
+                          "wall_seconds": 60 * minutes, "knn_top1_k20": knn}]
+    return points
+
+
 def table(curves):
     lines = ["| run | epoch | images seen | wall (min) | kNN top-1 (k=20) |",
              "| --- | --- | --- | --- | --- |"]
@@ -113,7 +128,7 @@ def plot(curves, path):
     axes[0].set_ylabel("weighted kNN top-1, k=20, CIFAR-10 test (%)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="lower right")
+    axes[0].legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
@@ -127,6 +142,9 @@ def main(argv=None):
     parser.add_argument("--output", help="the run folder for --train")
     parser.add_argument("--data", default="../shared/data/cifar10")
     parser.add_argument("--every", type=int, default=3, help="epochs between kNN points")
+    parser.add_argument("--point", action="append", default=[], metavar="LABEL=MIN,IMAGES,KNN",
+                        help="a single measured end point to show beside the curves, e.g. "
+                             "'old recipe=26.1,299520,0.6877' (minutes, images seen, kNN top-1)")
     parser.add_argument("--plot", help="write the figure here (PNG)")
     parser.add_argument("--json", help="write the curves here")
     args = parser.parse_args(argv)
@@ -140,6 +158,7 @@ def main(argv=None):
     if len(labels) != len(args.runs):
         parser.error(f"{len(args.runs)} runs but {len(labels)} labels")
     curves = {label: read_curve(run) for label, run in zip(labels, args.runs)}
+    curves.update(_points(args.point, parser))
     print(table(curves))
     if args.plot:
         plot(curves, args.plot)

@@ -168,3 +168,35 @@ def test_hf_handle_loads_from_a_prepopulated_offline_cache(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), encoder.predict(X, verbose=0))
+
+
+def test_preset_records_compute_curve_and_test_time_flip(tmp_path):
+    from huggingface_hub import ModelCard
+
+    run, encoder = _run(tmp_path)
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["training"] = {"batch_size": 100}
+    recipe["eval"] = {"monitor_every": 2, "monitor_memory": 500, "monitor_queries": 100}
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics.update(steps=30, train_images=1050, fit_seconds=3600.0, devices=["/device:CPU:0"])
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    (run / "history.jsonl").write_text(
+        '{"epoch": 1, "loss": 5.0}\n{"epoch": 2, "loss": 4.0, "knn_top1_k20": 0.61}\n')
+    (run / "eval").mkdir()
+    (run / "eval" / "metrics.json").write_text(json.dumps({"knn": {"k20": 0.7}}))
+    folder = build_preset(run, tmp_path / "preset", name="tiny", cores=2, test_time_flip=True)
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["compute"]["images_seen"] == 3000 and meta["compute"]["cpu_hours"] == 2.0
+    assert meta["compute"]["views_seen"] == 6000  # the recipe's default: 2 views
+    assert [r["images_seen"] for r in meta["curve"]["rows"]] == [1000, 2000]
+    assert meta["test_time_flip"] is True
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.pipeline_tag == "image-feature-extraction"
+    assert "| 2 | 2,000 | 4.0000 | 61.00% |" in card.text and "(2.00 CPU-hours)" in card.text
+    assert "mirror image" in card.text and "k20: 70.00%" in card.text
+    loaded = clzoo.models.Encoder.from_preset(str(folder))
+    np.testing.assert_allclose(
+        loaded.predict(X, verbose=0),
+        (encoder.predict(X, verbose=0) + encoder.predict(X[:, :, ::-1].copy(), verbose=0)) / 2,
+        rtol=1e-5, atol=1e-6)
