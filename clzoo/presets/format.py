@@ -58,7 +58,7 @@ def _preprocessing(encoder):
     return info
 
 
-def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
+def build_preset(run_dir, out_dir, name=None, license="apache-2.0", handle=None):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
@@ -69,6 +69,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
         out_dir: preset folder to write (created; files replaced atomically).
         name: preset name in the card and metadata. Defaults to the run folder's name.
         license: SPDX-style license id for the card. Defaults to `"apache-2.0"`.
+        handle: `"hf://owner/repo"` the preset will be pushed to; the card's
+            usage example loads it from there. Defaults to `None` (a placeholder).
 
     Returns:
         `Path` of `out_dir`.
@@ -104,7 +106,7 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0"):
     atomic_write(out / "model.weights.h5", lambda tmp: encoder.save_weights(tmp), suffix=".weights.h5")
     atomic_write_text(out / "preprocessing.json", json.dumps(_preprocessing(encoder), indent=2) + "\n")
     atomic_write_text(out / "metadata.json", json.dumps(metadata, indent=2) + "\n")
-    atomic_write_text(out / "README.md", model_card(metadata, license=license))
+    atomic_write_text(out / "README.md", model_card(metadata, license=license, handle=handle))
     checksums = {f: sha256(out / f) for f in PRESET_FILES}
     atomic_write_text(out / CHECKSUMS, json.dumps(checksums, indent=2) + "\n")
     return out
