@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 EVAL_METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation",
                 "loss_gap", "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
 EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "coarse_to_fine"))
-VIEW_RECIPE_NAMES = ("asymmetric", "randaugment", "simclr", "stacked_randaugment", "supcon")
+VIEW_RECIPE_NAMES = ("asymmetric", "digits", "randaugment", "simclr", "stacked_randaugment", "supcon")
 PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
 # Commands that run without Keras / TensorFlow.
 LIGHT_COMMANDS = ("presets",)

@@ -300,9 +300,12 @@ def multi_view(image, seed, config):
     return tf.stack([augment_view(image, seeds[v], config.for_view(v)) for v in range(config.views)])
 
 
-# Named view recipes: (description with source, ViewConfig fields; `size` filled in).
-def _from_settings(name, settings, size=32, views=2):
+# Named view recipes: (description with source, ViewConfig fields). `size` is the caller's,
+# else the recipe's own `size` (digits: 16), else 32.
+def _from_settings(name, settings, size=None, views=2):
     settings = dict(settings)
+    own_size = settings.pop("size", 32)
+    size = int(own_size if size is None else size)
     if name == "simclr" and size >= 96:
         settings["blur_p"] = 0.5
     return ViewConfig(views=views, size=size, **settings)
@@ -322,6 +325,11 @@ _RECIPES = {  # name: (description, ViewConfig fields)
                    "p=0.1 and solarized p=0.2 (Grill et al. 2020, Table 6)",
                    {"crop_scale": (0.08, 1.0), "jitter": (0.4, 0.4, 0.2, 0.1),
                     "per_view": ({"blur_p": 1.0}, {"blur_p": 0.1, "solarize_p": 0.2})}),
+    "digits": ("Grey 8x8 digits (the quickstart, recipes/sincere_digits.yaml): 16 px views, crop 0.8-1 "
+               "(keeps the strokes), no flip (a mirrored digit is another symbol), brightness / "
+               "contrast jitter 0.4 p=0.8, no saturation, hue or grayscale (grey images)",
+               {"size": 16, "crop_scale": (0.8, 1.0), "flip": False, "jitter": (0.4, 0.4, 0.0, 0.0),
+                "grayscale_p": 0.0}),
 }
 
 VIEW_RECIPES = Registry("view recipe")
@@ -330,7 +338,7 @@ for _name, (_description, _settings) in _RECIPES.items():
                           description=_description)
 
 
-def view_recipe(name, size=32, views=2):
+def view_recipe(name, size=None, views=2):
     """The `ViewConfig` of a named view recipe.
 
     Deviations from the papers' pipelines: crops and colour ops are
@@ -341,8 +349,9 @@ def view_recipe(name, size=32, views=2):
 
     Args:
         name: a name in the `VIEW_RECIPES` registry (`supcon`, `simclr`, `randaugment`,
-            `stacked_randaugment`, `asymmetric`).
-        size: output side in pixels. Defaults to `32`.
+            `stacked_randaugment`, `asymmetric`, `digits`).
+        size: output side in pixels. Defaults to the recipe's own size: `16`
+            for `digits`, `32` for the others.
         views: views per image. Defaults to `2`.
 
     Example:
@@ -350,5 +359,7 @@ def view_recipe(name, size=32, views=2):
     >>> from clzoo.data.views import view_recipe
     >>> view_recipe("simclr", size=96).blur_p
     0.5
+    >>> view_recipe("digits").size, view_recipe("digits").flip
+    (16, False)
     """
     return VIEW_RECIPES.get(name)(size=size, views=views)

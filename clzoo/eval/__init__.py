@@ -9,7 +9,8 @@
 - linear probes: `logistic_regression_probe` (SimCLR), `sgd_linear_probe` (SINCERE app. J)
 - class geometry: `nearest_class_center_accuracy`, `cdnv`, `directional_cdnv`,
   `few_shot_error_bound`, `few_shot_errors` (NSCL paper)
-- `target_noise_separation` (SINCERE sec. 4.1), `expected_calibration_error` /
+- `target_noise_separation` (SINCERE sec. 4.1) with `margin_interval` /
+  `margin_difference` (bootstrap intervals, SINCERE sec. 4), `expected_calibration_error` /
   `reliability`, `dcl_nscl_gap` (NSCL Thm. 1),
   `rank_suspected_mislabeled` (Perfectly Balanced app. E.3.2),
   `coarse_to_fine_transfer` (Perfectly Balanced sec. 5.2)
@@ -68,7 +69,7 @@ from clzoo.eval.report import (
     evaluate_embeddings,
 )
 from clzoo.eval.retrieval import retrieval_metrics
-from clzoo.eval.separation import Separation, target_noise_separation
+from clzoo.eval.separation import Separation, margin_difference, margin_interval, target_noise_separation
 from clzoo.eval.splits import train_test_split
 from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
 
@@ -80,7 +81,8 @@ __all__ = [
     "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
-    "knn_predict", "knn_predictions", "logistic_regression_probe", "nearest_class_center_accuracy",
+    "knn_predict", "knn_predictions", "logistic_regression_probe", "margin_difference", "margin_interval",
+    "nearest_class_center_accuracy",
     "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
     "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
     "reliability", "retrieval_metrics", "sgd_linear_probe", "target_noise_separation", "train_test_split",

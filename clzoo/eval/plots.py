@@ -99,23 +99,52 @@ def per_class_separation(separation, path, class_names=None, model=None):
     return _save(fig, path)
 
 
-def reliability_diagram(reliability, path, model=None):
-    """Accuracy against confidence per bin, with the diagonal of perfect calibration. Returns `path`."""
+def reliability_diagram(reliability, path, model=None, min_count=10):
+    """Accuracy against confidence per bin over the count of images per bin. Returns `path`.
+
+    Top: each bin's accuracy with the diagonal of perfect calibration. Bottom:
+    how many test images fall in each bin (log scale, each bar labelled with
+    its count). A bin with fewer than `min_count` images is drawn grey and
+    hatched in both panels: its accuracy is too noisy to read calibration
+    from (a bin of 2 images is 0%, 50% or 100% accurate).
+
+    Args:
+        reliability: `clzoo.eval.Reliability` (`edges` `(bins + 1,)`,
+            `accuracy` / `count` `(bins,)`).
+        path: PNG file to write (atomically).
+        model: name shown in the title. Defaults to `None`.
+        min_count: images a bin needs to be drawn as reliable. Defaults to `10`.
+    """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.6, 4.6))
-    edges = reliability.edges
-    centers = (edges[:-1] + edges[1:]) / 2
-    filled = reliability.count > 0
-    ax.bar(centers[filled], reliability.accuracy[filled], width=np.diff(edges)[filled],
-           edgecolor="black", color="tab:blue", alpha=0.7, label="accuracy in bin")
+    fig, (ax, hist) = plt.subplots(2, 1, figsize=(4.6, 6.2), sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 1.2]})
+    edges, count = reliability.edges, np.asarray(reliability.count)
+    centers, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    enough, few = count >= min_count, (count > 0) & (count < min_count)
+    ax.bar(centers[enough], reliability.accuracy[enough], width=widths[enough], edgecolor="black",
+           color="tab:blue", alpha=0.7, label="accuracy in bin")
+    if few.any():
+        ax.bar(centers[few], reliability.accuracy[few], width=widths[few], edgecolor="grey",
+               color="lightgrey", hatch="//", label=f"bin of < {min_count} images (unreliable)")
     ax.plot([0, 1], [0, 1], "k--", label="perfect calibration")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("confidence (top-1 softmax probability, 0 to 1)")
     ax.set_ylabel("accuracy (fraction correct, 0 to 1)")
     ax.set_title(_titled(f"Reliability of the probe (ECE {reliability.ece:.3f})", model),
                  fontsize=10)
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper left", fontsize=8)
+    filled = count > 0
+    hist.bar(centers[filled], count[filled], width=widths[filled], edgecolor="black",
+             color=np.where(enough, "tab:blue", "lightgrey")[filled], alpha=0.7)
+    for bar, is_few in zip(hist.patches, few[filled]):
+        bar.set_hatch("//" if is_few else None)
+    for x, n in zip(centers[filled], count[filled]):
+        hist.annotate(f"{n:d}", (x, n), ha="center", va="bottom", fontsize=6, rotation=90,
+                      xytext=(0, 1), textcoords="offset points")
+    hist.set_yscale("log")
+    hist.set_ylim(0.8, max(2.0, float(count.max())) * 8)
+    hist.set_ylabel("images (count)")
+    fig.supxlabel("confidence (top-1 softmax probability, 0 to 1)", fontsize=10)
     return _save(fig, path)
 
 

@@ -1,28 +1,147 @@
-"""Hugging Face model card (`README.md`) of a preset, generated from its metadata."""
+"""Hugging Face model card (`README.md`) of a preset, generated from its metadata.
+
+The card is written to be copied from: the `Encoder.from_preset("hf://owner/repo")`
+line names the repository the preset is pushed to, `datasets:` and the
+model-index give Hub dataset ids (or are left out when the data has none, such
+as scikit-learn's digits), the model-index task is the `pipeline_tag`
+(`image-feature-extraction`), and the citation section has a BibTeX entry for
+the loss's paper and for clzoo.
+"""
+
+import dataclasses
+import datetime
 
 import yaml
 
-_PAPERS = {
-    "SINCERELoss": ("SINCERE: Supervised Information Noise-Contrastive Estimation REvisited",
-                    "Feeney, P. and Hughes, M. C."),
-    "SupConLoss": ("Supervised Contrastive Learning", "Khosla, P. et al. (2020)"),
-    "SupInfoNCELoss": ("Unbiased Supervised Contrastive Learning", "Barbano, C. A. et al. (2023)"),
-    "SpreadLoss": ("Perfectly Balanced: Improving Transfer and Robustness of Supervised "
-                   "Contrastive Learning", "Chen, M. F. et al. (2022)"),
-    "NSCLLoss": ("Self-Supervised Contrastive Learning is Approximately Supervised Contrastive "
-                 "Learning", "Luthra, A., Yang, T. and Galanti, T."),
-    "DCLLoss": ("Decoupled Contrastive Learning", "Yeh, C.-H. et al. (2022)"),
-    "InfoNCELoss": ("A Simple Framework for Contrastive Learning of Visual Representations",
-                    "Chen, T. et al. (2020)"),
+from clzoo.version import __version__
+
+PIPELINE_TAG = "image-feature-extraction"
+REPOSITORY = "https://github.com/clzoo/clzoo"
+
+
+@dataclasses.dataclass(frozen=True)
+class Paper:
+    """A paper a loss comes from: a one-line citation with year and venue, and its BibTeX."""
+
+    cite: str
+    bibtex: str
+
+
+def _bibtex(kind, key, **fields):
+    body = ",\n".join(f"  {name:<9} = {{{value}}}" for name, value in fields.items())
+    return f"@{kind}{{{key},\n{body}\n}}"
+
+
+# Years and venues checked against the papers (../shared/papers) and their proceedings pages.
+PAPERS = {
+    "SINCERELoss": Paper(
+        "Feeney, P. and Hughes, M. C. SINCERE: Supervised Information Noise-Contrastive Estimation "
+        "REvisited. arXiv:2309.14277, 2023.",
+        _bibtex("article", "feeney2023sincere",
+                title="{SINCERE}: Supervised Information Noise-Contrastive Estimation REvisited",
+                author="Feeney, Patrick and Hughes, Michael C.",
+                journal="arXiv preprint arXiv:2309.14277", year="2023",
+                url="https://arxiv.org/abs/2309.14277")),
+    "SupConLoss": Paper(
+        "Khosla, P. et al. Supervised Contrastive Learning. Advances in Neural Information "
+        "Processing Systems 33 (NeurIPS), 2020.",
+        _bibtex("inproceedings", "khosla2020supervised", title="Supervised Contrastive Learning",
+                author="Khosla, Prannay and Teterwak, Piotr and Wang, Chen and Sarna, Aaron and "
+                       "Tian, Yonglong and Isola, Phillip and Maschinot, Aaron and Liu, Ce and "
+                       "Krishnan, Dilip",
+                booktitle="Advances in Neural Information Processing Systems", volume="33",
+                year="2020", url="https://arxiv.org/abs/2004.11362")),
+    "SupInfoNCELoss": Paper(
+        "Barbano, C. A. et al. Unbiased Supervised Contrastive Learning. International Conference "
+        "on Learning Representations (ICLR), 2023.",
+        _bibtex("inproceedings", "barbano2023unbiased", title="Unbiased Supervised Contrastive Learning",
+                author="Barbano, Carlo Alberto and Dufumier, Benoit and Tartaglione, Enzo and "
+                       "Grangetto, Marco and Gori, Pietro",
+                booktitle="International Conference on Learning Representations", year="2023",
+                url="https://openreview.net/forum?id=Ph5cJSfD2XN")),
+    "SpreadLoss": Paper(
+        "Chen, M. F. et al. Perfectly Balanced: Improving Transfer and Robustness of Supervised "
+        "Contrastive Learning. International Conference on Machine Learning (ICML), PMLR 162, 2022.",
+        _bibtex("inproceedings", "chen2022perfectly",
+                title="Perfectly Balanced: Improving Transfer and Robustness of Supervised "
+                      "Contrastive Learning",
+                author="Chen, Mayee F. and Fu, Daniel Y. and Narayan, Avanika and Zhang, Michael and "
+                       "Song, Zhao and Fatahalian, Kayvon and R{\\'e}, Christopher",
+                booktitle="Proceedings of the 39th International Conference on Machine Learning",
+                series="Proceedings of Machine Learning Research", volume="162",
+                pages="3090--3122", year="2022", url="https://proceedings.mlr.press/v162/chen22d.html")),
+    "NSCLLoss": Paper(
+        "Luthra, A., Yang, T. and Galanti, T. Self-Supervised Contrastive Learning is Approximately "
+        "Supervised Contrastive Learning. Advances in Neural Information Processing Systems 38 "
+        "(NeurIPS), 2025.",
+        _bibtex("inproceedings", "luthra2025selfsupervised",
+                title="Self-Supervised Contrastive Learning is Approximately Supervised "
+                      "Contrastive Learning",
+                author="Luthra, Achleshwar and Yang, Tianbao and Galanti, Tomer",
+                booktitle="Advances in Neural Information Processing Systems", volume="38",
+                year="2025", url="https://arxiv.org/abs/2506.04411")),
+    "DCLLoss": Paper(
+        "Yeh, C.-H. et al. Decoupled Contrastive Learning. European Conference on Computer Vision "
+        "(ECCV), 2022.",
+        _bibtex("inproceedings", "yeh2022decoupled", title="Decoupled Contrastive Learning",
+                author="Yeh, Chun-Hsiao and Hong, Cheng-Yao and Hsu, Yen-Chi and Liu, Tyng-Luh and "
+                       "Chen, Yubei and LeCun, Yann",
+                booktitle="European Conference on Computer Vision (ECCV)", year="2022",
+                doi="10.1007/978-3-031-19809-0_38", url="https://arxiv.org/abs/2110.06848")),
+    "InfoNCELoss": Paper(
+        "Chen, T., Kornblith, S., Norouzi, M. and Hinton, G. A Simple Framework for Contrastive "
+        "Learning of Visual Representations. International Conference on Machine Learning (ICML), "
+        "PMLR 119, 2020.",
+        _bibtex("inproceedings", "chen2020simple",
+                title="A Simple Framework for Contrastive Learning of Visual Representations",
+                author="Chen, Ting and Kornblith, Simon and Norouzi, Mohammad and Hinton, Geoffrey",
+                booktitle="Proceedings of the 37th International Conference on Machine Learning",
+                series="Proceedings of Machine Learning Research", volume="119",
+                pages="1597--1607", year="2020", url="https://arxiv.org/abs/2002.05709")),
+    "SoftTargetInfoNCELoss": Paper(
+        "Hugger, J. and Uhlmann, V. Towards noise contrastive estimation with soft targets for "
+        "conditional models. arXiv:2404.14076, 2024.",
+        _bibtex("article", "hugger2024towards",
+                title="Towards noise contrastive estimation with soft targets for conditional models",
+                author="Hugger, Johannes and Uhlmann, Virginie", journal="arXiv preprint arXiv:2404.14076",
+                year="2024", url="https://arxiv.org/abs/2404.14076")),
+}
+
+# Data name -> (Hub dataset id, display name). Data without a Hub id (scikit-learn's digits,
+# an ImageNet-100 folder) gets no `datasets:` entry and no model-index rather than a wrong id.
+HUB_DATASETS = {
+    "cifar10": ("uoft-cs/cifar10", "CIFAR-10"),
+    "cifar100": ("uoft-cs/cifar100", "CIFAR-100"),
 }
 
 
-def dataset_id(spec):
-    """`tfds:cifar10` / `../shared/data/cifar10` / `...@cifar2` -> a dataset name for the card."""
-    spec = str(spec)
-    base, _, label_set = spec.partition("@")
+def clzoo_bibtex(year=None):
+    """BibTeX `@software` entry of clzoo at this version (`year`: defaults to this year)."""
+    return _bibtex("software", "clzoo",
+                   title="clzoo: Keras 3 model zoo and training recipes for supervised and "
+                         "self-supervised contrastive learning",
+                   author="{clzoo developers}", version=__version__,
+                   year=str(year or datetime.date.today().year), url=REPOSITORY)
+
+
+def hub_dataset(spec):
+    """`(Hub dataset id or None, display name)` of a recipe's `data`.
+
+    A derived label set (`@cifar2`, `@cifar10_coarse`) keeps its source's
+    Hub id: the images are that dataset's.
+
+    Example:
+
+    >>> from clzoo.presets.card import hub_dataset
+    >>> hub_dataset("../shared/data/cifar10@cifar2")
+    ('uoft-cs/cifar10', 'CIFAR-10 (cifar2 labels)')
+    >>> hub_dataset("digits")
+    (None, 'digits')
+    """
+    base, _, label_set = str(spec).partition("@")
     name = base[len("tfds:"):] if base.startswith("tfds:") else base.rstrip("/").split("/")[-1]
-    return f"{name}-{label_set}" if label_set else name
+    hub_id, display = HUB_DATASETS.get(name, (None, name))
+    return hub_id, f"{display} ({label_set} labels)" if label_set else display
 
 
 def probe_accuracy(metadata):
@@ -44,9 +163,8 @@ def probe_accuracy(metadata):
     return probe["accuracy"] if probe else None
 
 
-def _model_index(metadata):
+def _model_index(metadata, hub_id, display):
     train = metadata.get("metrics", {}).get("train", {})
-    dataset = dataset_id(metadata.get("dataset"))
     metrics = [{"type": "accuracy", "value": round(100 * value, 2),
                 "name": f"weighted kNN top-1 ({k}, cosine)"}
                for k, value in train.get("knn_top1_by_k", {}).items()]
@@ -55,34 +173,70 @@ def _model_index(metadata):
         metrics.append({"type": "accuracy", "value": round(100 * probe, 2),
                         "name": "linear probe top-1 (logistic regression)"})
     return [{"name": metadata["name"], "results": [{
-        "task": {"type": "image-classification"},
-        "dataset": {"name": dataset, "type": dataset, "split": "test"}, "metrics": metrics}]}]
+        "task": {"type": PIPELINE_TAG, "name": "Image Feature Extraction"},
+        "dataset": {"name": display, "type": hub_id, "split": "test"}, "metrics": metrics}]}]
 
 
-def model_card(metadata, license="apache-2.0"):
-    """Markdown model card with Hugging Face YAML metadata (`library_name: keras`, `model-index`)."""
+def _header(metadata, loss, license):
+    hub_id, display = hub_dataset(metadata.get("dataset"))
+    header = {"library_name": "keras", "license": license,
+              "tags": ["clzoo", "contrastive-learning", PIPELINE_TAG, loss]}
+    if hub_id:
+        header["datasets"] = [hub_id]
+    header["pipeline_tag"] = PIPELINE_TAG
+    train = metadata.get("metrics", {}).get("train", {})
+    if hub_id and (train.get("knn_top1_by_k") or probe_accuracy(metadata) is not None):
+        header["model-index"] = _model_index(metadata, hub_id, display)
+    return header
+
+
+def _usage(metadata, handle):
+    repo = handle or "hf://<owner>/<repo>"
+    where = ("" if handle else "  # the Hub repository this folder is uploaded to")
+    return ["## Use", "", "```python",
+            "import clzoo  # pip install 'clzoo[hub]'",
+            "",
+            f"encoder = clzoo.models.Encoder.from_preset(\"{repo}\"){where}",
+            f"features = encoder.predict(images)  # images (N, H, W, 3) in [0, 1] -> (N, "
+            f"{metadata.get('feature_dim', 0):d})",
+            "```", "",
+            "`Encoder.from_preset` also takes this folder's local path; it checks every file "
+            "against `checksums.json` before loading.", ""]
+
+
+def _citation(paper):
+    lines = ["## Citation", ""]
+    if paper is not None:
+        lines += ["The loss:", "", paper.cite, "", "```bibtex", paper.bibtex, "```", ""]
+    lines += [f"clzoo, which trained and packaged this encoder ({REPOSITORY}):", "",
+              "```bibtex", clzoo_bibtex(), "```", ""]
+    return lines
+
+
+def model_card(metadata, license="apache-2.0", handle=None):
+    """Markdown model card with Hugging Face YAML metadata (`library_name: keras`, `model-index`).
+
+    Args:
+        metadata: the preset's `metadata.json` content (`name`, `loss`,
+            `architecture`, `dataset`, `recipe`, `metrics`, `feature_dim`, ...).
+        license: SPDX-style license id. Defaults to `"apache-2.0"`.
+        handle: `"hf://owner/repo"` the preset is pushed to, shown in the
+            usage example. Defaults to `None` (a `hf://<owner>/<repo>` placeholder).
+
+    Returns:
+        The card text; `huggingface_hub.ModelCard(text)` parses its metadata.
+    """
     loss = metadata.get("loss", {}).get("name", "unknown")
-    title, authors = _PAPERS.get(loss, (loss, ""))
-    header = {
-        "library_name": "keras", "license": license,
-        "tags": ["clzoo", "contrastive-learning", "image-feature-extraction", loss],
-        "datasets": [dataset_id(metadata.get("dataset"))], "pipeline_tag": "image-feature-extraction",
-        "model-index": _model_index(metadata),
-    }
+    paper = PAPERS.get(loss)
+    _, display = hub_dataset(metadata.get("dataset"))
     train = metadata.get("metrics", {}).get("train", {})
     knn = ", ".join(f"{k}: {v:.2%}" for k, v in train.get("knn_top1_by_k", {}).items())
-    lines = [
-        "---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
-        f"# {metadata['name']}", "",
-        f"A {metadata.get('architecture')} image encoder trained with `{loss}` "
-        f"({title}) on {dataset_id(metadata.get('dataset'))} by [clzoo](https://github.com/clzoo).",
-        "", "```python", "import clzoo",
-        f"encoder = clzoo.models.Encoder.from_preset(\"{metadata['name']}\")  # images in [0, 1]",
-        f"features = encoder.predict(images)  # (N, {metadata.get('feature_dim', 0):d})",
-        "```", "",
-        "## Evaluation", "",
-        f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
-    ]
+    lines = ["---", yaml.safe_dump(_header(metadata, loss, license), sort_keys=False).strip(), "---", "",
+             f"# {metadata['name']}", "",
+             f"A {metadata.get('architecture')} image encoder trained with `{loss}` on {display} "
+             f"with [clzoo]({REPOSITORY})" + ("; the loss's paper is cited below." if paper else "."), ""]
+    lines += _usage(metadata, handle)
+    lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", ""]
     lines += _flip_lines(metadata)
     probe = probe_accuracy(metadata)
     if probe is not None:
@@ -91,9 +245,9 @@ def model_card(metadata, license="apache-2.0"):
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
-              f"commit `{metadata.get('commit')}`.", "",
-              "## Citation", "", f"{authors}. *{title}*." if authors else title, "",
-              "Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
+              f"commit `{metadata.get('commit')}`.", ""]
+    lines += _citation(paper)
+    lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
 
 

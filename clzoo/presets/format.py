@@ -102,7 +102,7 @@ def training_curve(run, recipe, train_metrics):
 
 
 def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
-                 test_time_flip=False, eval_dir=None):
+                 test_time_flip=False, eval_dir=None, handle=None):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
@@ -121,6 +121,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         eval_dir: the `clzoo eval` report whose metrics the card shows. Defaults to
             `<run>/eval`; with `test_time_flip`, pass the report of the wrapped
             encoder (`clzoo eval` of a first build of this preset).
+        handle: `"hf://owner/repo"` the preset will be pushed to; the card's
+            usage example loads it from there. Defaults to `None` (a placeholder).
 
     Returns:
         `Path` of `out_dir`.
@@ -164,7 +166,7 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     atomic_write(out / "model.weights.h5", lambda tmp: encoder.save_weights(tmp), suffix=".weights.h5")
     atomic_write_text(out / "preprocessing.json", json.dumps(_preprocessing(encoder), indent=2) + "\n")
     atomic_write_text(out / "metadata.json", json.dumps(metadata, indent=2) + "\n")
-    atomic_write_text(out / "README.md", model_card(metadata, license=license))
+    atomic_write_text(out / "README.md", model_card(metadata, license=license, handle=handle))
     checksums = {f: sha256(out / f) for f in PRESET_FILES}
     atomic_write_text(out / CHECKSUMS, json.dumps(checksums, indent=2) + "\n")
     return out

@@ -33,13 +33,13 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
         out = Path(dry_run)
         if out.exists() and any(out.iterdir()):
             raise PresetError(f"Dry-run folder {out} is not empty.")
-        return build_preset(run_dir, out, name=name)
+        return build_preset(run_dir, out, name=name, handle=handle)
     try:
         from huggingface_hub import HfApi
     except ImportError as error:
         raise ImportError("Publishing needs huggingface_hub: pip install 'clzoo[hub]'") from error
     with tempfile.TemporaryDirectory(prefix="clzoo-preset-") as tmp:
-        folder = build_preset(run_dir, Path(tmp) / name, name=name)
+        folder = build_preset(run_dir, Path(tmp) / name, name=name, handle=handle)
         api = HfApi()
         try:
             api.create_repo(repo, exist_ok=True, private=private)

@@ -18,7 +18,7 @@ def views_from_config(spec):
     check_kwargs(ViewConfig, spec, "views")
     if name is None:
         return ViewConfig(**spec)
-    base = view_recipe(name, size=spec.get("size", 32), views=spec.get("views", 2)).to_dict()
+    base = view_recipe(name, size=spec.get("size"), views=spec.get("views", 2)).to_dict()
     return ViewConfig(**{**base, **spec})
 
 

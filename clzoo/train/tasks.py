@@ -23,9 +23,8 @@ class ContrastiveTask:
         spec = recipe.model
         encoder = get_encoder(spec.architecture, input_shape=(views.size, views.size, 3),
                               name="encoder")
-        hidden = spec.head_hidden_dims
-        hidden = (encoder.output_shape[-1],) if hidden is None else tuple(hidden)
-        head = ProjectionHead(hidden_dims=hidden, output_dim=spec.embedding_dim,
+        # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
+        head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
         model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
                                  name="contrastive_model")

@@ -73,3 +73,21 @@ def test_recipe_views_section_accepts_a_named_recipe_with_overrides():
     config = views_from_config({"recipe": "simclr", "size": 96, "grayscale_p": 0.0})
     assert config.crop_scale == (0.08, 1.0) and config.blur_p == 0.5 and config.grayscale_p == 0.0
     assert views_from_config({}) == ViewConfig()
+
+
+def test_digits_recipe_is_the_quickstart_views():
+    """The quickstart recipe names `digits`; it resolves to the settings it spelled out before."""
+    from pathlib import Path
+
+    from clzoo.train import load_recipe
+    from clzoo.train.builders import views_from_config
+
+    spelled_out = ViewConfig(size=16, flip=False, crop_scale=(0.8, 1.0), jitter=(0.4, 0.4, 0.0, 0.0),
+                             grayscale_p=0.0)
+    recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "sincere_digits.yaml")
+    assert recipe.views == {"recipe": "digits"}
+    assert views_from_config(recipe.views) == spelled_out
+    assert view_recipe("digits") == spelled_out
+    assert view_recipe("digits", size=24).size == 24  # the caller's size wins
+    assert views_from_config({"recipe": "digits", "size": 20}).size == 20
+    assert view_recipe("supcon").size == 32

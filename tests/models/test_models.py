@@ -44,6 +44,40 @@ def test_projection_head_normalizes():
         ProjectionHead(output_dim=0)
 
 
+def test_projection_head_defaults_are_what_clzoo_train_builds():
+    """`ProjectionHead()` is the recipe default head (`head_hidden_dims: null`), variable for variable."""
+    from clzoo.train import load_recipe
+    from clzoo.train.recipe import ModelSpec
+    from clzoo.train.tasks import ContrastiveTask
+
+    spec = ModelSpec()
+    assert ProjectionHead().get_config()["hidden_dims"] == spec.head_hidden_dims  # None: input width
+    assert ProjectionHead().output_dim == spec.embedding_dim == 128
+    recipe = load_recipe(None, ["model.embedding_dim=16"])
+    keras.utils.set_random_seed(0)
+    built = ContrastiveTask().build_model(recipe, clzoo.data.ViewConfig(size=16), num_classes=2)
+    keras.utils.set_random_seed(0)
+    explicit = ContrastiveModel(cifar_resnet("resnet20", input_shape=(16, 16, 3)),
+                                ProjectionHead((64,), 16))  # what clzoo train built before: encoder width
+    explicit.build((None, 2, 16, 16, 3))
+    assert built.projection_head.get_config()["hidden_dims"] == [64]
+    def names(model):
+        return [(v.path.split("/")[-2:], tuple(v.shape)) for v in model.trainable_variables]
+
+    assert names(built) == names(explicit)  # same variables in the same order (the optimizer's slots)
+    assert len(built.weights) == len(explicit.weights)
+    for a, b in zip(built.weights, explicit.weights):  # same seed: the same initial values
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
+    # Round trip of a head built with the deferred width.
+    head = ProjectionHead(output_dim=4)
+    head.build((None, 12))
+    again = ProjectionHead.from_config(head.get_config())
+    again.build((None, 12))
+    assert again.hidden_dims == (12,) and len(again.trainable_variables) == 4
+    with pytest.raises(ValueError, match="hidden_dims"):
+        ProjectionHead(hidden_dims=(0,))
+
+
 def _model():
     keras.utils.set_random_seed(0)
     return ContrastiveModel(cifar_resnet("resnet20"), ProjectionHead((32,), 16))
