@@ -160,7 +160,7 @@ def _eval(args):
     result = evaluate(encoder, args.data, metrics, output_dir=out,
                       ks=[int(k) for k in args.k.split(",")],
                       shots=[int(m) for m in args.shots.split(",")],
-                      probe_epochs=args.probe_epochs, timings=timer,
+                      probe_epochs=args.probe_epochs, timings=timer, plan=True,
                       info={"model": _model_name(args.model, path), "space": args.space})
     m = result.metrics
     if "knn" in m:
@@ -220,18 +220,24 @@ def _nested(metrics, keys):
 def _compare(args):
     from clzoo.data import load_split
     from clzoo.eval import compare_results, evaluate, parse_metrics
+    from clzoo.eval.plan import eval_plan, forward_rate
     from clzoo.files import atomic_write_text
 
     metrics = parse_metrics(args.metrics)
     out = Path(args.output or "compare")
-    train = load_split(args.data, "train")
+    models = [(label, target, *_load_encoder(target, args.space))
+              for label, target in (("A", args.model_a), ("B", args.model_b))]
+    train, test = load_split(args.data, "train"), load_split(args.data, "test")
+    rate = forward_rate(models[0][2], train.images, size=models[0][2].input_shape[1])
+    print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
+          + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
     results, names = [], []
-    for label, target in (("A", args.model_a), ("B", args.model_b)):
-        encoder, path = _load_encoder(target, args.space)
+    for label, target, encoder, path in models:
         names.append(f"{label}: {_model_name(target, path)}")
-        results.append(evaluate(encoder, args.data, metrics, output_dir=out / label, train=train,
+        results.append(evaluate(encoder, (train, test), metrics, output_dir=out / label,
                                 ks=[int(k) for k in args.k.split(",")],
-                                info={"model": _model_name(target, path), "space": args.space}))
+                                info={"model": _model_name(target, path), "space": args.space,
+                                      "data": args.data}))
     table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
     lines = [f"# clzoo compare on {args.data} ({args.space} space)", "", f"- {names[0]}", f"- {names[1]}", "",
              "Top-1 of each classifier and the 95% percentile bootstrap interval of A - B "
@@ -284,6 +290,7 @@ def _push(args):
 def _transfer(args):
     from clzoo.data import load_split
     from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
+    from clzoo.eval.plan import forward_rate, transfer_plan
     from clzoo.files import atomic_write_text
     from clzoo.presets import load_preset
 
@@ -293,9 +300,13 @@ def _transfer(args):
     if tuple(train.images.shape[1:3]) != (size, size):
         raise ValueError(f"The preset takes {size}x{size} images; {args.data} has "
                          f"{train.images.shape[1]}x{train.images.shape[2]}.")
+    learning_rates = [float(v) for v in args.learning_rates.split(",")]
+    rate = forward_rate(encoder, train.images)
+    print(transfer_plan(args.protocol, len(train), len(test), rate, learning_rates, args.epochs),
+          flush=True)
     if args.protocol == "sgd":
         result = sgd_linear_probe(encoder, train.images, train.labels, test.images, test.labels,
-                                  learning_rates=[float(v) for v in args.learning_rates.split(",")],
+                                  learning_rates=learning_rates,
                                   epochs=args.epochs, verbose=1)
     else:
         result = logistic_regression_probe(

@@ -6,6 +6,44 @@ from clzoo._console import keras_verbose
 from clzoo.data.pipeline import eval_dataset
 
 
+def predict_images(model, images, batch_size=512, size=None, verbose=False):
+    """`model.predict` over images in fixed-shape batches, so its predict function is not retraced.
+
+    Every batch holds the same number of images (the last is padded with
+    black images whose outputs are dropped): `batch_size`, or for a set
+    smaller than that its size rounded up to a power of two (tiny sets are
+    not padded to 512). Keras' predict function is then traced once per
+    model and batch shape, not again for every last partial batch, and
+    repeated calls (train and test sets, a kNN monitor every few epochs)
+    reuse it instead of filling the log with TensorFlow retracing warnings.
+
+    Args:
+        model: `keras.Model` taking float images in [0, 1] `(batch, H, W, 3)`.
+        images: uint8 `(N, H, W, 3)`, or float in [0, 1].
+        batch_size: images per forward pass. Defaults to `512`.
+        size: resize to `size x size` first. Defaults to `None` (as is).
+        verbose: progress bar (on a terminal only). Defaults to `False`.
+
+    Returns:
+        The model's outputs for the `N` images, `(N, ...)` (numpy).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from clzoo.eval.embed import predict_images
+    >>> inputs = keras.Input((8, 8, 3))
+    >>> model = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(inputs))
+    >>> predict_images(model, np.full((5, 8, 8, 3), 255, np.uint8)).shape
+    (5, 3)
+    """
+    n = len(images)
+    if n == 0:
+        raise ValueError("`images` is empty: nothing to embed.")
+    batch = min(int(batch_size), 1 << (n - 1).bit_length())
+    dataset = eval_dataset(images, size=size, batch_size=batch, pad=True)
+    return np.asarray(model.predict(dataset, verbose=keras_verbose(verbose, plain=0)))[:n]
+
+
 def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=True):
     """Run a frozen encoder over uint8 images and return its features.
 
@@ -21,8 +59,7 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
     Returns:
         float32 array `(N, D)`.
     """
-    dataset = eval_dataset(images, size=size, batch_size=batch_size)
-    features = encoder.predict(dataset, verbose=keras_verbose(verbose, plain=0))
+    features = predict_images(encoder, images, batch_size=batch_size, size=size, verbose=verbose)
     features = np.asarray(features, dtype=np.float32)
     if not np.all(np.isfinite(features)):
         raise ValueError("The encoder produced non-finite features (NaN or inf).")

@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from clzoo._console import keras_verbose
 from clzoo.eval import _checks
+from clzoo.eval.embed import predict_images
 
 
 @dataclasses.dataclass
@@ -174,14 +175,14 @@ def sgd_linear_probe(encoder, train_images, train_labels, test_images, test_labe
         for lr in learning_rates:
             model = _fit_probe(encoder, images[fit], y_train[fit], num_classes, lr, epochs,
                                batch_size, weight_decay, augment, seed, verbose)
-            logits = model.predict(images[val], batch_size=512, verbose=0)
+            logits = predict_images(model, images[val])
             scores[float(lr)] = float(np.mean(np.argmax(logits, 1) == y_train[val]))
         best = max(scores, key=scores.get)
     else:
         best = float(learning_rates[0])
     model = _fit_probe(encoder, images, y_train, num_classes, best, epochs, batch_size,
                        weight_decay, augment, seed, verbose)
-    logits = np.asarray(model.predict(_scaled(test_images), batch_size=512, verbose=0), np.float64)
+    logits = np.asarray(predict_images(model, _scaled(test_images)), np.float64)
     probabilities = np.exp(logits - logits.max(1, keepdims=True))
     probabilities /= probabilities.sum(1, keepdims=True)
     predictions = np.argmax(logits, axis=1)

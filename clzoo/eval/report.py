@@ -188,6 +188,8 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
         metrics, output_dir, verbose, **kwargs: as `evaluate_embeddings`
             (`timings` included); loading the data (`load_data`) and
             embedding each split (`embed_train`, `embed_test`) are timed too.
+            `plan=True` (with `verbose`) prints what will run and a rough
+            time estimate once the data is loaded (`clzoo.eval.plan`).
 
     Returns:
         `EvaluationResult`; the same numbers whichever form `data` takes.
@@ -211,10 +213,17 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
     from clzoo.eval.splits import resolve_data
 
     names = parse_metrics(metrics)
+    plan = kwargs.pop("plan", False)
     timer = _timer(kwargs.pop("timings", None), verbose, 3 + len(names) + (output_dir is not None))
     with timer.step("load_data", str(data) if isinstance(data, (str, Path)) else ""):
         train, test, description = resolve_data(data, train, class_names)
     size = encoder.input_shape[1]
+    if plan and verbose:
+        from clzoo.eval.plan import eval_plan, forward_rate
+
+        rate = forward_rate(encoder, train.images, size=size)
+        print(eval_plan(names, len(train), len(test), rate,
+                        probe_epochs=kwargs.get("probe_epochs", 100)), flush=True)
     features = []
     for name, split in (("embed_train", train), ("embed_test", test)):
         with timer.step(name, f"{len(split)} images"):

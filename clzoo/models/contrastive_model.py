@@ -114,6 +114,21 @@ class ContrastiveModel(keras.Model):
         embeddings = self.projection_head(features, training=training)
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
 
+    def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
+        """Keras' `fit`; `shuffle` defaults to True for arrays and False for datasets.
+
+        clzoo's pipelines (`contrastive_dataset`, `training_batches`) shuffle
+        themselves, and Keras ignores `shuffle` for a `tf.data.Dataset` or
+        generator with a warning; so it is only passed on where it applies.
+        Every other argument is `keras.Model.fit`'s.
+
+        Raises:
+            ValueError: as `keras.Model.fit`.
+        """
+        if shuffle is None:
+            shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
+        return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
+
     def make_train_function(self, force=False):
         """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
         super().make_train_function(force)

@@ -9,8 +9,9 @@
 import keras
 import numpy as np
 
-from clzoo.data import MixConfig, eval_dataset, soft_target_batches, training_batches
+from clzoo.data import MixConfig, soft_target_batches, training_batches
 from clzoo.eval.calibration import reliability
+from clzoo.eval.embed import predict_images
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
 from clzoo.registry import Registry
 
@@ -62,7 +63,7 @@ class SoftTargetTask:
 
     def extra_metrics(self, model, recipe, views, test):
         """The trained classifier itself on the `test` split: top-1 and ECE (15 bins)."""
-        logits = model.predict(eval_dataset(test.images, size=views.size), verbose=0)
+        logits = predict_images(model, test.images, size=views.size)
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
         return {"classifier_top1": float(np.mean(probabilities.argmax(1) == test.labels)),
                 "classifier_ece": reliability(probabilities, test.labels).ece}

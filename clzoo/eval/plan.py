@@ -1,0 +1,127 @@
+"""Plan lines: what a long command is about to run, how much of it, and roughly how long.
+
+`clzoo transfer`, `clzoo eval` and `clzoo compare` print one before their
+work. Estimates come from the encoder's forward speed measured on a few of
+the images on this machine (`forward_rate`); an SGD probe step costs about
+`SGD_STEP_COST` forward passes per image (frozen encoder, augmentation, a
+linear layer's gradient). They are rough: within a factor of two or so.
+"""
+
+import time
+
+from clzoo.eval.embed import predict_images
+
+SGD_STEP_COST = 1.5
+SAMPLE = 128
+
+
+def forward_rate(model, images, size=None, sample=SAMPLE):
+    """Images per second of `model`'s forward pass here, timed on `sample` images.
+
+    The first call compiles the predict function; the second is timed.
+
+    Args:
+        model: `keras.Model` taking float images in [0, 1].
+        images: uint8 `(N, H, W, 3)`; the first `sample` are used.
+        size: resize to `size x size` first. Defaults to `None`.
+        sample: images timed. Defaults to `128`.
+
+    Returns:
+        float, images per second (> 0).
+    """
+    x = images[:sample]
+    predict_images(model, x, size=size)
+    started = time.perf_counter()
+    predict_images(model, x, size=size)
+    return len(x) / max(time.perf_counter() - started, 1e-6)
+
+
+def duration(seconds):
+    """`"about 40 s"`, `"about 12 min"`, `"about 2.5 h"`.
+
+    Example:
+
+    >>> from clzoo.eval.plan import duration
+    >>> duration(42), duration(900), duration(9000)
+    ('about 42 s', 'about 15 min', 'about 2.5 h')
+    """
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def sgd_probe_images(n_train, learning_rates, epochs, validation_fraction=0.1):
+    """`(fits, images through the encoder)` of `sgd_linear_probe` (SINCERE app. J).
+
+    With several learning rates, one fit per rate on the training images
+    less the validation share, then the best rate again on all of them.
+
+    Example:
+
+    >>> from clzoo.eval.plan import sgd_probe_images
+    >>> sgd_probe_images(1000, (0.01, 0.1, 1.0), 100)
+    (4, 370000)
+    """
+    rates = len(learning_rates)
+    if rates < 2:
+        return 1, epochs * n_train
+    n_fit = n_train - max(1, round(validation_fraction * n_train))
+    return rates + 1, epochs * (rates * n_fit + n_train)
+
+
+def transfer_plan(protocol, n_train, n_test, rate, learning_rates=(0.01, 0.1, 1.0), epochs=100):
+    """The line `clzoo transfer` prints before its work.
+
+    Args:
+        protocol: `"sgd"` or `"lbfgs"`.
+        n_train, n_test: images in the two splits.
+        rate: forward images per second (`forward_rate`).
+        learning_rates, epochs: the SGD protocol's.
+
+    Returns:
+        str, one paragraph.
+
+    Example:
+
+    >>> from clzoo.eval.plan import transfer_plan
+    >>> print(transfer_plan("lbfgs", 1000, 200, rate=100.0))
+    plan: L-BFGS logistic regression (scikit-learn) on frozen features: 1,000 train + 200
+    test images embedded once, then one fit; about 12 s of embedding here (100 images/s).
+    """
+    embed_seconds = (n_train + n_test) / rate
+    if protocol == "lbfgs":
+        return (f"plan: L-BFGS logistic regression (scikit-learn) on frozen features: {n_train:,} train "
+                f"+ {n_test:,} test images embedded once, then one fit; {duration(embed_seconds)} of "
+                f"embedding here ({rate:,.0f} images/s).")
+    fits, images = sgd_probe_images(n_train, learning_rates, epochs)
+    choose = (f"{len(learning_rates)} learning rates ({', '.join(map(str, learning_rates))}) "
+              "chosen on 10% held out, then the best on all images" if fits > 1 else
+              f"learning rate {learning_rates[0]}")
+    return (f"plan: SGD linear probe (SINCERE app. J): {fits} fit(s) x {epochs} epochs ({choose}): "
+            f"{images:,} images through the encoder, {duration(SGD_STEP_COST * images / rate)} here "
+            f"({rate:,.0f} images/s). `--protocol lbfgs` embeds each image once instead "
+            f"({duration(embed_seconds)}); `--epochs` / `--learning-rates` shorten this one.")
+
+
+def eval_plan(metrics, n_train, n_test, rate, probe_epochs=100, encoders=1):
+    """The line `clzoo eval` (`encoders=1`) or `clzoo compare` (`encoders=2`) prints before its work.
+
+    Example:
+
+    >>> from clzoo.eval.plan import eval_plan
+    >>> print(eval_plan(("knn", "probe"), 900, 100, rate=50.0))
+    plan: embed 900 train + 100 test images (about 20 s here, 50 images/s), then 2 metrics
+    on the embeddings: knn, probe.
+    """
+    embed_seconds = encoders * (n_train + n_test) / rate
+    who = "each of 2 encoders: " if encoders == 2 else ""
+    line = (f"plan: {who}embed {n_train:,} train + {n_test:,} test images ({duration(embed_seconds)} "
+            f"here, {rate:,.0f} images/s), then {len(metrics)} metrics on the embeddings: "
+            f"{', '.join(metrics)}.")
+    if "sgd_probe" in metrics:
+        fits, images = sgd_probe_images(n_train, (0.01, 0.1, 1.0), probe_epochs)
+        line += (f" sgd_probe trains {fits} probes x {probe_epochs} epochs through the encoder: "
+                 f"{duration(encoders * SGD_STEP_COST * images / rate)} more (`--probe-epochs`).")
+    return line
