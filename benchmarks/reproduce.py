@@ -168,7 +168,7 @@ def run_cell(config, seed, scale, subset, folder):
     for name, space, kind, metrics in config.evals:
         if not (folder / name / "metrics.json").exists():
             _clzoo(["eval", str(run), "--data", _data_spec(subset, kind), "--space", space,
-                    "--metrics", metrics, "--output", str(folder / name)], log)
+                    "--metrics", metrics, "--output", str(folder / name), "--overwrite"], log)
     numbers = collect(folder, config)
     numbers.update(config=config.key, seed=seed, wall_seconds=round(time.perf_counter() - started, 1))
     tmp = done.with_suffix(".tmp")

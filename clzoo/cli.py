@@ -26,34 +26,58 @@ PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "reg
 LIGHT_COMMANDS = ("presets",)
 
 
+MAX_ERROR = 1000  # characters of one error line: a huge value is cut, never printed whole
+
+
+def _error(message):
+    """Print `error: message` to stderr, one line, at most `MAX_ERROR` characters."""
+    text = " ".join(str(message).split("\n"))
+    if len(text) > MAX_ERROR:
+        text = text[:MAX_ERROR - 25] + f"... ({len(text):,} characters)"
+    print(f"error: {text}", file=sys.stderr)
+
+
+def _train_overrides(args):
+    """`--set` items and the flags as recipe overrides; a key given twice is refused."""
+    given = [(f"--set {item}", item) for item in args.set or []]
+    for flag, key, value in (("--data", "data", args.data), ("--epochs", "training.epochs", args.epochs),
+                             ("--batch-size", "training.batch_size", args.batch_size),
+                             ("--strategy", "training.strategy", args.strategy)):
+        if value is not None:
+            given.append((f"{flag} {value}", f"{key}={value}"))
+    seen = {}
+    for origin, item in given:
+        key = item.partition("=")[0].strip()
+        if key in seen:
+            raise ValueError(f"{key} is set twice on the command line ({seen[key]} and {origin}); "
+                             "give it once")
+        seen[key] = origin
+    return [item for _, item in given]
+
+
+def _train_recipe(args):
+    """The recipe file to read: the one given, or RUN/recipe.yaml for `--resume RUN`."""
+    if args.recipe is None and not args.resume:
+        raise ValueError("clzoo train needs a recipe YAML (e.g. clzoo train "
+                         "recipes/sincere_digits.yaml) or --resume RUN to continue a run")
+    if args.resume is True and not args.output:
+        raise ValueError("--resume needs the run folder: --resume RUN or --output RUN --resume")
+    if isinstance(args.resume, str) and args.output and Path(args.output) != Path(args.resume):
+        raise ValueError("give the run folder once, as --resume RUN (or --output RUN --resume)")
+    if isinstance(args.resume, str) and args.recipe is None:
+        recipe = Path(args.resume) / "recipe.yaml"
+        if not recipe.is_file():
+            raise ValueError(f"{args.resume} has no recipe.yaml to resume from")
+        return recipe
+    return args.recipe
+
+
 def _train(args):
     import signal
 
+    recipe, overrides = _train_recipe(args), _train_overrides(args)  # before importing Keras
     from clzoo.train import RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe, train
 
-    overrides = list(args.set or [])
-    if args.data:
-        overrides.append(f"data={args.data}")
-    if args.epochs is not None:
-        overrides.append(f"training.epochs={args.epochs}")
-    if args.batch_size is not None:
-        overrides.append(f"training.batch_size={args.batch_size}")
-    recipe = args.recipe
-    if args.resume is True and not args.output:
-        print("error: --resume needs the run folder: --resume RUN or --output RUN --resume",
-              file=sys.stderr)
-        return 2
-    if isinstance(args.resume, str) and recipe is None:
-        recipe = Path(args.resume) / "recipe.yaml"
-        if not recipe.is_file():
-            print(f"error: {args.resume} has no recipe.yaml to resume from", file=sys.stderr)
-            return 2
-    if isinstance(args.resume, str) and args.output and Path(args.output) != Path(args.resume):
-        print("error: give the run folder once, as --resume RUN (or --output RUN --resume)",
-              file=sys.stderr)
-        return 2
-    if args.strategy:
-        overrides.append(f"training.strategy={args.strategy}")
     try:
         config = load_recipe(recipe, overrides)
         output = Path(args.resume if isinstance(args.resume, str) else
@@ -61,19 +85,19 @@ def _train(args):
         metrics = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
     except RecipeError as error:
         for line in error.lines:
-            print(f"error: {line}", file=sys.stderr)
+            _error(line)
         return 2
     except TrainingDiverged as error:
-        print(f"error: {error}", file=sys.stderr)
+        _error(error)
         return 3
     except TrainingInterrupted as error:
         print(f"stopped: {error}", file=sys.stderr)
         return 128 + int(getattr(signal, error.signal))
     except (FileExistsError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        _error(error)
         return 2
     except OSError as error:  # a full disk while checkpointing: the previous checkpoint is kept
-        print(f"error: {error}", file=sys.stderr)
+        _error(error)
         return 1
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
@@ -103,6 +127,29 @@ def _results_table(metrics, data):
     return "\n".join(lines + [f"  trained encoder, every k: {others}"])
 
 
+def _is_preset(target, space):
+    from clzoo.presets import BUILTIN_PRESETS
+
+    return space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
+                                   or (Path(target) / "checksums.json").is_file())
+
+
+def _model_path(target, space="encoder"):
+    """The `.keras` file a run folder or file target names (None for a preset); checks it exists.
+
+    Raises:
+        FileNotFoundError: no such file (nothing is loaded).
+    """
+    if _is_preset(target, space):
+        return None
+    target = Path(target)
+    name = "encoder.keras" if space == "encoder" else "checkpoint.keras"
+    path = target / name if target.is_dir() else target
+    if not path.is_file():
+        raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
+    return path
+
+
 def _load_encoder(target, space="encoder"):
     """The feature extractor of a preset, run folder or `.keras` file, and where it came from.
 
@@ -111,28 +158,33 @@ def _load_encoder(target, space="encoder"):
     `space="encoder"`: encoder features (what probes and transfer use).
     `space="projection"`: the projection head's L2-normalized embeddings, the
     space the loss shapes (`clzoo.eval.projection_encoder`); needs the full
-    model (a run's `checkpoint.keras`).
+    model (a run's `checkpoint.keras`). A truncated or unreadable file is a
+    `ValueError` naming it (`clzoo.saving.load_model`).
     """
-
     from clzoo.eval import projection_encoder
-    from clzoo.presets import BUILTIN_PRESETS, load_preset
-
-    if space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
-                               or (Path(target) / "checksums.json").is_file()):
-        return load_preset(target), Path(str(target))
-    target = Path(target)
-    name = "encoder.keras" if space == "encoder" else "checkpoint.keras"
-    path = target / name if target.is_dir() else target
-    if not path.is_file():
-        raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
     from clzoo.saving import load_model
 
+    path = _model_path(target, space)
+    if path is None:
+        from clzoo.presets import load_preset
+
+        return load_preset(target), Path(str(target))
     model = load_model(path)
     if space == "encoder":
         return getattr(model, "encoder", model), path
     if getattr(model, "projection_head", None) is None:
         raise ValueError(f"--space projection needs a model with a projection head; {path} has none")
     return projection_encoder(model), path
+
+
+def _check_data(data):
+    """Refuse a `--data` spec before any model is loaded or image decoded."""
+    from clzoo.data.checks import check_data
+
+    try:
+        check_data(data)
+    except ValueError as error:
+        raise ValueError(f"--data {data!r}: {error}") from None
 
 
 def _model_name(target, path):
@@ -150,16 +202,19 @@ def _default_output(target, path, name):
 def _eval(args):
     from clzoo.eval import evaluate, parse_metrics
     from clzoo.eval.steps import StepTimer
+    from clzoo.files import check_output
 
     metrics = parse_metrics(args.metrics)
+    path = _model_path(args.model, args.space)
+    out = check_output(args.output, args.overwrite, folder=True) if args.output else check_output(
+        _default_output(args.model, path or Path(str(args.model)),
+                        "eval" if args.space == "encoder" else "eval_projection"),
+        args.overwrite, folder=True, what="the report folder (default --output)")
+    _check_data(args.data)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
         encoder, path = _load_encoder(args.model, args.space)
-    out = Path(args.output) if args.output else _default_output(
-        args.model, path, "eval" if args.space == "encoder" else "eval_projection")
-    result = evaluate(encoder, args.data, metrics, output_dir=out,
-                      ks=[int(k) for k in args.k.split(",")],
-                      shots=[int(m) for m in args.shots.split(",")],
+    result = evaluate(encoder, args.data, metrics, output_dir=out, ks=args.k, shots=args.shots,
                       probe_epochs=args.probe_epochs, timings=timer, plan=True,
                       info={"model": _model_name(args.model, path), "space": args.space})
     m = result.metrics
@@ -178,8 +233,12 @@ def _eval(args):
 
 def _embed(args):
     from clzoo.eval.embeddings_file import check_output, embed_splits, write_embeddings
+    from clzoo.files import check_output as check_free
 
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
+    check_free(args.output, args.overwrite)
+    _model_path(args.model, args.space)
+    _check_data(args.data)
     encoder, path = _load_encoder(args.model, args.space)
     splits = ("train", "test") if args.split == "both" else (args.split,)
     table = embed_splits(encoder, args.data, splits, normalize=args.normalize)
@@ -195,9 +254,9 @@ def _export(args):
 
     from clzoo.eval.export import check_export, export_encoder, exported_outputs
 
-    check_export(args.format, Path(args.output))  # a missing package or a taken path, before loading
+    check_export(args.format, Path(args.output), args.overwrite)  # before loading anything
     encoder, _ = _load_encoder(args.model, args.space)
-    written = export_encoder(encoder, args.output, args.format)
+    written = export_encoder(encoder, args.output, args.format, overwrite=args.overwrite)
     images = np.random.default_rng(0).uniform(size=(4, *encoder.input_shape[1:])).astype("float32")
     try:
         difference = np.max(np.abs(exported_outputs(written, args.format, images)
@@ -221,21 +280,23 @@ def _compare(args):
     from clzoo.data import load_split
     from clzoo.eval import compare_results, evaluate, parse_metrics
     from clzoo.eval.plan import eval_plan, forward_rate
-    from clzoo.files import atomic_write_text
+    from clzoo.files import atomic_write_text, check_output
 
     metrics = parse_metrics(args.metrics)
-    out = Path(args.output or "compare")
-    models = [(label, target, *_load_encoder(target, args.space))
-              for label, target in (("A", args.model_a), ("B", args.model_b))]
+    out = check_output(args.output or "compare", args.overwrite, folder=True)
+    targets = (("A", args.model_a), ("B", args.model_b))
+    for _, target in targets:  # every input checked before any evaluation
+        _model_path(target, args.space)
+    _check_data(args.data)
+    encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = load_split(args.data, "train"), load_split(args.data, "test")
-    rate = forward_rate(models[0][2], train.images, size=models[0][2].input_shape[1])
+    rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
     print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
           + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
     results, names = [], []
-    for label, target, encoder, path in models:
+    for (label, target), (encoder, path) in zip(targets, encoders):
         names.append(f"{label}: {_model_name(target, path)}")
-        results.append(evaluate(encoder, (train, test), metrics, output_dir=out / label,
-                                ks=[int(k) for k in args.k.split(",")],
+        results.append(evaluate(encoder, (train, test), metrics, output_dir=out / label, ks=args.k,
                                 info={"model": _model_name(target, path), "space": args.space,
                                       "data": args.data}))
     table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
@@ -271,7 +332,10 @@ def _compare(args):
 
 def _show_views(args):
     from clzoo.data import load_split, show_views
+    from clzoo.files import check_output
 
+    check_output(args.output, args.overwrite)
+    _check_data(args.data)
     split = load_split(args.data, "train")
     path = show_views(split, args.output, recipe=args.recipe, images=args.images, views=args.views,
                       seed=args.seed)
@@ -282,7 +346,8 @@ def _show_views(args):
 def _push(args):
     from clzoo.presets import push_preset
 
-    result = push_preset(args.run, args.handle, dry_run=args.dry_run, private=args.private)
+    result = push_preset(args.run, args.handle, dry_run=args.dry_run, private=args.private,
+                         overwrite=args.overwrite)
     print(f"wrote the preset to {result} (nothing uploaded)" if args.dry_run else f"uploaded: {result}")
     return 0
 
@@ -291,16 +356,19 @@ def _transfer(args):
     from clzoo.data import load_split
     from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
     from clzoo.eval.plan import forward_rate, transfer_plan
-    from clzoo.files import atomic_write_text
+    from clzoo.files import atomic_write_text, check_output
     from clzoo.presets import load_preset
 
+    if args.output:
+        check_output(args.output, args.overwrite)
+    _check_data(args.data)
     encoder = load_preset(args.preset)
     train, test = load_split(args.data, "train"), load_split(args.data, "test")
     size = encoder.input_shape[1]
     if tuple(train.images.shape[1:3]) != (size, size):
         raise ValueError(f"The preset takes {size}x{size} images; {args.data} has "
                          f"{train.images.shape[1]}x{train.images.shape[2]}.")
-    learning_rates = [float(v) for v in args.learning_rates.split(",")]
+    learning_rates = list(args.learning_rates)
     rate = forward_rate(encoder, train.images)
     print(transfer_plan(args.protocol, len(train), len(test), rate, learning_rates, args.epochs),
           flush=True)
@@ -365,6 +433,60 @@ def _presets(args):
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the message and where help is, without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _whole(low):
+    """argparse type: a whole number >= `low` ("2.5" and "0" name the argument and the value)."""
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}. Received: {text!r}")
+        return value
+
+    return parse
+
+
+def _int_list(text):
+    """argparse type: comma-separated whole numbers >= 1, e.g. `1,5,20`."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers >= 1, e.g. 1,5,20. Received: {text!r}")
+    return values
+
+
+def _float_list(text):
+    """argparse type: comma-separated positive finite numbers, e.g. `0.01,0.1`."""
+    import math
+
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive numbers, e.g. 0.01,0.1. Received: {text!r}")
+    return values
+
+
+def _add_overwrite(p):
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output (by default an existing file or non-empty "
+                        "folder is refused)")
+
+
 class _VersionAction(argparse.Action):
     """`--version`: clzoo's version, and Keras' from its package metadata (nothing imported)."""
 
@@ -386,8 +508,8 @@ def _add_train_parser(commands):
     p = commands.add_parser("train", help="train an encoder from a recipe YAML")
     p.add_argument("recipe", nargs="?", help="recipe YAML (see recipes/)")
     p.add_argument("--data", help="'digits', an image folder with train/ and test/, or tfds:<name>")
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--epochs", type=_whole(1))
+    p.add_argument("--batch-size", type=_whole(1))
     p.add_argument("--output", help="run folder (default runs/<recipe>-<time>)")
     p.add_argument("--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"),
                    help="where to train (default: the recipe's training.strategy, 'auto': "
@@ -409,13 +531,16 @@ def _add_eval_parsers(commands):
     p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
                    help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
                         "(default: all but sgd_probe and coarse_to_fine)")
-    p.add_argument("--k", default="1,5,20,200",
+    p.add_argument("--k", default="1,5,20,200", type=_int_list,
                    help="comma-separated k of kNN and of retrieval precision@k / recall@k")
-    p.add_argument("--shots", default="10,100", help="comma-separated m for m-shot errors")
-    p.add_argument("--probe-epochs", type=int, default=100, help="epochs of sgd_probe (app. J: 100)")
+    p.add_argument("--shots", default="10,100", type=_int_list,
+                   help="comma-separated m for m-shot errors")
+    p.add_argument("--probe-epochs", type=_whole(1), default=100,
+                   help="epochs of sgd_probe (app. J: 100)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="evaluate encoder features, or the projection head's embeddings")
     p.add_argument("--output", help="report folder (default: <run>/eval)")
+    _add_overwrite(p)
     p.set_defaults(func=_eval)
 
     p = commands.add_parser("embed", help="write a model's embeddings and labels to .npz or .parquet")
@@ -427,6 +552,7 @@ def _add_eval_parsers(commands):
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="encoder features, or the projection head's embeddings (a run's checkpoint)")
     p.add_argument("--normalize", action="store_true", help="L2-normalize each embedding")
+    _add_overwrite(p)
     p.set_defaults(func=_embed)
 
     p = commands.add_parser("export", help="export an encoder for serving: SavedModel, ONNX or LiteRT")
@@ -437,6 +563,7 @@ def _add_eval_parsers(commands):
     p.add_argument("--output", required=True, help="where to write; must not exist yet")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="export the encoder, or encoder + projection head (a run's checkpoint)")
+    _add_overwrite(p)
     p.set_defaults(func=_export)
 
     p = commands.add_parser("compare", help="evaluate two encoders with bootstrap intervals")
@@ -444,10 +571,11 @@ def _add_eval_parsers(commands):
     p.add_argument("model_b", help="run folder or .keras file")
     p.add_argument("--data", required=True)
     p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap")
-    p.add_argument("--k", default="1,5,20,200")
-    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--k", default="1,5,20,200", type=_int_list)
+    p.add_argument("--resamples", type=_whole(1), default=1000)
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder")
     p.add_argument("--output", help="folder (default: ./compare)")
+    _add_overwrite(p)
     p.set_defaults(func=_compare)
 
 
@@ -455,10 +583,11 @@ def _add_other_parsers(commands):
     p = commands.add_parser("show-views", help="PNG grid of training images and their augmented views")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     p.add_argument("--recipe", default="supcon", choices=VIEW_RECIPE_NAMES)
-    p.add_argument("--images", type=int, default=8)
-    p.add_argument("--views", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--images", type=_whole(1), default=8)
+    p.add_argument("--views", type=_whole(1), default=4)
+    p.add_argument("--seed", type=_whole(0), default=0)
     p.add_argument("--output", default="views.png")
+    _add_overwrite(p)
     p.set_defaults(func=_show_views)
 
     p = commands.add_parser("push", help="publish a run as a preset on the Hugging Face Hub")
@@ -466,6 +595,7 @@ def _add_other_parsers(commands):
     p.add_argument("handle", help="hf://owner/repo")
     p.add_argument("--dry-run", metavar="DIR", help="write the exact folder to DIR; upload nothing")
     p.add_argument("--private", action="store_true")
+    _add_overwrite(p)
     p.set_defaults(func=_push)
 
     p = commands.add_parser("transfer", help="linear-probe transfer from a pretrained encoder")
@@ -473,9 +603,10 @@ def _add_other_parsers(commands):
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="sgd",
                    help="sgd: SINCERE app. J (default); lbfgs: logistic regression on features")
-    p.add_argument("--epochs", type=int, default=100, help="sgd protocol epochs (app. J: 100)")
-    p.add_argument("--learning-rates", default="0.01,0.1,1.0")
+    p.add_argument("--epochs", type=_whole(1), default=100, help="sgd protocol epochs (app. J: 100)")
+    p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list)
     p.add_argument("--output", help="JSON file for the result")
+    _add_overwrite(p)
     p.set_defaults(func=_transfer)
 
     p = commands.add_parser("presets", help="list the built-in pretrained encoders and their numbers")
@@ -485,7 +616,7 @@ def _add_other_parsers(commands):
 
 def build_parser():
     """The `clzoo` argument parser (builds without importing Keras or TensorFlow)."""
-    parser = argparse.ArgumentParser(prog="clzoo", description=__doc__)
+    parser = _Parser(prog="clzoo", description=__doc__)
     parser.add_argument("--version", action=_VersionAction, help="print versions and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_train_parser(commands)
@@ -503,7 +634,7 @@ def main(argv=None):
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        _error(error)
         return 2
     except BrokenPipeError:  # the reader left, e.g. `clzoo presets | head -3`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush

@@ -72,3 +72,33 @@ def json_line(value):
 def write_json(path, value):
     """Atomically write `value` as indented strict JSON."""
     return atomic_write_text(path, json.dumps(strict_json(value), indent=2, allow_nan=False) + "\n")
+
+
+def check_output(path, overwrite=False, folder=False, what="--output"):
+    """Refuse, before any work, to replace what is at `path` unless `overwrite`.
+
+    Args:
+        path: the file or folder a command will write.
+        overwrite: the user passed `--overwrite`: an existing file, or the files
+            of an existing folder, may be replaced.
+        folder: `path` is a folder (an existing empty one is always fine).
+        what: how the message names `path` (`"--output"`, `"--dry-run"`, ...).
+
+    Returns:
+        `Path(path)`.
+
+    Raises:
+        FileExistsError: `path` exists (a non-empty folder) and `overwrite` is
+            False, or it is a file where a folder goes (or the reverse).
+    """
+    path = Path(path)
+    if not os.path.lexists(path):
+        return path
+    if folder != path.is_dir():
+        kind, wanted = ("a file", "a folder") if folder else ("a folder", "a file")
+        raise FileExistsError(f"{what} {path} is {kind}; {wanted} is written there. "
+                              "Choose another path.")
+    if overwrite or (folder and not any(path.iterdir())):
+        return path
+    raise FileExistsError(f"{what} {path} exists already; pass --overwrite to replace it, or "
+                          "choose another path.")

@@ -37,7 +37,9 @@ def check_data(data):
         ValueError: the path does not exist; the folder has no `train` or no
             `test` split; the test split's class names differ from the
             training ones (they are matched by name, never by position); fewer
-            than two classes; an unknown label set.
+            than two classes; an unknown label set; a tfds name that is empty,
+            unknown or has no (image, label) pairs or no train / test split; a
+            class folder holding a sub-folder.
 
     Example:
 
@@ -50,7 +52,7 @@ def check_data(data):
     if source in EMBEDDED:
         names, count = tuple(str(i) for i in range(10)), DIGITS_TRAIN_IMAGES
     elif source.startswith("tfds:"):
-        names = _tfds_class_names(source[len("tfds:"):])
+        names = _tfds_class_names(source[len("tfds:"):], data)
     else:
         names, count = _folder_class_names(source.removeprefix("folder:"), data)
     if label_set is not None and names:
@@ -75,15 +77,43 @@ def _folder_class_names(path, data):
     return tuple(train), len(train_files)
 
 
-def _tfds_class_names(name):
-    """Class names from the dataset's metadata; None when tfds cannot tell without downloading."""
+def _tfds_class_names(name, data):
+    """Class names from the dataset's metadata (None when it has none); nothing is downloaded.
+
+    Raises:
+        ValueError: an empty or unknown name (with a did-you-mean), a config or version tfds
+            cannot build, a dataset without (image, label) supervised keys or without
+            train and test splits.
+        ImportError: tensorflow-datasets is not installed.
+    """
+    if not name.strip():
+        raise ValueError("no dataset name after 'tfds:'; write tfds:NAME, e.g. tfds:cifar10")
     try:
         import tensorflow_datasets as tfds
-
+    except ImportError:
+        raise ImportError("Reading a tfds dataset needs tensorflow-datasets: "
+                          "pip install 'clzoo[tfds]'") from None
+    try:
         info = tfds.builder(name).info
-        return tuple(info.features[info.supervised_keys[1]].names)
-    except Exception:  # not installed, not prepared, no names: load_split reports it
-        return None
+    except Exception as error:  # DatasetNotFoundError, a bad config or version
+        if type(error).__name__ == "DatasetNotFoundError":
+            from clzoo.registry import did_you_mean
+
+            known = tfds.list_builders(with_community_datasets=False)
+            raise ValueError(f"{name!r} is not a TensorFlow Datasets name (catalog: "
+                             "https://www.tensorflow.org/datasets/catalog/overview)."
+                             + did_you_mean(name.split(":")[0].split("/")[0].lower(), known)) from None
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"tfds cannot build {name!r}: {reason[:200]}") from None
+    keys = info.supervised_keys
+    if not keys or len(keys) != 2 or not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"tfds dataset {name!r} has no (image, label) supervised keys; clzoo "
+                         "needs labelled images")
+    if info.splits and not {"train", "test"} <= set(info.splits):
+        raise ValueError(f"tfds dataset {name!r} has the splits {sorted(info.splits)}; clzoo needs "
+                         "'train' and 'test'")
+    names = getattr(info.features[keys[1]], "names", None)
+    return tuple(names) if names else None
 
 
 def _label_set_names(names, label_set, data):

@@ -24,6 +24,15 @@ def _check(labels, classes_per_batch, samples_per_class):
         raise ValueError(
             f"`classes_per_batch` ({classes_per_batch}) exceeds the {len(present)} classes present."
         )
+    counts = np.bincount(labels)[present]
+    if samples_per_class > counts.min():
+        small = present[counts < samples_per_class]
+        raise ValueError(
+            f"`samples_per_class` ({samples_per_class}) exceeds the {counts.min()} images of class "
+            f"{present[np.argmin(counts)]} ({len(small)} class(es) have fewer than "
+            f"{samples_per_class}); a batch would repeat images. Use samples_per_class <= "
+            f"{counts.min()} or leave out the small classes. Received: "
+            f"samples_per_class={samples_per_class}")
     return labels, present
 
 
@@ -32,17 +41,22 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
 
     Batch `s` depends only on `(seed, s)` (stateless draws): P classes drawn
     without replacement among those present, then K samples of each class
-    without replacement, or with replacement when the class has fewer than K.
+    without replacement, so no image appears twice in a batch.
     Rows are grouped by class: `batch[p*K:(p+1)*K]` share a label.
 
     Args:
         labels: int `(N,)`.
         classes_per_batch: P.
-        samples_per_class: K (use K >= 2 so each anchor has a positive).
+        samples_per_class: K, at most the image count of the smallest class
+            (use K >= 2 so each anchor has a positive).
         seed: int.
 
     Returns:
         `tf.data.Dataset` of int64 `(P * K,)` indices into `labels`.
+
+    Raises:
+        ValueError: P or K not a positive integer, P over the classes present,
+            or K over the images of some class (a batch would repeat them).
 
     Example:
 
@@ -60,7 +74,6 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
     for row, m in enumerate(members):
         table[row, :len(m)] = m
     table = tf.constant(table)
-    counts = tf.constant([len(m) for m in members], dtype=tf.int64)
     n_classes, p, k = len(present), int(classes_per_batch), int(samples_per_class)
 
     def draw(step):
@@ -68,17 +81,9 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
         chosen = tf.random.experimental.stateless_shuffle(tf.range(n_classes, dtype=tf.int64),
                                                           seeds[0])[:p]
         rows = tf.gather(table, chosen)  # (P, width), -1 = padding
-        count = tf.gather(counts, chosen)
-        with_replacement = tf.cast(
-            tf.random.stateless_uniform((p, k), seeds[2]) * tf.cast(count[:, None], tf.float32),
-            tf.int32)
-        if width < k:  # no class has K samples
-            columns = with_replacement
-        else:
-            keys = tf.random.stateless_uniform((p, width), seeds[1])
-            keys = tf.where(rows >= 0, keys, 2.0)  # padding sorts last
-            without = tf.argsort(keys, axis=1)[:, :k]  # valid where count >= K
-            columns = tf.where(count[:, None] >= k, without, with_replacement)
+        keys = tf.random.stateless_uniform((p, width), seeds[1])
+        keys = tf.where(rows >= 0, keys, 2.0)  # padding sorts last; every class has >= K images
+        columns = tf.argsort(keys, axis=1)[:, :k]
         return tf.reshape(tf.gather(rows, columns, batch_dims=1), (p * k,))
 
     return tf.data.Dataset.counter().map(draw)

@@ -222,7 +222,12 @@ def _load_tfds(name, split, coarse_key=None):
             "Reading a tfds dataset needs tensorflow-datasets: "
             "pip install 'clzoo[tfds]'"
         ) from error
-    dataset, info = tfds.load(name, split=split, with_info=True)
+    try:
+        dataset, info = tfds.load(name, split=split, with_info=True)
+    except Exception as error:  # download, preparation or name errors come in many types
+        reason = (str(error).strip().splitlines() or [""])[0][:200]
+        raise ValueError(f"tfds dataset {name!r} (split {split!r}) could not be loaded: "
+                         f"{type(error).__name__}: {reason}") from None
     image_key, label_key = info.supervised_keys
     images, labels, coarse = [], [], []
     for example in tfds.as_numpy(dataset):
@@ -339,15 +344,19 @@ def class_folders(root, split, on_unreadable="error"):
 
 
 def _image_files(folder):
-    """`(found, problems)` for the image-named entries of a class folder: `found` holds
-    `(path str, os.stat_result)` of regular non-empty files; dangling or looping links, directories
-    and empty files are `(path, reason)` problems. Other names are ignored."""
+    """`(found, problems, nested)` for a class folder: `found` holds `(path str, os.stat_result)`
+    of image-named regular non-empty files; dangling or looping links, directories and empty files
+    named like images are `(path, reason)` problems; `nested` lists the other sub-folders (paths).
+    Other file names are ignored."""
     found, problems = [], []
     try:
         with os.scandir(folder) as listing:  # faster than Path.iterdir for 60k files
-            names = sorted(e.name for e in listing if not e.name.startswith("."))
+            entries = sorted((e.name, e.is_dir()) for e in listing if not e.name.startswith("."))
     except OSError as error:
-        return [], [(folder, _broken(folder, error))]
+        return [], [(folder, _broken(folder, error))], []
+    names = [name for name, _ in entries]
+    nested = [os.path.join(folder, name) for name, is_dir in entries
+              if is_dir and os.path.splitext(name)[1].lower() not in IMAGE_EXTENSIONS]
     for name in names:
         if os.path.splitext(name)[1].lower() not in IMAGE_EXTENSIONS:
             continue
@@ -364,21 +373,28 @@ def _image_files(folder):
             problems.append((path, "empty file"))
         else:
             found.append((path, info))
-    return found, problems
+    return found, problems, nested
 
 
 def _list_folder(root, split, on_unreadable="error"):
     """`(files, stats, labels, classes)` of `root/split`, broken entries reported by `_report`.
 
     Raises:
-        ValueError: a class folder with no image-named file, or (when
-            skipping) with no usable one; see also `class_folders`.
+        ValueError: a class folder holding a sub-folder (its images would be
+            ignored), with no image-named file, or (when skipping) with no
+            usable one; see also `class_folders`.
     """
     classes = class_folders(root, split, on_unreadable)
     split_dir = root / split
     found, problems = [], []
     for label, name in enumerate(classes):
-        images, bad = _image_files(split_dir / name)
+        images, bad, nested = _image_files(split_dir / name)
+        if nested:
+            more = f" (and {len(nested) - 1} more)" if len(nested) > 1 else ""
+            raise ValueError(
+                f"{nested[0]} is a folder inside the class folder {split_dir / name}{more}: clzoo "
+                f"reads {split}/<class>/<image>, one level deep, and would ignore the images in it. "
+                f"Move them into {split_dir / name} or remove the folder.")
         if not images and not bad:
             raise ValueError(
                 f"Class folder {split_dir / name} holds no images "

@@ -23,6 +23,7 @@ differ per image and per view, and a run is repeatable given the seed.
 
 import functools
 import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import tensorflow as tf
@@ -76,14 +77,21 @@ class ViewConfig:
     def __post_init__(self):
         self.crop_scale, self.crop_ratio = tuple(self.crop_scale), tuple(self.crop_ratio)
         self.jitter = tuple(self.jitter)
-        if int(self.views) < 1:
-            raise ValueError(f"`views` must be >= 1. Received: views={self.views!r}")
+        for name in ("views", "size", "randaugment_ops"):
+            value = getattr(self, name)
+            low = 0 if name == "randaugment_ops" else 1
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+                raise ValueError(f"`{name}` must be a whole number >= {low}. "
+                                 f"Received: {name}={value!r}")
         lo, hi = self.crop_scale
         if not 0 < lo <= hi <= 1:
             raise ValueError(
                 "`crop_scale` must satisfy 0 < low <= high <= 1. "
                 f"Received: crop_scale={tuple(self.crop_scale)!r}"
             )
+        if len(self.crop_ratio) != 2 or not 0 < self.crop_ratio[0] <= self.crop_ratio[1] < math.inf:
+            raise ValueError("`crop_ratio` must satisfy 0 < low <= high (finite). "
+                             f"Received: crop_ratio={self.crop_ratio!r}")
         for name in ("jitter_p", "grayscale_p", "blur_p", "solarize_p"):
             value = getattr(self, name)
             if not 0 <= value <= 1:
@@ -94,10 +102,10 @@ class ViewConfig:
                 f"non-negative values and hue <= 0.5. Received: jitter={tuple(self.jitter)!r}"
             )
 
-        if not 0 <= self.randaugment_magnitude <= 30 or int(self.randaugment_ops) < 0:
+        if not 0 <= self.randaugment_magnitude <= 30:
             raise ValueError(
-                "`randaugment_ops` must be >= 0 and `randaugment_magnitude` in [0, 30]. "
-                f"Received: {self.randaugment_ops!r}, {self.randaugment_magnitude!r}"
+                "`randaugment_magnitude` must be in [0, 30]. "
+                f"Received: randaugment_magnitude={self.randaugment_magnitude!r}"
             )
         self.per_view = tuple(dict(o) for o in self.per_view)
         for override in self.per_view:

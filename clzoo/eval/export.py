@@ -50,7 +50,7 @@ def missing_packages(fmt, backend=None):
     return missing
 
 
-def check_export(fmt, path):
+def check_export(fmt, path, overwrite=False):
     """Refuse an export before any work: a missing package, a wrong file name, a taken `path`.
 
     Raises:
@@ -64,11 +64,17 @@ def check_export(fmt, path):
         raise ValueError(f"A LiteRT export is one file ending in .tflite. Received: output={str(path)!r}")
     if fmt == "onnx" and not str(path).endswith(".onnx"):
         raise ValueError(f"An ONNX export is one file ending in .onnx. Received: output={str(path)!r}")
-    if os.path.lexists(path):
-        raise FileExistsError(f"{path} exists already; remove it or choose another output path.")
+    from clzoo.files import check_output
+
+    check_output(path, overwrite, folder=fmt == "saved_model")
+    path = Path(path)
+    if fmt == "saved_model" and path.is_dir() and any(path.iterdir()) \
+            and not (path / "saved_model.pb").is_file():
+        raise FileExistsError(f"--output {path} is a folder that holds no SavedModel; --overwrite "
+                              "replaces only an earlier export. Choose another path.")
 
 
-def export_encoder(model, path, format="saved_model", verbose=False):
+def export_encoder(model, path, format="saved_model", verbose=False, overwrite=False):
     """Export `model` (images -> features) for inference, atomically, with Keras' `model.export`.
 
     The artifact is written next to `path` under a temporary name and renamed
@@ -82,6 +88,8 @@ def export_encoder(model, path, format="saved_model", verbose=False):
         path: where to write: a folder for `"saved_model"`, a `.onnx` or `.tflite` file.
         format: `"saved_model"`, `"onnx"` or `"litert"`. Defaults to `"saved_model"`.
         verbose: Keras' export messages.
+        overwrite: replace an earlier export at `path` (a file, or a SavedModel
+            folder) once the new one is complete. Defaults to `False`.
 
     Returns:
         `Path` written.
@@ -90,10 +98,10 @@ def export_encoder(model, path, format="saved_model", verbose=False):
         ValueError: an unknown format, or a file name without `.onnx` / `.tflite`.
         ImportError: a package the format needs on this backend is missing
             (the message names it, e.g. `pip install tf2onnx`).
-        FileExistsError: `path` exists.
+        FileExistsError: `path` exists (without `overwrite`, or it is not an earlier export).
     """
     path = Path(path)
-    check_export(format, path)
+    check_export(format, path, overwrite)
     if not getattr(model, "_called", True) or not model.built:
         model(np.zeros((1, *model.input_shape[1:]), "float32"))  # Keras exports called models only
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,6 +109,8 @@ def export_encoder(model, path, format="saved_model", verbose=False):
     try:
         target = staging / path.name
         model.export(str(target), format=FORMATS[format], verbose=verbose)
+        if path.is_dir():  # an earlier SavedModel (--overwrite): moved aside, removed with staging
+            os.replace(path, staging / "replaced")
         os.replace(target, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

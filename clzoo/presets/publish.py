@@ -6,7 +6,7 @@ from pathlib import Path
 from clzoo.presets.format import PresetError, build_preset
 
 
-def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
+def push_preset(run_dir, handle, dry_run=None, private=False, name=None, overwrite=False):
     """Build a preset from `run_dir` and upload it to `hf://owner/repo`.
 
     Args:
@@ -16,6 +16,8 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
             stop before any network call. Defaults to `None` (upload).
         private: create the repository private.
         name: preset name in the card. Defaults to the repository name.
+        overwrite: with `dry_run`, replace the preset files in a non-empty
+            folder. Defaults to `False` (refused).
 
     Returns:
         The dry-run folder, or the URL of the uploaded commit.
@@ -23,6 +25,8 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
     Raises:
         PresetError: bad handle, incomplete run, or the Hub could not be
             reached (with the underlying error).
+        FileExistsError: `dry_run` is a non-empty folder (or a file) and
+            `overwrite` is False.
     """
     handle = str(handle)
     if not handle.startswith("hf://") or handle.count("/") != 3:
@@ -30,9 +34,9 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None):
     repo = handle[len("hf://"):]
     name = name or repo.split("/")[1]
     if dry_run is not None:
-        out = Path(dry_run)
-        if out.exists() and any(out.iterdir()):
-            raise PresetError(f"Dry-run folder {out} is not empty.")
+        from clzoo.files import check_output
+
+        out = check_output(dry_run, overwrite, folder=True, what="--dry-run folder")
         return build_preset(run_dir, out, name=name, handle=handle)
     try:
         from huggingface_hub import HfApi

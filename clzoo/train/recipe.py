@@ -8,7 +8,10 @@ Loss and view keyword arguments are passed on only when the recipe gives
 them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
+import math
+import os
 import re
+import reprlib
 from pathlib import Path
 from typing import Literal
 
@@ -162,9 +165,10 @@ class Recipe(_Section):
     (task `soft_target`). Both are checked by building the config.
     """
 
-    name: str = "run"
+    name: str = "run"  # the default run folder is runs/<name>-<time>
     seed: NonNegativeInt = 0
-    data: str = "digits"  # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
+    # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
+    data: str = Field("digits", min_length=1, max_length=4096)
     task: Literal["contrastive", "soft_target"] = "contrastive"
     model: ModelSpec = Field(default_factory=ModelSpec)
     loss: LossSpec = Field(default_factory=LossSpec)
@@ -172,6 +176,13 @@ class Recipe(_Section):
     mix: dict = {}
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, name):
+        if not 0 < len(name) <= 100 or any(c in name for c in "/\\\0") or name in (".", ".."):
+            raise ValueError("must be 1-100 characters without / or \\ (it names the run folder)")
+        return name
 
     @field_validator("views")
     @classmethod
@@ -215,8 +226,41 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
+MAX_RECIPE_BYTES = 64 * 1024  # recipes/ holds 2 KB at most; YAML parses ~30 KB/s here
+MAX_ALIASES = 100  # `*name` references in one YAML document
+MAX_NODES = 10_000  # values once every alias is expanded (a "billion laughs" stops here)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class RecipeYAMLError(yaml.YAMLError):
+    """A YAML document refused before it is expanded: too large, too many aliases, duplicate keys."""
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 reads `1e-3` as a string; recipes mean the number."""
+    """Safe YAML with recipe limits; `1e-3` reads as a number (YAML 1.1 reads a string).
+
+    Aliases are counted while composing and the expanded size is measured on
+    the node graph (each shared node once) before any Python object is built.
+    """
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                line = self.peek_event().start_mark.line + 1
+                raise RecipeYAMLError(f"line {line}: more than {MAX_ALIASES} aliases (*name); "
+                                      "write the values out")
+        return super().compose_node(parent, index)
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _check_nodes(node)
+        return node
 
 
 _Loader.add_implicit_resolver(
@@ -226,9 +270,73 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."))
 
 
+def _children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_nodes(root):
+    """Refuse duplicate keys, recursive aliases and more than `MAX_NODES` values once expanded.
+
+    Walks the composed graph iteratively; a node shared through aliases is
+    measured once and counted at each use, so nothing is expanded.
+    """
+    sizes, open_nodes, stack = {}, set(), [(root, "", False)]
+    while stack:
+        node, path, done = stack.pop()
+        if done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in _children(node))
+            if sizes[id(node)] > MAX_NODES:
+                raise RecipeYAMLError(f"{path or 'the document'} holds more than {MAX_NODES:,} "
+                                      "values once aliases are expanded; a recipe is far smaller")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise RecipeYAMLError(f"line {node.start_mark.line + 1}: {path or 'the document'} "
+                                  "contains itself (a recursive alias)")
+        open_nodes.add(id(node))
+        stack.append((node, path, True))
+        if isinstance(node, yaml.MappingNode):
+            _refuse_duplicate_keys(node, path)
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                stack += [(key, path, False), (value, f"{path}.{name}".lstrip("."), False)]
+        else:
+            stack += [(c, path, False) for c in _children(node)]
+
+
+def _refuse_duplicate_keys(node, path):
+    seen = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+            continue  # `<<: *base` merges; explicit keys may override merged ones
+        line = key.start_mark.line + 1
+        if key.value in seen:
+            dotted = f"{path}.{key.value}".lstrip(".")
+            raise RecipeYAMLError(f"line {line}: duplicate key {dotted!r} (first on line "
+                                  f"{seen[key.value]}); give each key once")
+        seen[key.value] = line
+
+
 def parse_yaml(text):
-    """`yaml.safe_load`, with exponent floats such as `1e-3` read as numbers."""
-    return yaml.load(text, Loader=_Loader)
+    """`yaml.safe_load` with the recipe limits, and exponent floats such as `1e-3` read as numbers.
+
+    Raises:
+        RecipeYAMLError: text over `MAX_RECIPE_BYTES`, more than `MAX_ALIASES`
+            aliases, more than `MAX_NODES` values once aliases are expanded, a
+            recursive alias, or a key given twice in one mapping.
+        yaml.YAMLError: text that is not YAML.
+    """
+    if len(text) > MAX_RECIPE_BYTES:
+        raise RecipeYAMLError(f"{len(text):,} characters; a recipe is at most "
+                              f"{MAX_RECIPE_BYTES:,}")
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise RecipeYAMLError("nested too deeply") from None
 
 
 def load_recipe(path=None, overrides=()):
@@ -244,9 +352,12 @@ def load_recipe(path=None, overrides=()):
     Raises:
         RecipeError: (a `ValueError`) listing every problem, one line each
             with the file, key and value: a missing file, unknown key (with a
-            did-you-mean), wrong type, out-of-range value, a warm-up longer
-            than training, `knn_headline_k` not in `knn_k`, an unknown loss,
-            encoder, optimizer, metric or view argument.
+            did-you-mean), wrong type, out-of-range or non-finite value, a
+            warm-up longer than training, `knn_headline_k` not in `knn_k`, an
+            unknown loss, encoder, optimizer, metric or view argument, a
+            `model.queue_size` over half the available memory; an empty
+            file; YAML over the limits (`parse_yaml`) or with a key given
+            twice.
 
     Example:
 
@@ -276,10 +387,73 @@ def validate_recipe(sections, source="<recipe>", overridden=()):
     Raises:
         RecipeError: every problem, one line each (see `load_recipe`).
     """
+    overridden = set(overridden)
+    lines = [f"{source}: {key} = {value!r}{_origin(key, overridden)}: must be a finite number"
+             for key, value in _non_finite(sections)]
+    if lines:
+        raise RecipeError(lines)
     try:
-        return Recipe.model_validate(sections)
+        recipe = Recipe.model_validate(sections)
     except ValidationError as error:
-        raise RecipeError(_explain(error, source, set(overridden))) from None
+        raise RecipeError(_explain(error, source, overridden)) from None
+    _check_queue_memory(recipe, source, overridden)
+    return recipe
+
+
+def _non_finite(value, path=""):
+    """`(dotted key, value)` of every NaN or infinite float in nested dicts and lists."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            yield where or "recipe", item
+        elif isinstance(item, dict):
+            stack += [(v, f"{where}.{k}".lstrip(".")) for k, v in item.items()]
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, where) for v in item]
+
+
+def _origin(key, overridden):
+    return " (from an override)" if key in overridden else ""
+
+
+def _available_memory():
+    """Bytes of memory available now (psutil when installed, else sysconf), or None."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def queue_bytes(recipe):
+    """Bytes a recipe's memory queue needs: the float32 keys and int32 labels, and the float32
+    anchor x queue logits with their exp and gradient (3 copies)."""
+    spec = recipe.model
+    if spec.queue_size is None:
+        return 0
+    from clzoo.train.builders import views_from_config
+
+    anchors = recipe.training.batch_size * views_from_config(recipe.views).views
+    return 4 * spec.queue_size * (spec.embedding_dim + 1 + 3 * anchors)
+
+
+def _check_queue_memory(recipe, source, overridden):
+    """Refuse a `model.queue_size` whose queue needs over half of the memory available now."""
+    needed, available = queue_bytes(recipe), _available_memory()
+    if not needed or available is None or needed <= available / 2:
+        return
+    key = "model.queue_size"
+    raise RecipeError([
+        f"{source}: {key} = {recipe.model.queue_size}{_origin(key, overridden)}: the queue needs "
+        f"about {needed / 2**30:.1f} GiB (queue_size x (embedding_dim {recipe.model.embedding_dim}"
+        f" + 1 + 3 x {recipe.training.batch_size} x views) x 4 bytes), over half of the "
+        f"{available / 2**30:.1f} GiB available; use a smaller queue_size"])
 
 
 def _read(path, source):
@@ -288,10 +462,19 @@ def _read(path, source):
     path = Path(path)
     if not path.is_file():
         raise RecipeError([f"{source}: recipe file not found"])
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise RecipeError([f"{source}: {path.stat().st_size:,} bytes; a recipe is at most "
+                           f"{MAX_RECIPE_BYTES:,} (is this the right file?)"])
     try:
-        raw = parse_yaml(path.read_text()) or {}
+        with open(path, encoding="utf-8") as handle:
+            raw = parse_yaml(handle.read(MAX_RECIPE_BYTES + 1))
+    except RecipeYAMLError as error:
+        raise RecipeError([f"{source}: {error}"]) from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise RecipeError([f"{source}: not valid YAML ({str(error).splitlines()[0]})"]) from None
+        raise RecipeError([f"{source}: not valid YAML ({_yaml_reason(error)})"]) from None
+    if raw is None or raw == {}:
+        raise RecipeError([f"{source}: the recipe is empty; give at least `data:` and the "
+                           "sections to change (see recipes/)"])
     if not isinstance(raw, dict):
         raise RecipeError([f"{source}: a recipe must be a YAML mapping, not a "
                            f"{type(raw).__name__}"])
@@ -299,27 +482,64 @@ def _read(path, source):
     return raw
 
 
+def _yaml_reason(error):
+    """`line L, column C: problem` of a YAML error, else its first line."""
+    mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+def _override_value(key, value, source):
+    """The YAML value of one override; text such as `tfds:` (a one-key mapping in YAML) stays text."""
+    try:
+        parsed = parse_yaml(value)
+    except RecipeYAMLError as error:
+        raise RecipeError([f"{source}: override {key} ({_short(value)}): {error}"]) from None
+    except yaml.YAMLError:
+        return value
+    if isinstance(parsed, dict) and not value.lstrip().startswith("{"):
+        return value
+    return parsed
+
+
 def _apply_overrides(raw, overrides, source):
-    """Set each `a.b=value` in `raw`; returns the dotted keys that came from overrides."""
+    """Set each `a.b=value` in `raw`; returns the dotted keys that came from overrides.
+
+    A key given twice takes its last value (the command line refuses that itself).
+
+    Raises:
+        RecipeError: a malformed override, or a value over the YAML limits.
+    """
     done = set()
     for item in overrides:
         key, sep, value = str(item).partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
-                               f"Received: {item!r}"])
-        *parents, leaf = key.strip().split(".")
+                               f"Received: {_short(item)}"])
+        *parents, leaf = key.split(".")
         node = raw
         for i, part in enumerate(parents):
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise RecipeError([f"{source}: override {item!r}: "
+                raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
-        try:
-            node[leaf] = parse_yaml(value)
-        except yaml.YAMLError:
-            node[leaf] = value
-        done.add(key.strip())
+        node[leaf] = _override_value(key, value, source)
+        done.add(key)
     return done
+
+
+_REPR = reprlib.Repr()  # (keyword arguments need Python 3.12)
+_REPR.maxstring, _REPR.maxother, _REPR.maxlevel = 60, 60, 2
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 6
+_REPR.maxdict = 4
+MAX_LINE = 400  # characters of one error line
+
+
+def _short(value):
+    """A repr of `value` that stays short however large the value (a list of a million items)."""
+    return _REPR.repr(value)
 
 
 def _explain(error, source, overridden):
@@ -327,16 +547,18 @@ def _explain(error, source, overridden):
     for problem in error.errors(include_url=False):
         loc = [str(p) for p in problem["loc"] if not isinstance(p, int)]
         key = ".".join(loc)
-        origin = " (from an override)" if key in overridden else ""
+        origin = _origin(key, overridden)
         if problem["type"] == "extra_forbidden":
             known = _known_keys(loc[:-1])
-            lines.append(f"{source}: unknown recipe key {key!r}{origin}. Known keys here: "
-                         f"{', '.join(known)}." + did_you_mean(loc[-1], known))
-            continue
-        message = problem["msg"].removeprefix("Value error, ")
-        value = problem.get("input")
-        shown = "" if isinstance(value, dict) else f" = {value!r}"
-        lines.append(f"{source}: {key or 'recipe'}{shown}{origin}: {message}")
+            line = (f"{source}: unknown recipe key {_short(key)}{origin}. Known keys here: "
+                    f"{', '.join(known)}." + did_you_mean(loc[-1], known))
+        else:
+            message = problem["msg"].removeprefix("Value error, ")
+            value = problem.get("input")
+            typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
+            shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
+            line = f"{source}: {key or 'recipe'}{shown}{origin}: {message}"
+        lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return lines
 
 

@@ -1,5 +1,6 @@
 """A run folder: where each file of a run lives, whether it may start or resume, its metadata."""
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -47,23 +48,40 @@ class RunFolder:
             raise FileExistsError(
                 f"{self.path} already holds a run (checkpoint.keras); pass --resume to continue "
                 "it or choose another --output.")
-        saved = self.path / "recipe.yaml"
-        if resume and state != "new" and saved.is_file():
-            old = yaml.safe_load(saved.read_text()) or {}
-            new = recipe.to_dict()
-            changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-            if changed:
-                raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
-                                 f"started with in {changed}. Resume with the saved recipe.yaml.")
+        if resume and state != "new":
+            self._check_saved_recipe(recipe)
         return state
 
-    def prepare(self, recipe, environment):
-        """Create the folder, drop temporary files of a killed writer, write the metadata."""
+    def _check_saved_recipe(self, recipe):
+        """Resuming: `recipe.yaml` still holds the recipe the run started with, and `recipe` is it."""
+        saved, stamp = self.path / "recipe.yaml", self.path / "recipe.sha256"
+        if not saved.is_file():
+            return
+        old = yaml.safe_load(saved.read_text()) or {}
+        if stamp.is_file() and stamp.read_text().split()[:1] != [fingerprint(old)]:
+            raise ValueError(f"Cannot resume {self.path}: its recipe.yaml was edited after the run "
+                             "started (recipe.sha256 holds the fingerprint of the recipe it started "
+                             "with). A run keeps its recipe: restore the file, or train a new run.")
+        new = recipe.to_dict()
+        changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        if changed:
+            raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
+                             f"started with in {changed}. Resume with the saved recipe.yaml.")
+
+    def prepare(self, recipe, environment, resuming=False):
+        """Create the folder, drop temporary files of a killed writer, write the metadata.
+
+        A new run writes `recipe.yaml` and its fingerprint `recipe.sha256` (checked
+        on resume); a resumed run keeps both and rewrites `environment.json` only.
+        """
         self.path.mkdir(parents=True, exist_ok=True)
         for stale in self.path.glob(".*.tmp*"):
             stale.unlink()
-        atomic_write_text(self.path / "recipe.yaml",
-                          yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+        if not resuming or not (self.path / "recipe.yaml").is_file():
+            text = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
+            atomic_write_text(self.path / "recipe.yaml", text)
+            atomic_write_text(self.path / "recipe.sha256",
+                              f"{fingerprint(yaml.safe_load(text))}  resolved recipe.yaml\n")
         write_json(self.path / "environment.json", environment)
 
     def write_metrics(self, metrics):
@@ -80,3 +98,10 @@ class RunFolder:
         lines = path.read_text().splitlines()
         kept = lines[:1] + [line for line in lines[1:] if line and int(line.split(",")[0]) < epochs]
         atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+
+
+def fingerprint(recipe):
+    """SHA-256 of a recipe dict as canonical JSON: comments and key order do not change it."""
+    text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -29,9 +29,11 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     """Run a recipe end to end and return its metrics.
 
     Everything that can be checked without decoding data is checked first
-    (recipe, data spec, batch size, strategy, run folder); a refused run leaves
-    nothing behind. Writes into `output_dir`, each file atomically:
-    `recipe.yaml`, `environment.json`, `checkpoint.keras` (weights + optimizer
+    (recipe, data spec, batch size, strategy, run folder), then the data is
+    loaded and the model built; nothing is written before all of that
+    passed, so a refused run leaves nothing behind. Writes into `output_dir`,
+    each file atomically: `recipe.yaml` and its fingerprint `recipe.sha256`
+    (checked on resume), `environment.json`, `checkpoint.keras` (weights + optimizer
     state, every epoch and every `training.checkpoint_every_steps`),
     `history.jsonl` / `history.csv`, `steps.jsonl`, `tensorboard/`,
     `encoder.keras`, the `clzoo eval` report in `eval/`, and `metrics.json` last.
@@ -55,7 +57,8 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
         TrainingDiverged: the loss turned NaN; `checkpoint.keras` holds the last finite state.
         TrainingInterrupted: SIGTERM / SIGINT; the checkpoint holds the step reached.
         FileExistsError: `output_dir` holds a run and `resume` is False.
-        ValueError: resuming with a recipe that differs from the saved one.
+        ValueError: resuming with a recipe that differs from the saved one, or
+            after the run's `recipe.yaml` was edited.
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
@@ -65,15 +68,15 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
         return run.read_metrics()
     resuming = run.state() == "started"
-    if place.is_chief:
-        run.prepare(recipe, environment(place))
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split, test_split = load_split(recipe.data, "train"), load_split(recipe.data, "test")
+    train_split, test_split = _load_data(recipe.data)
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     encoder = task.encoder(model)
+    if place.is_chief:  # the first write: everything above may still refuse the run
+        run.prepare(recipe, environment(place), resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan))
@@ -108,6 +111,14 @@ def _check_before_work(recipe, place):
                            f"over the {place.replicas} replicas"])
     if data.train_images is not None and batch > data.train_images:
         raise _batch_too_large(batch, data.train_images, recipe.data)
+
+
+def _load_data(data):
+    """Both splits; a split that cannot be read is a `RecipeError` naming `data` (one line)."""
+    try:
+        return load_split(data, "train"), load_split(data, "test")
+    except ValueError as error:
+        raise RecipeError([f"data = {data!r}: {error}"]) from None
 
 
 def _batch_too_large(batch, images, data):

@@ -6,7 +6,7 @@ import pytest
 from clzoo.data import ViewConfig, balanced_contrastive_dataset, class_balanced_indices
 from clzoo.data.sources import Split
 
-LABELS = np.array([0] * 10 + [1] * 2 + [2] * 5 + [3] * 7 + [4] * 30)
+LABELS = np.array([0] * 10 + [1] * 4 + [2] * 5 + [3] * 7 + [4] * 30)
 
 
 def _take(ds, n):
@@ -22,10 +22,9 @@ def test_every_batch_has_p_classes_with_k_samples_each():
             assert len(set(LABELS[batch[4 * p:4 * p + 4]])) == 1
         for c in np.unique(LABELS[batch]):
             members = batch[LABELS[batch] == c]
-            if np.sum(LABELS == c) >= 4:
-                assert len(set(members)) == 4  # without replacement when possible
+            assert len(set(members)) == 4  # without replacement
         seen.update(LABELS[batch].tolist())
-    assert seen == {0, 1, 2, 3, 4}  # every class gets drawn, the 2-image one included
+    assert seen == {0, 1, 2, 3, 4}  # every class gets drawn, the 4-image one included
 
 
 def test_same_seed_same_batches_other_seed_other_batches():
@@ -60,6 +59,7 @@ def test_balanced_views_dataset():
     ({"classes_per_batch": 6, "samples_per_class": 2}, "exceeds the 5 classes"),
     ({"classes_per_batch": 2, "samples_per_class": 0}, "samples_per_class"),
     ({"classes_per_batch": 2.5, "samples_per_class": 2}, "classes_per_batch"),
+    ({"classes_per_batch": 2, "samples_per_class": 5}, "exceeds the 4 images of class 1"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

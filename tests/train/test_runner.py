@@ -15,10 +15,17 @@ TINY = ["data=digits", "training.epochs=2", "training.batch_size=128",
         "eval.knn_headline_k=5", "views.flip=false", "eval.metrics=[knn]"]
 
 
+def _recipe(tmp_path, text="name: run\n"):
+    """A recipe file (`clzoo train` refuses to start without one)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    return str(path)
+
+
 @pytest.mark.slow
 def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["train", "--output", str(out)]
+    args = ["train", _recipe(tmp_path), "--output", str(out)]
     for item in TINY:
         args += ["--set", item]
     assert cli.main(args) == 0
@@ -39,8 +46,11 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     assert len((out / "history.jsonl").read_text().splitlines()) == 2
     assert not list(out.glob(".*tmp*"))  # no temporary files left behind
 
+    # run/eval holds the report train wrote: replaced only with --overwrite.
+    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5"]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
     assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5",
-                     "--metrics", "knn,probe,separation"]) == 0
+                     "--metrics", "knn,probe,separation", "--overwrite"]) == 0
     evaluated = json.loads((out / "eval" / "metrics.json").read_text())
     assert evaluated["knn"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
     assert evaluated["probe"]["accuracy"] > 0.5
@@ -62,14 +72,16 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
 
 
 def test_train_cli_bad_data_path(tmp_path, capsys):
-    code = cli.main(["train", "--data", str(tmp_path / "nope"), "--output", str(tmp_path / "r")])
+    code = cli.main(["train", _recipe(tmp_path), "--data", str(tmp_path / "nope"),
+                     "--output", str(tmp_path / "r")])
     assert code == 2
     assert "no such path" in capsys.readouterr().err
 
 
 def test_train_cli_empty_folder(tmp_path, capsys):
     (tmp_path / "d" / "train" / "cls").mkdir(parents=True)
-    code = cli.main(["train", "--data", str(tmp_path / "d"), "--output", str(tmp_path / "r")])
+    code = cli.main(["train", _recipe(tmp_path), "--data", str(tmp_path / "d"),
+                     "--output", str(tmp_path / "r")])
     assert code == 2
     assert "holds no images" in capsys.readouterr().err
 
@@ -122,7 +134,8 @@ def test_runner_reports_divergence(tmp_path):
 
 def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["train", "--output", str(out), "--set", "eval.baselines=[raw_pixels,pixels]"]
+    args = ["train", _recipe(tmp_path), "--output", str(out),
+            "--set", "eval.baselines=[raw_pixels,pixels]"]
     assert cli.main(args) == 2
     assert "eval.baselines" in capsys.readouterr().err
     assert not out.exists()
