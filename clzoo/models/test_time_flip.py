@@ -19,7 +19,7 @@ class HorizontalFlip(keras.layers.Layer):
 
     >>> import numpy as np, clzoo
     >>> x = np.arange(4, dtype="float32").reshape(1, 1, 4, 1)
-    >>> clzoo.models.HorizontalFlip()(x)[0, 0, :, 0].tolist()
+    >>> np.asarray(clzoo.models.HorizontalFlip()(x))[0, 0, :, 0].tolist()
     [3.0, 2.0, 1.0, 0.0]
     """
 

@@ -49,9 +49,13 @@ def test_recipe_resolves_and_builds(path):
         task = TASKS.get(config.task)()
         model = task.build_model(config, ViewConfig(views=1, size=8), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
+    elif path.stem.endswith("_fast"):  # labels give the positives: one view per image
+        assert views.views == 1 and config.model.test_time_flip
     else:
         assert views.views == 2
-    if path.stem.endswith("_small"):
+    if path.stem.endswith("_fast"):  # the CPU-budget recipes of the airbench presets
+        assert config.model.architecture == "airbench_half" and config.training.epochs <= 30
+    elif path.stem.endswith("_small"):
         assert config.model.architecture == "resnet20" and config.training.epochs <= 12
     elif config.task == "soft_target":  # the paper's ImageNet schedule (Table 3)
         assert config.training.epochs == 100 and config.training.batch_size == 1024
