@@ -634,12 +634,14 @@ def mean_over_views(anchor_loss, anchor_valid, views):
     return total / ops.maximum(ops.sum(valid, axis=-1), 1.0)
 
 
-def standardize_sample_weight(sample_weight, batch, check_values=False):
+def standardize_sample_weight(sample_weight, batch):
     """Validate `sample_weight`: a scalar, `(batch,)` or `(batch, 1)`, finite and non-negative.
 
-    The shape is always checked (statically, or when the step runs if the
-    batch is unknown). Values are checked on concrete tensors (eager calls,
-    torch) and, with `check_values=True`, inside compiled steps too.
+    Shape and values are always checked: at once on concrete tensors (eager
+    calls, torch), when the step runs inside compiled ones (`fit`,
+    `evaluate`, `tf.function`, `jax.jit`; see `_checks.require`), since a
+    negative weight there would silently turn training into gradient ascent.
+    The cost is one pass over `(batch,)` weights, only when weights are given.
 
     Raises:
         ValueError: naming `sample_weight` (wrong shape, negative, NaN / inf,
@@ -663,11 +665,23 @@ def standardize_sample_weight(sample_weight, batch, check_values=False):
                 raise ValueError(message)
         else:
             weight = K.require(ops.equal(ops.shape(weight)[0], batch), message, gate=weight)
-    if check_values or K.is_concrete(weight):
-        valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
-        weight = K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
-                           lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}"
-                                     f", finite={bool(np.all(np.isfinite(w)))}", gate=weight)
+    valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
+    return K.require(valid, SAMPLE_WEIGHT_VALUES, (weight,), _weight_detail, gate=weight)
+
+
+SAMPLE_WEIGHT_VALUES = "`sample_weight` must be finite and non-negative"
+
+
+def _weight_detail(w):
+    low = np.nanmin(w) if w.size and not np.all(np.isnan(w)) else None
+    return f". Received: sample_weight min={low}, finite={bool(np.all(np.isfinite(w)))}"
+
+
+def check_host_sample_weight(weight):
+    """Refuse a NumPy `sample_weight` holding negative, NaN or inf values (`ValueError` naming it)."""
+    if isinstance(weight, np.ndarray) and weight.dtype.kind in "fiu":
+        if not np.all(np.isfinite(weight) & (weight >= 0)):
+            raise ValueError(SAMPLE_WEIGHT_VALUES + _weight_detail(weight))
     return weight
 
 
@@ -717,7 +731,8 @@ class ContrastiveLoss(keras.losses.Loss):
     Unlike `keras.losses.Loss`, labels reach `call` as given (Keras would
     cast them to float32, merging ids >= 2^24); they are validated by
     `standardize_labels`. `sample_weight` must be a scalar, `(batch,)` or
-    `(batch, 1)`, finite and non-negative (`ValueError` naming it).
+    `(batch, 1)`, finite and non-negative (`ValueError` naming it), inside
+    `fit` / `evaluate` too (see `standardize_sample_weight`).
 
     Where a check cannot raise, the loss is NaN rather than a wrong number:
     TensorFlow's XLA (`jit_compile=True`) drops asserts. On JAX without
@@ -725,11 +740,11 @@ class ContrastiveLoss(keras.losses.Loss):
     enters a jitted step, before any loss runs; `clzoo.models.ContrastiveModel`
     refuses such labels first (`ValueError`), a plain `keras.Model` cannot.
 
-    `check_values=True` also refuses NaN / inf embeddings and checks
-    `sample_weight` values inside compiled steps (`fit`, `tf.function`,
-    `jax.jit`). It is off by default because it costs a full pass over
-    `y_pred` and, on JAX, a device-to-host callback per step; with it off,
-    integer `(batch,)` labels add no check at all to the step.
+    `check_values=True` also refuses NaN / inf embeddings inside compiled
+    steps (`fit`, `tf.function`, `jax.jit`). It is off by default because it
+    costs a full pass over `y_pred` and, on JAX, a device-to-host callback
+    per step; with it off, integer `(batch,)` labels and no `sample_weight`
+    add no check at all to the step.
 
     `temperature="learnable"` makes the temperature a trained weight (CLIP,
     Radford et al. 2021, sec. 2.5): the loss owns a
@@ -778,7 +793,7 @@ class ContrastiveLoss(keras.losses.Loss):
                 raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
             with K.collecting_checks() as checks:
-                weight = standardize_sample_weight(sample_weight, batch, self.check_values)
+                weight = standardize_sample_weight(sample_weight, batch)
                 values = self.call(y_true, y_pred)
                 if self.check_values:
                     check_finite_embeddings(y_pred)
