@@ -4,6 +4,7 @@ import numpy as np
 
 from clzoo._console import keras_verbose
 from clzoo.data.pipeline import eval_dataset
+from clzoo.eval._checks import unit_rows
 
 
 def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=True):
@@ -26,10 +27,7 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
     features = np.asarray(features, dtype=np.float32)
     if not np.all(np.isfinite(features)):
         raise ValueError("The encoder produced non-finite features (NaN or inf).")
-    if normalize:
-        norms = np.linalg.norm(features, axis=1, keepdims=True)
-        features = features / np.maximum(norms, 1e-12)
-    return features
+    return unit_rows(features) if normalize else features
 
 
 def projection_encoder(model):
@@ -56,8 +54,10 @@ def projection_encoder(model):
     if encoder is None or head is None:
         raise ValueError("`model` must have an `encoder` and a `projection_head` (a "
                          f"clzoo.models.ContrastiveModel). Received: {type(model).__name__}")
+    from clzoo.models.projection_head import L2Normalize
+
     inputs = keras.Input(encoder.input_shape[1:])
-    outputs = keras.layers.UnitNormalization(axis=-1)(head(encoder(inputs)))
+    outputs = L2Normalize(name="l2_normalize")(head(encoder(inputs)))
     return keras.Model(inputs, outputs, name="encoder_and_projection_head")
 
 

@@ -125,8 +125,39 @@ def standardize_embeddings(y_pred, normalize=True):
 
 
 def l2_normalize(z):
-    """Unit rows of float `(n, dim)` `z` (an all-zero row stays zero, no NaN)."""
-    return z / ops.sqrt(ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24))
+    """Unit rows of float `(..., dim)` `z`, exact at any scale the dtype holds.
+
+    A row whose squares would underflow (float32 rows of 1e-30) or overflow
+    (1e30; float16 rows of 1e3) is divided by its largest |entry| first, so
+    it gives the same unit vector, and gradient times scale, as the row at
+    scale 1; other rows take the plain `z / ||z||`. An all-zero row stays the
+    zero vector (cosine similarity 0 with every embedding) with a zero
+    gradient, never NaN; a NaN / inf row gives NaN.
+    """
+    low, high = _safe_norm_range(z)
+    # The result does not depend on the scale, so its gradient through the scale is zero.
+    largest = ops.stop_gradient(ops.max(ops.abs(z), axis=-1, keepdims=True))
+    zero = ops.equal(largest, 0)  # not `largest > 0`: a NaN row must stay NaN
+    in_range = ops.logical_and(largest >= low, largest <= high)
+    unit = z / ops.where(ops.logical_or(zero, in_range), 1.0, largest)
+    squares = ops.sum(ops.square(unit), axis=-1, keepdims=True)
+    # sqrt of 1, not of 0, on a zero row: sqrt's infinite slope at 0 would make its gradient NaN.
+    return ops.where(zero, 0.0, unit / ops.sqrt(ops.where(zero, 1.0, squares)))
+
+
+# Smallest normal and largest finite value of each float dtype.
+_FLOAT_RANGE = {"float16": (6.1e-5, 65504.0), "bfloat16": (1.2e-38, 3.3e38),
+                "float32": (1.2e-38, 3.4e38), "float64": (2.3e-308, 1.7e308)}
+
+
+def _safe_norm_range(z):
+    """`(low, high)`: rows whose largest |entry| lies in it keep a sum of squares in range, and every
+    square that matters to it above the subnormals (which XLA and TensorFlow flush to zero)."""
+    dtype = keras.backend.standardize_dtype(z.dtype)
+    tiny, huge = _FLOAT_RANGE.get(dtype, _FLOAT_RANGE["float16"])
+    bits = K.EXACT_INT_BITS.get(dtype, 11)
+    dim = z.shape[-1] or 2**20
+    return math.sqrt(tiny) * 2.0 ** (bits // 2 + 1), 0.5 * math.sqrt(huge / dim)
 
 
 _LABELS_HELP = (
