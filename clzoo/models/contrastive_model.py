@@ -18,6 +18,19 @@ def _output_dim(projection_head):
     return dim
 
 
+def nan_unless_finite(loss, x):
+    """`loss`, or NaN when the float images `x` hold NaN or inf (one pass over the batch).
+
+    In a TensorFlow graph the fused conv + bias + ReLU maps NaN to 0, so NaN
+    images can give a finite loss while their gradients turn the weights NaN:
+    the loss must say so itself.
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return loss
+    return ops.where(ops.all(ops.isfinite(x)), loss, float("nan"))
+
+
 @keras.saving.register_keras_serializable(package="clzoo")
 class ContrastiveModel(keras.Model):
     """Multi-view contrastive model: `(batch, views, H, W, C) -> (batch, views, dim)`.
@@ -130,12 +143,17 @@ class ContrastiveModel(keras.Model):
         Keys are the momentum encoder's embeddings of `x` (after its momentum
         update) or, without one, `y_pred` itself (no gradient). See
         `clzoo.models.queue_step.contrast_with_queue`.
+
+        The loss is NaN when `x` holds NaN or inf (see `nan_unless_finite`).
         """
         if self.memory_queue is None or not training:
-            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        return contrast_with_queue(
-            self, x, y, y_pred,
-            lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight, training))
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        else:
+            loss = contrast_with_queue(
+                self, x, y, y_pred,
+                lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight,
+                                                                   training))
+        return nan_unless_finite(loss, x)
 
     def key_embeddings(self, inputs):
         """The momentum encoder's `(batch, views, dim)` keys of a multi-view batch (no gradient)."""
