@@ -7,6 +7,29 @@ from clzoo.data.pipeline import eval_dataset
 from clzoo.eval._checks import unit_rows
 
 
+def check_encoder_fits(encoder, images, size=None):
+    """Refuse images the encoder cannot take, before any forward pass (`ValueError` naming both).
+
+    Compares the encoder's input shape `(H, W, C)` with the images' after the
+    resize to `size` (if any); unknown (None) encoder axes match anything.
+    """
+    expected = getattr(encoder, "input_shape", None)
+    shape = np.shape(images)
+    if not isinstance(expected, tuple) or len(shape) < 2:  # several inputs: left to Keras
+        return
+    given = tuple(shape[1:])
+    if size is not None and len(given) == 3:
+        given = (size, size, given[2])
+    fits = len(expected) - 1 == len(given) and all(
+        e is None or e == g for e, g in zip(expected[1:], given))
+    if not fits:
+        resized = f" (resized to {size}x{size})" if size is not None else ""
+        raise ValueError(
+            f"The encoder takes images of shape {tuple(expected[1:])} (H, W, C) but the data's "
+            f"images have shape {tuple(shape[1:])}{resized}, i.e. {given}: evaluate it on data "
+            f"of its own shape (channels: {expected[-1]}), or an encoder built for {tuple(shape[1:])}")
+
+
 def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=True):
     """Run a frozen encoder over uint8 images and return its features.
 
@@ -21,7 +44,12 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
 
     Returns:
         float32 array `(N, D)`.
+
+    Raises:
+        ValueError: images the encoder cannot take (`check_encoder_fits`), or
+            non-finite features.
     """
+    check_encoder_fits(encoder, images, size)
     dataset = eval_dataset(images, size=size, batch_size=batch_size)
     features = encoder.predict(dataset, verbose=keras_verbose(verbose, plain=0))
     features = np.asarray(features, dtype=np.float32)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from clzoo.losses import _contrastive as C
+from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
@@ -29,6 +30,21 @@ def nan_unless_finite(loss, x):
     if dtype is None or not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
         return loss
     return ops.where(ops.all(ops.isfinite(x)), loss, float("nan"))
+
+
+def _check_embedding_rank(features, embeddings, inputs):
+    """Refuse per-image outputs other than `(images, dim)`: the unfold to `(batch, views, dim)`
+    would otherwise spread the extra axes over the batch, and the loss would blame the labels."""
+    if len(features) == 2 and len(embeddings) == 2:
+        return
+    batch, views = inputs[0], inputs[1]
+    y_pred = (batch, views) + tuple(embeddings[1:])
+    raise ValueError(
+        "ContrastiveModel's embeddings `y_pred` must have shape (batch, views, dim), so the encoder "
+        f"and projection head must map each image to a vector. Received: encoder output shape "
+        f"{tuple(features)} and projection head output shape {tuple(embeddings)} over the "
+        f"images, i.e. y_pred.shape={y_pred} for inputs of shape {tuple(inputs)}; end the encoder "
+        "with global pooling (keras.layers.GlobalAveragePooling2D) or Flatten")
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -111,7 +127,11 @@ class ContrastiveModel(keras.Model):
         if not self.encoder.built:
             self.encoder.build(folded)
         if not self.projection_head.built:
-            self.projection_head.build(self.encoder.compute_output_shape(folded))
+            features = self.encoder.compute_output_shape(folded)
+            if len(features) != 2:
+                _check_embedding_rank(features, self.projection_head.compute_output_shape(features),
+                                      input_shape)
+            self.projection_head.build(features)
         if self.momentum_encoder is not None:
             self.momentum_encoder.track([self.encoder, self.projection_head])
 
@@ -125,7 +145,19 @@ class ContrastiveModel(keras.Model):
         folded = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
         features = self.encoder(folded, training=training)
         embeddings = self.projection_head(features, training=training)
+        _check_embedding_rank(features.shape, embeddings.shape, inputs.shape)
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.fit`; string, ragged or complex labels are refused first (`ValueError`
+        naming `y` and the expected shape and dtype), not deep inside Keras' data adapters."""
+        check_labels(x, y, "fit")
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with the label check of `fit`."""
+        check_labels(x, y, "evaluate")
+        return super().evaluate(x, y, *args, **kwargs)
 
     def make_train_function(self, force=False):
         """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
