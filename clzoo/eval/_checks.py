@@ -12,9 +12,23 @@ def features(x, name="embeddings", normalize=False, dtype=np.float64):
         raise ValueError(f"`{name}` is empty.")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"`{name}` contains NaN or inf.")
-    if normalize:
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    return x
+    return unit_rows(x) if normalize else x
+
+
+def unit_rows(x):
+    """Rows of float `(N, D)` `x` scaled to unit L2 norm, exact at any scale its dtype holds.
+
+    A row whose squares would underflow or overflow (float32 rows of 1e-30 or
+    1e30) is divided by its largest |entry| first; other rows take the plain
+    `x / ||x||`. An all-zero row stays zero.
+    """
+    info = np.finfo(x.dtype)
+    largest = np.max(np.abs(x), axis=1, keepdims=True)
+    in_range = ((largest >= np.sqrt(info.tiny) * 2.0 ** (info.nmant // 2 + 2))
+                & (largest <= 0.5 * np.sqrt(info.max / max(x.shape[1], 1))))
+    x = x / np.where(in_range | (largest == 0), 1, largest).astype(x.dtype)
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norm > 0, norm, 1)
 
 
 def labels(y, n, name="labels", min_classes=1):

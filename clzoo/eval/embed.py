@@ -4,6 +4,30 @@ import numpy as np
 
 from clzoo._console import keras_verbose
 from clzoo.data.pipeline import eval_dataset
+from clzoo.eval._checks import unit_rows
+
+
+def check_encoder_fits(encoder, images, size=None):
+    """Refuse images the encoder cannot take, before any forward pass (`ValueError` naming both).
+
+    Compares the encoder's input shape `(H, W, C)` with the images' after the
+    resize to `size` (if any); unknown (None) encoder axes match anything.
+    """
+    expected = getattr(encoder, "input_shape", None)
+    shape = np.shape(images)
+    if not isinstance(expected, tuple) or len(shape) < 2:  # several inputs: left to Keras
+        return
+    given = tuple(shape[1:])
+    if size is not None and len(given) == 3:
+        given = (size, size, given[2])
+    fits = len(expected) - 1 == len(given) and all(
+        e is None or e == g for e, g in zip(expected[1:], given))
+    if not fits:
+        resized = f" (resized to {size}x{size})" if size is not None else ""
+        raise ValueError(
+            f"The encoder takes images of shape {tuple(expected[1:])} (H, W, C) but the data's "
+            f"images have shape {tuple(shape[1:])}{resized}, i.e. {given}: evaluate it on data "
+            f"of its own shape (channels: {expected[-1]}), or an encoder built for {tuple(shape[1:])}")
 
 
 def predict_images(model, images, batch_size=512, size=None, verbose=False):
@@ -58,15 +82,17 @@ def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=Tr
 
     Returns:
         float32 array `(N, D)`.
+
+    Raises:
+        ValueError: images the encoder cannot take (`check_encoder_fits`), or
+            non-finite features.
     """
+    check_encoder_fits(encoder, images, size)
     features = predict_images(encoder, images, batch_size=batch_size, size=size, verbose=verbose)
     features = np.asarray(features, dtype=np.float32)
     if not np.all(np.isfinite(features)):
         raise ValueError("The encoder produced non-finite features (NaN or inf).")
-    if normalize:
-        norms = np.linalg.norm(features, axis=1, keepdims=True)
-        features = features / np.maximum(norms, 1e-12)
-    return features
+    return unit_rows(features) if normalize else features
 
 
 def projection_encoder(model):
@@ -93,8 +119,10 @@ def projection_encoder(model):
     if encoder is None or head is None:
         raise ValueError("`model` must have an `encoder` and a `projection_head` (a "
                          f"clzoo.models.ContrastiveModel). Received: {type(model).__name__}")
+    from clzoo.models.projection_head import L2Normalize
+
     inputs = keras.Input(encoder.input_shape[1:])
-    outputs = keras.layers.UnitNormalization(axis=-1)(head(encoder(inputs)))
+    outputs = L2Normalize(name="l2_normalize")(head(encoder(inputs)))
     return keras.Model(inputs, outputs, name="encoder_and_projection_head")
 
 

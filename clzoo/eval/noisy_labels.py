@@ -74,6 +74,6 @@ def rank_suspected_mislabeled(embeddings, labels, fraction=None):
     order = np.argsort(scores, kind="stable")
     suspected = order[:round(fraction * len(y))] if fraction is not None else order[:0]
     centers = sums / counts[:, None]
-    centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
+    centers = _checks.unit_rows(centers)
     suggested = classes[np.argmax(x @ centers.T, axis=1)]
     return NoisyLabelRanking(scores, order, np.sort(suspected), suggested)

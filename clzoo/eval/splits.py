@@ -58,7 +58,7 @@ def _is_arrays(value):
     """`(images, labels)` of arrays, as opposed to a pair of splits."""
     return (isinstance(value, (tuple, list)) and len(value) == 2
             and all(isinstance(v, (np.ndarray, list)) for v in value)
-            and np.asarray(value[0]).ndim >= 3)
+            and np.ndim(value[0]) >= 2)  # flat (N, H*W) images reach from_arrays' message
 
 
 def _as_split(value, name, class_names=None):

@@ -11,9 +11,10 @@ Value checks (`require`) behave the same on every backend and execution mode:
   carries the same message.
 
 Callers only ask for value checks on paths that need them (rank-2 or float
-labels, opt-in `check_values`), so integer `(batch,)` labels add no op and no
-host sync. The backend imports are lazy (style rule 2: the one other
-backend-specific helper is the `tf.distribute` gather).
+labels, a given `sample_weight`, opt-in `check_values`), so integer
+`(batch,)` labels without weights add no op and no host sync. The backend
+imports are lazy (style rule 2: the one other backend-specific helper is the
+`tf.distribute` gather).
 """
 
 import contextlib

@@ -125,8 +125,39 @@ def standardize_embeddings(y_pred, normalize=True):
 
 
 def l2_normalize(z):
-    """Unit rows of float `(n, dim)` `z` (an all-zero row stays zero, no NaN)."""
-    return z / ops.sqrt(ops.maximum(ops.sum(ops.square(z), axis=-1, keepdims=True), 1e-24))
+    """Unit rows of float `(..., dim)` `z`, exact at any scale the dtype holds.
+
+    A row whose squares would underflow (float32 rows of 1e-30) or overflow
+    (1e30; float16 rows of 1e3) is divided by its largest |entry| first, so
+    it gives the same unit vector, and gradient times scale, as the row at
+    scale 1; other rows take the plain `z / ||z||`. An all-zero row stays the
+    zero vector (cosine similarity 0 with every embedding) with a zero
+    gradient, never NaN; a NaN / inf row gives NaN.
+    """
+    low, high = _safe_norm_range(z)
+    # The result does not depend on the scale, so its gradient through the scale is zero.
+    largest = ops.stop_gradient(ops.max(ops.abs(z), axis=-1, keepdims=True))
+    zero = ops.equal(largest, 0)  # not `largest > 0`: a NaN row must stay NaN
+    in_range = ops.logical_and(largest >= low, largest <= high)
+    unit = z / ops.where(ops.logical_or(zero, in_range), 1.0, largest)
+    squares = ops.sum(ops.square(unit), axis=-1, keepdims=True)
+    # sqrt of 1, not of 0, on a zero row: sqrt's infinite slope at 0 would make its gradient NaN.
+    return ops.where(zero, 0.0, unit / ops.sqrt(ops.where(zero, 1.0, squares)))
+
+
+# Smallest normal and largest finite value of each float dtype.
+_FLOAT_RANGE = {"float16": (6.1e-5, 65504.0), "bfloat16": (1.2e-38, 3.3e38),
+                "float32": (1.2e-38, 3.4e38), "float64": (2.3e-308, 1.7e308)}
+
+
+def _safe_norm_range(z):
+    """`(low, high)`: rows whose largest |entry| lies in it keep a sum of squares in range, and every
+    square that matters to it above the subnormals (which XLA and TensorFlow flush to zero)."""
+    dtype = keras.backend.standardize_dtype(z.dtype)
+    tiny, huge = _FLOAT_RANGE.get(dtype, _FLOAT_RANGE["float16"])
+    bits = K.EXACT_INT_BITS.get(dtype, 11)
+    dim = z.shape[-1] or 2**20
+    return math.sqrt(tiny) * 2.0 ** (bits // 2 + 1), 0.5 * math.sqrt(huge / dim)
 
 
 _LABELS_HELP = (
@@ -634,12 +665,14 @@ def mean_over_views(anchor_loss, anchor_valid, views):
     return total / ops.maximum(ops.sum(valid, axis=-1), 1.0)
 
 
-def standardize_sample_weight(sample_weight, batch, check_values=False):
+def standardize_sample_weight(sample_weight, batch):
     """Validate `sample_weight`: a scalar, `(batch,)` or `(batch, 1)`, finite and non-negative.
 
-    The shape is always checked (statically, or when the step runs if the
-    batch is unknown). Values are checked on concrete tensors (eager calls,
-    torch) and, with `check_values=True`, inside compiled steps too.
+    Shape and values are always checked: at once on concrete tensors (eager
+    calls, torch), when the step runs inside compiled ones (`fit`,
+    `evaluate`, `tf.function`, `jax.jit`; see `_checks.require`), since a
+    negative weight there would silently turn training into gradient ascent.
+    The cost is one pass over `(batch,)` weights, only when weights are given.
 
     Raises:
         ValueError: naming `sample_weight` (wrong shape, negative, NaN / inf,
@@ -663,11 +696,23 @@ def standardize_sample_weight(sample_weight, batch, check_values=False):
                 raise ValueError(message)
         else:
             weight = K.require(ops.equal(ops.shape(weight)[0], batch), message, gate=weight)
-    if check_values or K.is_concrete(weight):
-        valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
-        weight = K.require(valid, "`sample_weight` must be finite and non-negative", (weight,),
-                           lambda w: f". Received: sample_weight min={np.nanmin(w) if w.size else None}"
-                                     f", finite={bool(np.all(np.isfinite(w)))}", gate=weight)
+    valid = ops.all(ops.logical_and(ops.isfinite(weight), weight >= 0))
+    return K.require(valid, SAMPLE_WEIGHT_VALUES, (weight,), _weight_detail, gate=weight)
+
+
+SAMPLE_WEIGHT_VALUES = "`sample_weight` must be finite and non-negative"
+
+
+def _weight_detail(w):
+    low = np.nanmin(w) if w.size and not np.all(np.isnan(w)) else None
+    return f". Received: sample_weight min={low}, finite={bool(np.all(np.isfinite(w)))}"
+
+
+def check_host_sample_weight(weight):
+    """Refuse a NumPy `sample_weight` holding negative, NaN or inf values (`ValueError` naming it)."""
+    if isinstance(weight, np.ndarray) and weight.dtype.kind in "fiu":
+        if not np.all(np.isfinite(weight) & (weight >= 0)):
+            raise ValueError(SAMPLE_WEIGHT_VALUES + _weight_detail(weight))
     return weight
 
 
@@ -717,7 +762,8 @@ class ContrastiveLoss(keras.losses.Loss):
     Unlike `keras.losses.Loss`, labels reach `call` as given (Keras would
     cast them to float32, merging ids >= 2^24); they are validated by
     `standardize_labels`. `sample_weight` must be a scalar, `(batch,)` or
-    `(batch, 1)`, finite and non-negative (`ValueError` naming it).
+    `(batch, 1)`, finite and non-negative (`ValueError` naming it), inside
+    `fit` / `evaluate` too (see `standardize_sample_weight`).
 
     Where a check cannot raise, the loss is NaN rather than a wrong number:
     TensorFlow's XLA (`jit_compile=True`) drops asserts. On JAX without
@@ -725,11 +771,11 @@ class ContrastiveLoss(keras.losses.Loss):
     enters a jitted step, before any loss runs; `clzoo.models.ContrastiveModel`
     refuses such labels first (`ValueError`), a plain `keras.Model` cannot.
 
-    `check_values=True` also refuses NaN / inf embeddings and checks
-    `sample_weight` values inside compiled steps (`fit`, `tf.function`,
-    `jax.jit`). It is off by default because it costs a full pass over
-    `y_pred` and, on JAX, a device-to-host callback per step; with it off,
-    integer `(batch,)` labels add no check at all to the step.
+    `check_values=True` also refuses NaN / inf embeddings inside compiled
+    steps (`fit`, `tf.function`, `jax.jit`). It is off by default because it
+    costs a full pass over `y_pred` and, on JAX, a device-to-host callback
+    per step; with it off, integer `(batch,)` labels and no `sample_weight`
+    add no check at all to the step.
 
     `temperature="learnable"` makes the temperature a trained weight (CLIP,
     Radford et al. 2021, sec. 2.5): the loss owns a
@@ -778,7 +824,7 @@ class ContrastiveLoss(keras.losses.Loss):
                 raise ValueError(f"{type(self).__name__} needs class labels. Received: y_true=None")
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
             with K.collecting_checks() as checks:
-                weight = standardize_sample_weight(sample_weight, batch, self.check_values)
+                weight = standardize_sample_weight(sample_weight, batch)
                 values = self.call(y_true, y_pred)
                 if self.check_values:
                     check_finite_embeddings(y_pred)

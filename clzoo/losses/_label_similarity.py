@@ -11,8 +11,8 @@ With `label_similarity` set, SupCon and SINCERE accept `y_true` rows of shape
 
 Both are exactly 1 for equal one-hot rows and 0 for different ones, so the
 weighted losses reduce to the hard-label ones. A sample's own other views
-always have weight 1 (the same sample), the anchor itself 0, and an all-zero
-row has weight 0 with every other sample (0 / 0 is taken as 0). Weights
+always have weight 1 (the same sample), the anchor itself 0. An all-zero
+row is refused (`ValueError`): its similarity would be 0 / 0. Weights
 within 1e-6 of 1 are taken as exactly 1 (float32 rounding of identical rows).
 """
 
@@ -42,44 +42,62 @@ def is_label_matrix(y_true):
 
 
 def standardize_label_rows(y_true, similarity):
-    """Validate label rows and return float32 `(batch, classes)` prepared for `pair_similarity`.
+    """Validate label rows and return float32 rows prepared for `pair_similarity`.
 
-    For `"cosine"` the rows come back L2-normalized (an all-zero row stays
-    zero); for `"jaccard"` as given.
+    Each row is divided by its largest entry, so the similarities are exact
+    at any scale float32 holds (squares of 1e-30 would underflow, of 1e30
+    overflow). `"cosine"`: the unit rows `(batch, classes)`; `"jaccard"`:
+    `(batch, classes + 1)`, the scaled row and its scale (Jaccard is not
+    scale-invariant row by row).
 
     Raises:
         ValueError: naming `y_true`, for a non-numeric dtype, NaN / inf or
-            negative entries.
+            negative entries, or an all-zero row (a sample without any label
+            would have no positive and no similarity to any sample).
     """
     y_true = K.as_array_or_tensor(y_true, "y_true")
     rows = ops.cast(ops.convert_to_tensor(y_true), "float32")
-    ok = ops.logical_and(ops.isfinite(rows), rows >= 0)
+    scale = ops.max(rows, axis=-1, keepdims=True)
+    row_ok = ops.logical_and(ops.all(ops.logical_and(ops.isfinite(rows), rows >= 0), axis=-1),
+                             scale[:, 0] > 0)
 
     def detail(ok_np, y_np):
-        bad = int(np.argmin(ok_np.all(axis=-1)))
+        bad = int(np.argmin(ok_np))
         return f". Received: y_true.shape={y_np.shape}, row {bad} = {y_np[bad][:8].tolist()}"
 
-    rows = K.require(ops.all(ok), "`y_true` label rows (batch, classes) for `label_similarity` must "
-                     "be finite and non-negative (multi-hot or soft labels)", (ok, rows), detail,
-                     gate=rows)
+    rows = K.require(ops.all(row_ok), "`y_true` label rows (batch, classes) for `label_similarity` "
+                     "must be finite, non-negative and not all zero (multi-hot or soft labels, at "
+                     "least one label per sample)", (row_ok, rows), detail, gate=rows)
+    scale = ops.where(scale > 0, scale, 1.0)
+    rows = rows / scale  # largest entry 1: squares and sums stay in range
     if similarity == "cosine":
-        norm = ops.sqrt(ops.sum(ops.square(rows), axis=-1, keepdims=True))
-        rows = rows / ops.where(norm > 0, norm, 1.0)
-    return rows
+        return rows / ops.sqrt(ops.sum(ops.square(rows), axis=-1, keepdims=True))
+    return ops.concatenate([rows, scale], axis=-1)
 
 
 def pair_similarity(rows, cols, similarity):
     """Label similarity `(n, N)` in [0, 1] between prepared rows `(n, C)` and columns `(N, C)`."""
-    dot = ops.matmul(rows, ops.transpose(cols))
     if similarity == "cosine":
-        weight = dot
+        weight = ops.matmul(rows, ops.transpose(cols))
     else:
-        union = (ops.sum(ops.square(rows), axis=-1)[:, None]
-                 + ops.sum(ops.square(cols), axis=-1)[None, :] - dot)
-        weight = dot / ops.where(union > 0, union, 1.0)
+        weight = _jaccard(rows, cols)
     # Identical rows give 1 up to float32 rounding; snap it, so that such a pair is a full positive
     # and leaves no `1 - w` sliver in SINCERE's noise sum.
     return ops.where(weight > 1.0 - _SNAP, 1.0, ops.maximum(weight, 0.0))
+
+
+def _jaccard(rows, cols):
+    """`<a, b> / (|a|^2 + |b|^2 - <a, b>)` of the original rows `a = s_a u_a`, `b = s_b u_b`, from
+    the scaled rows `u` and scales `s`: numerator and denominator are divided by
+    `max(s_a, s_b)^2`, so only ratios <= 1 of the scales are formed."""
+    u, s_rows = rows[:, :-1], rows[:, -1:]
+    v, s_cols = cols[:, :-1], ops.transpose(cols[:, -1:])
+    top = ops.maximum(s_rows, s_cols)
+    p, q = s_rows / top, s_cols / top
+    dot = p * q * ops.matmul(u, ops.transpose(v))
+    union = (p * p * ops.sum(ops.square(u), axis=-1)[:, None]
+             + q * q * ops.sum(ops.square(v), axis=-1)[None, :] - dot)
+    return dot / ops.where(union > 0, union, 1.0)
 
 
 # Float32 rounding of an identical pair of label rows stays far below this.

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from clzoo.losses import _contrastive as C
+from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
@@ -16,6 +17,34 @@ def _output_dim(projection_head):
         raise ValueError("`queue_size` needs a projection head with an `output_dim` attribute "
                          f"(the queue's embedding size). Received: {type(projection_head).__name__}")
     return dim
+
+
+def nan_unless_finite(loss, x):
+    """`loss`, or NaN when the float images `x` hold NaN or inf (one pass over the batch).
+
+    In a TensorFlow graph the fused conv + bias + ReLU maps NaN to 0, so NaN
+    images can give a finite loss while their gradients turn the weights NaN:
+    the loss must say so itself.
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not keras.backend.is_float_dtype(keras.backend.standardize_dtype(dtype)):
+        return loss
+    return ops.where(ops.all(ops.isfinite(x)), loss, float("nan"))
+
+
+def _check_embedding_rank(features, embeddings, inputs):
+    """Refuse per-image outputs other than `(images, dim)`: the unfold to `(batch, views, dim)`
+    would otherwise spread the extra axes over the batch, and the loss would blame the labels."""
+    if len(features) == 2 and len(embeddings) == 2:
+        return
+    batch, views = inputs[0], inputs[1]
+    y_pred = (batch, views) + tuple(embeddings[1:])
+    raise ValueError(
+        "ContrastiveModel's embeddings `y_pred` must have shape (batch, views, dim), so the encoder "
+        f"and projection head must map each image to a vector. Received: encoder output shape "
+        f"{tuple(features)} and projection head output shape {tuple(embeddings)} over the "
+        f"images, i.e. y_pred.shape={y_pred} for inputs of shape {tuple(inputs)}; end the encoder "
+        "with global pooling (keras.layers.GlobalAveragePooling2D) or Flatten")
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -98,7 +127,11 @@ class ContrastiveModel(keras.Model):
         if not self.encoder.built:
             self.encoder.build(folded)
         if not self.projection_head.built:
-            self.projection_head.build(self.encoder.compute_output_shape(folded))
+            features = self.encoder.compute_output_shape(folded)
+            if len(features) != 2:
+                _check_embedding_rank(features, self.projection_head.compute_output_shape(features),
+                                      input_shape)
+            self.projection_head.build(features)
         if self.momentum_encoder is not None:
             self.momentum_encoder.track([self.encoder, self.projection_head])
 
@@ -112,6 +145,7 @@ class ContrastiveModel(keras.Model):
         folded = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
         features = self.encoder(folded, training=training)
         embeddings = self.projection_head(features, training=training)
+        _check_embedding_rank(features.shape, embeddings.shape, inputs.shape)
         return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
 
     def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
@@ -120,14 +154,22 @@ class ContrastiveModel(keras.Model):
         clzoo's pipelines (`contrastive_dataset`, `training_batches`) shuffle
         themselves, and Keras ignores `shuffle` for a `tf.data.Dataset` or
         generator with a warning; so it is only passed on where it applies.
-        Every other argument is `keras.Model.fit`'s.
+        String, ragged or complex labels are refused first, not deep inside
+        Keras' data adapters. Every other argument is `keras.Model.fit`'s.
 
         Raises:
-            ValueError: as `keras.Model.fit`.
+            ValueError: labels `y` that are not integer class ids or label rows
+                (naming the expected shape and dtype), and as `keras.Model.fit`.
         """
+        check_labels(x, y, "fit")
         if shuffle is None:
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with the label check of `fit`."""
+        check_labels(x, y, "evaluate")
+        return super().evaluate(x, y, *args, **kwargs)
 
     def make_train_function(self, force=False):
         """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
@@ -145,12 +187,17 @@ class ContrastiveModel(keras.Model):
         Keys are the momentum encoder's embeddings of `x` (after its momentum
         update) or, without one, `y_pred` itself (no gradient). See
         `clzoo.models.queue_step.contrast_with_queue`.
+
+        The loss is NaN when `x` holds NaN or inf (see `nan_unless_finite`).
         """
         if self.memory_queue is None or not training:
-            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        return contrast_with_queue(
-            self, x, y, y_pred,
-            lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight, training))
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        else:
+            loss = contrast_with_queue(
+                self, x, y, y_pred,
+                lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight,
+                                                                   training))
+        return nan_unless_finite(loss, x)
 
     def key_embeddings(self, inputs):
         """The momentum encoder's `(batch, views, dim)` keys of a multi-view batch (no gradient)."""

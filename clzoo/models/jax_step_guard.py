@@ -5,14 +5,19 @@ import itertools
 import keras
 
 from clzoo.losses import _checks as K
+from clzoo.losses import _contrastive as C
 
 
 def _checked_batch(data):
-    if K.index_dtype() == "int64":
+    if not isinstance(data, (tuple, list)):
         return data
-    if isinstance(data, (tuple, list)) and len(data) > 1 and data[1] is not None:
+    if K.index_dtype() != "int64" and len(data) > 1 and data[1] is not None:
         for labels in keras.tree.flatten(data[1]):
             K.check_int32_ids(labels)
+    if len(data) > 2 and data[2] is not None:
+        # The loss refuses it too, but only inside the step, after JAX took the state.
+        for weight in keras.tree.flatten(data[2]):
+            C.check_host_sample_weight(weight)
     return data
 
 
@@ -36,8 +41,12 @@ def guard_jax_step(model, step_function):
     state), so reload the model or its checkpoint after that one. Other
     backends get `step_function` back unchanged.
 
+    NumPy sample weights are checked on the host the same way (finite and
+    non-negative), so that a refused batch leaves the model usable.
+
     Raises (when the returned function runs):
-        ValueError: from `_checks.check_int32_ids`, naming `y_true` and the id.
+        ValueError: from `_checks.check_int32_ids`, naming `y_true` and the id;
+            a negative or non-finite `sample_weight`.
     """
     if (step_function is None or keras.backend.backend() != "jax"
             or getattr(step_function, "_clzoo_step_guard", False)):

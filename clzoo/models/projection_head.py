@@ -3,6 +3,8 @@
 import keras
 from keras import layers, ops
 
+from clzoo.losses._contrastive import l2_normalize
+
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class ProjectionHead(keras.layers.Layer):
@@ -90,11 +92,7 @@ class ProjectionHead(keras.layers.Layer):
             if self.batch_norm:
                 x = ops.relu(self.norms[i](x, training=training))
         x = self.out(x)
-        if self.normalize:
-            x = x / ops.sqrt(
-                ops.maximum(ops.sum(ops.square(x), axis=-1, keepdims=True), 1e-12)
-            )
-        return x
+        return l2_normalize(x) if self.normalize else x
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)[:-1] + (self.output_dim,)
@@ -108,3 +106,18 @@ class ProjectionHead(keras.layers.Layer):
             "batch_norm": self.batch_norm,
         })
         return config
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class L2Normalize(keras.layers.Layer):
+    """Unit vectors along the last axis, exact at any scale (`losses._contrastive.l2_normalize`).
+
+    `keras.layers.UnitNormalization` squares the raw values, so float32 rows
+    of 1e-30 (underflow) or 1e30 (overflow) come out as near-zero vectors.
+    """
+
+    def call(self, inputs):
+        return l2_normalize(inputs)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape

@@ -19,31 +19,74 @@ PROGRESS_FILE = "clzoo_progress.json"  # extra entry in the .keras zip; Keras ig
 
 
 class StopOnNaN(keras.callbacks.Callback):
-    """Stop `fit` at the first batch whose loss is NaN or infinite.
+    """Stop `fit` at the first batch whose loss is NaN or infinite, or that left a weight so.
 
-    Sets `self.failed_at = (epoch, batch, loss)`, which other callbacks and
-    the runner read so that no checkpoint of the broken weights is written;
-    `record` lets another check (the checkpoint's probe batch) stop training
-    the same way.
+    The loss alone can miss it: in a TensorFlow graph the fused conv + bias +
+    ReLU maps NaN to 0, so NaN images can give a finite loss while their NaN
+    gradients poison every weight (and the loss then stays finite on dead,
+    constant features).
+    With `check_weights` (the default) the model's float weights are checked
+    after every batch too: one compiled reduction over them and one scalar
+    read, about the cost of the loss read already made here.
+
+    Sets `self.failed_at = (epoch, batch, loss)` and `self.reason` (`"loss"`
+    or `"weights"`), which other callbacks and the runner read so that no
+    checkpoint of the broken weights is written; `record` lets another check
+    (the checkpoint's probe batch) stop training the same way.
     """
 
-    def __init__(self):
+    def __init__(self, check_weights=True):
         super().__init__()
         self.failed_at = None
+        self.reason = None
+        self.check_weights = bool(check_weights)
         self._epoch = 0
+        self._finite = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
-    def record(self, batch, value):
+    def on_train_begin(self, logs=None):
+        self._finite = weights_finite_check(self.model) if self.check_weights else None
+
+    def record(self, batch, value, reason="loss"):
         """Mark the run as failed at `batch` of the current epoch with `value`, and stop `fit`."""
         self.failed_at = (self._epoch, batch, float(value))
+        self.reason = reason
         self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             self.record(batch, loss)
+        elif self._finite is not None:
+            self.model  # noqa: B018 (on JAX, reading it syncs the step's weights into the variables)
+            if not self._finite():
+                self.record(batch, float("nan") if loss is None else loss, reason="weights")
+
+
+def weights_finite_check(model):
+    """A function `() -> bool`: every float weight of `model` is finite (compiled once)."""
+    variables = [v for v in model.weights if keras.backend.is_float_dtype(v.dtype)]
+    if not variables:
+        return lambda: True
+
+    def all_finite(values):
+        flat = [keras.ops.reshape(keras.ops.cast(v, "float32"), (-1,)) for v in values]
+        return keras.ops.all(keras.ops.isfinite(keras.ops.concatenate(flat)))
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        compiled = tf.function(lambda: all_finite([v.value for v in variables]))
+        return lambda: bool(compiled())
+    if backend == "jax":
+        import jax
+
+        compiled = jax.jit(all_finite)
+        return lambda: bool(compiled([v.value for v in variables]))
+    return lambda: bool(all_finite([v.value for v in variables]))
 
 
 class CheckpointWriteError(OSError):

@@ -138,8 +138,11 @@ def _raise_if_stopped(parts, run):
             "Try a lower training.learning_rate.")
     if parts.nan_guard.failed_at is not None:
         epoch, batch, loss = parts.nan_guard.failed_at
+        what = (f"the loss became {loss}" if parts.nan_guard.reason != "weights" else
+                f"a weight became NaN or inf while the loss was still {loss} (NaN or inf in the "
+                "input images, or a too high learning rate)")
         raise TrainingDiverged(
-            f"Training stopped: the loss became {loss} at epoch {epoch + 1}, batch {batch + 1}. "
+            f"Training stopped: {what} at epoch {epoch + 1}, batch {batch + 1}. "
             f"Last good checkpoint: {where}. Try a lower training.learning_rate.")
     if parts.signals.received is not None:
         raise TrainingInterrupted(

@@ -24,9 +24,9 @@ LOSSES = {
 CLASSES = {"supcon_out": L.SupConLoss, "supcon_in": L.SupConLoss, "sincere": L.SINCERELoss}
 
 LABEL_ROWS = {
-    # Two or three labels per sample, one sample without any label, one sharing none.
-    "multi_hot": np.array([[1, 0, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0],
-                           [0, 0, 1, 1]], "float32"),
+    # One or two labels per sample, one sample whose only label no other sample has.
+    "multi_hot": np.array([[1, 0, 1, 0, 0], [1, 0, 1, 0, 0], [1, 1, 0, 0, 0], [0, 1, 0, 1, 0],
+                           [0, 0, 0, 0, 1], [0, 0, 1, 1, 0]], "float32"),
     # MixUp-style mixtures and label smoothing.
     "soft": np.array([[0.7, 0.3, 0.0], [0.3, 0.7, 0.0], [1.0, 0.0, 0.0], [0.0, 0.4, 0.6],
                       [0.05, 0.05, 0.9]], "float32"),
@@ -89,8 +89,8 @@ def test_gradient_matches_finite_differences_of_reference(name):
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_no_positive_gives_zero_with_finite_gradient(name):
-    # One view; sample 2 has no label and sample 3 shares none: no positives for them.
-    y = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0], [0, 0, 1]], "float32")
+    # One view; samples 2 and 3 share no label with any other: no positives for them.
+    y = np.array([[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], "float32")
     z = _z(4, 1)
     per_sample = _call(name, y, z, label_similarity="cosine")
     assert per_sample[2] == 0.0 and per_sample[3] == 0.0 and per_sample[0] > 0
@@ -124,7 +124,8 @@ def test_hard_default_still_refuses_multi_hot(cls):
 def test_bad_label_rows_are_refused(cls, bad):
     y = LABEL_ROWS["soft"].copy()
     y[1, 2] = {"negative": -0.5, "nan": np.nan, "inf": np.inf}[bad]
-    with pytest.raises(ValueError, match=r"`y_true` label rows .*finite and non-negative.*row 1"):
+    with pytest.raises(ValueError, match=r"`y_true` label rows .*finite, non-negative and not all "
+                                         r"zero.*row 1"):
         cls(label_similarity="cosine")(y, _z(5, 2))
 
 
@@ -166,6 +167,7 @@ def test_fit_with_multi_hot_labels(cls):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=cls(temperature=0.2, label_similarity="cosine"))
     x = RNG.normal(size=(32, 2, 8)).astype("float32")
     y = (RNG.random((32, 5)) < 0.4).astype("float32")
+    y[np.arange(32), RNG.integers(0, 5, 32)] = 1  # at least one label each: zero rows are refused
     before = model.evaluate(x, y, batch_size=16, verbose=0)
     history = model.fit(x, y, batch_size=16, epochs=3, verbose=0)
     after = model.evaluate(x, y, batch_size=16, verbose=0)
