@@ -28,7 +28,13 @@ def forward_rate(model, images, size=None, sample=SAMPLE):
 
     Returns:
         float, images per second (> 0).
+
+    Raises:
+        ValueError: the images do not fit the model's input (both shapes named).
     """
+    from clzoo.eval.embed import check_encoder_fits
+
+    check_encoder_fits(model, images, size)  # a clear error before the timed pass
     x = images[:sample]
     predict_images(model, x, size=size)
     started = time.perf_counter()
