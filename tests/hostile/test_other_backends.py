@@ -12,7 +12,7 @@ from tests.backend_runner import BACKENDS, run_on_backend
 
 HERE = Path(__file__).parent
 LOSS_MODULES = [HERE / "test_hostile_labels.py", HERE / "test_hostile_embeddings.py",
-                HERE / "test_hostile_soft_targets.py"]
+                HERE / "test_hostile_soft_targets.py", HERE / "test_hostile_inputs_23.py"]
 
 
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b != keras.backend.backend()])
