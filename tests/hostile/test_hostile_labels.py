@@ -209,12 +209,18 @@ def test_xla_drops_asserts_so_a_refused_label_gives_nan_not_a_number(loss, label
     np.testing.assert_allclose(good, to_numpy(SUPERVISED[loss]()(np.array([0, 0, 1, 1]), Z)), rtol=1e-5)
 
 
-def test_xla_fit_with_refused_labels_reports_a_nan_loss():
+def test_xla_fit_with_refused_labels_is_refused_or_reports_a_nan_loss():
+    """Under XLA the label check cannot raise inside the compiled step; either the check outside
+    it refuses the labels (issue 23: values checked in every mode) or the loss is NaN, never a number."""
     if BACKEND != "tensorflow":
         pytest.skip("jit_compile=True is TensorFlow's XLA")
     model = identity_model((2, 8))
     model.compile(optimizer="sgd", loss=L.SupConLoss(), jit_compile=True)
-    history = model.fit(Z, NOT_ONE_HOT["multi_hot"], batch_size=4, epochs=1, verbose=0)
+    try:
+        history = model.fit(Z, NOT_ONE_HOT["multi_hot"], batch_size=4, epochs=1, verbose=0)
+    except Exception as error:  # noqa: BLE001  (TF wraps the failed check in its own error type)
+        assert "one-hot" in str(error)
+        return
     assert np.isnan(history.history["loss"][0])
 
 

@@ -82,7 +82,7 @@ def test_chunked_value_and_gradient_match_reference(name, temperature):
 # Multi-hot rows (a sample with no label, one sharing none) and soft rows (MixUp-style): the
 # float32 label weights `w_ij` of SupCon / SINCERE with `label_similarity`.
 LABEL_ROWS = {
-    "multi_hot": np.array([[1, 0, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 1]],
+    "multi_hot": np.array([[1, 0, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 0, 1], [0, 1, 0, 1]],
                           "float32"),
     "soft": np.array([[0.7, 0.3, 0.0], [0.3, 0.7, 0.0], [1.0, 0.0, 0.0], [0.0, 0.4, 0.6],
                       [0.05, 0.05, 0.9]], "float32"),

@@ -17,7 +17,7 @@ def test_airbench_shapes_and_size(name, dim, params):
     assert encoder.output_shape == (None, dim)
     assert encoder.count_params() == params
     # global max pooling of GELU outputs: features are bounded below by GELU's minimum
-    assert np.asarray(encoder(X, training=False)).min() > -0.2
+    assert keras.ops.convert_to_numpy(encoder(X, training=False)).min() > -0.2
 
 
 def test_airbench_refuses_what_it_cannot_take():
@@ -32,18 +32,19 @@ def test_airbench_refuses_what_it_cannot_take():
 def test_flip_averaged_is_the_mean_over_the_mirror_image(tmp_path):
     encoder = clzoo.models.get_encoder("airbench_half")
     wrapped = clzoo.models.flip_averaged(encoder)
-    expected = (np.asarray(encoder(X, training=False))
-                + np.asarray(encoder(X[:, :, ::-1].copy(), training=False))) / 2
-    np.testing.assert_allclose(np.asarray(wrapped(X)), expected, rtol=1e-5, atol=1e-6)
+    expected = (keras.ops.convert_to_numpy(encoder(X, training=False))
+                + keras.ops.convert_to_numpy(encoder(X[:, :, ::-1].copy(), training=False))) / 2
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(wrapped(X)), expected, rtol=1e-5, atol=1e-6)
     # mirror-invariant by construction, unlike the bare encoder
-    np.testing.assert_allclose(np.asarray(wrapped(X[:, :, ::-1].copy())), expected,
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(wrapped(X[:, :, ::-1].copy())), expected,
                                rtol=1e-5, atol=1e-6)
-    assert not np.allclose(np.asarray(encoder(X[:, :, ::-1].copy(), training=False)),
-                           np.asarray(encoder(X, training=False)), atol=1e-4)
+    assert not np.allclose(keras.ops.convert_to_numpy(encoder(X[:, :, ::-1].copy(), training=False)),
+                           keras.ops.convert_to_numpy(encoder(X, training=False)), atol=1e-4)
     assert len(wrapped.weights) == len(encoder.weights)  # shared, not copied
     path = tmp_path / "flip.keras"
     wrapped.save(path)
-    np.testing.assert_array_equal(np.asarray(load_model(path)(X)), np.asarray(wrapped(X)))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(load_model(path)(X)),
+                                  keras.ops.convert_to_numpy(wrapped(X)))
     config = keras.saving.serialize_keras_object(wrapped)
     rebuilt = clzoo.saving.deserialize(config, safe_mode=True)
     assert rebuilt.output_shape == (None, 128)
