@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -455,30 +456,24 @@ def _whole(low):
     return parse
 
 
-def _int_list(text):
-    """argparse type: comma-separated whole numbers >= 1, e.g. `1,5,20`."""
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated whole numbers >= 1, e.g. 1,5,20. Received: {text!r}")
-    return values
+def _number_list(cast, valid, expected):
+    """argparse type: comma-separated numbers, each `cast` and `valid`; `expected` says what."""
+
+    def parse(text):
+        try:
+            values = [cast(v) for v in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or not all(valid(v) for v in values):
+            raise argparse.ArgumentTypeError(f"expected {expected}. Received: {text!r}")
+        return values
+
+    return parse
 
 
-def _float_list(text):
-    """argparse type: comma-separated positive finite numbers, e.g. `0.01,0.1`."""
-    import math
-
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive numbers, e.g. 0.01,0.1. Received: {text!r}")
-    return values
+_int_list = _number_list(int, lambda v: v >= 1, "comma-separated whole numbers >= 1, e.g. 1,5,20")
+_float_list = _number_list(float, lambda v: math.isfinite(v) and v > 0,
+                           "comma-separated positive numbers, e.g. 0.01,0.1")
 
 
 def _add_overwrite(p):
