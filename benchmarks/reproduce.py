@@ -1,16 +1,19 @@
-"""The papers' claims at CPU scale: a resumable grid of (recipe x loss x seed) -> benchmarks/RESULTS.md.
+"""The papers' claims where training has finished: a resumable, convergence-aware grid -> RESULTS.md.
 
-    python benchmarks/reproduce.py                    # every cell not yet finished, then RESULTS.md
-    python benchmarks/reproduce.py --list             # the cells and which are finished
+    python benchmarks/reproduce.py --only sincere_cifar2 supcon_cifar2   # Table 1 on CIFAR-2
+    python benchmarks/reproduce.py --list             # the cells, their stages and which are finished
     python benchmarks/reproduce.py --only sincere supcon --seeds 0
-    python benchmarks/reproduce.py --report-only      # RESULTS.md from the finished cells
+    python benchmarks/reproduce.py --report-only      # RESULTS.md from the saved cells
 
-Each cell is one `clzoo train` of a `recipes/*_small.yaml` recipe, as a user would run it (the
-installed `clzoo` command), on a fixed class-balanced subset of the CIFAR-10 image folder, then
-the `clzoo eval` reports its claims need (projection space, fine labels). A finished cell
-writes `cell.json` last, atomically; the next invocation skips it, and a cell interrupted in
-training continues with `clzoo train --resume`. So the grid can be run across several sittings.
-The claims, the paper's figures and the statistics live in `benchmarks/reproduce_report.py`.
+A cell (configuration x seed) trains in *stages*: each stage is one `clzoo train` of the
+configuration's recipe for a budget of epochs from its ladder (a cosine schedule ends at its
+budget, so a larger budget is a new run, not a continuation). After each stage the rule of
+`benchmarks/convergence.py` reads the loss curve; the cell stops at the first converged budget,
+or at the last one ("not converged at cap"). A budget that left another seed of the same
+configuration unconverged is skipped. Every stage writes `stage.json` last, atomically, and a
+stage cut short continues with `clzoo train --resume`, so the grid runs across sittings without
+redoing finished stages. The claims, the paper's figures and the statistics live in
+`benchmarks/reproduce_report.py`.
 """
 
 import argparse
@@ -21,25 +24,33 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reproduce_margins as margins  # noqa: E402  (benchmarks/reproduce_margins.py)
+import reproduce_plots  # noqa: E402  (benchmarks/reproduce_plots.py)
 import reproduce_report  # noqa: E402  (benchmarks/reproduce_report.py)
+from convergence import check_convergence  # noqa: E402  (benchmarks/convergence.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 CELLS_JSON = ROOT / "benchmarks" / "reproduce_cells.json"
+PLOT = ROOT / "benchmarks" / "reproduce_cifar2.png"
 SUBSET_MARKER = ".clzoo-subset.json"  # a dotfile: never taken for a class
 FINE_METRICS = "[knn, ncc, probe, separation, few_shot, loss_gap]"
+SPACES = ("projection", "encoder")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """One column of the grid: a recipe, its overrides and the extra evaluations it needs.
+    """One column of the grid: a recipe, its overrides, its budget ladder and its extra evaluations.
 
-    `data` is "fine" (10 classes) or "coarse" (CIFAR10-Coarse labels: animals vs vehicles);
-    `evals` are `(folder, --space, data, metrics)` runs of `clzoo eval` after training.
+    `data` is "fine" (10 classes) or "coarse" (CIFAR10-Coarse labels: animals vs vehicles) on
+    the class-balanced subset with the `Scale`'s batch, or "cifar2" (SINCERE's cat vs dog: all
+    10,000 training and 2,000 test images of those classes) with the recipe's own batch;
+    `budgets` is the ladder of epochs (`None`: the `Scale`'s); `evals` are
+    `(folder, --space, data, metrics)` runs of `clzoo eval` after the last stage; `embed` also
+    writes both spaces' embeddings for the target-noise margins with intervals.
     """
 
     key: str
@@ -48,11 +59,22 @@ class Config:
     data: str = "fine"
     overrides: tuple = ()
     evals: tuple = ()
+    budgets: tuple = None
+    embed: bool = False
 
 
 _PROJECTION = (("projection", "projection", "fine", "knn,separation"),)
 _ON_FINE = (("fine", "encoder", "fine", "knn,probe,coarse_to_fine"),)
+# CIFAR-2 (SINCERE Table 1's second column) on the airbench_half recipe; the margins are
+# measured on the bare encoder (the paper's), so test-time flip is off.
+_CIFAR2 = ("model.test_time_flip=false", "eval.metrics=[knn, ncc, probe, separation]")
+CIFAR2_BUDGETS = (40, 80, 160)
 CONFIGS = {c.key: c for c in (
+    Config("sincere_cifar2", "SINCERE on CIFAR-2", "recipes/sincere/cifar10_fast.yaml",
+           data="cifar2", overrides=(*_CIFAR2, "eval.baselines=[raw_pixels, random_init]"),
+           budgets=CIFAR2_BUDGETS, embed=True),
+    Config("supcon_cifar2", "SupCon on CIFAR-2", "recipes/supcon/cifar10_fast.yaml",
+           data="cifar2", overrides=_CIFAR2, budgets=CIFAR2_BUDGETS, embed=True),
     Config("sincere", "SINCERE", "recipes/sincere/cifar10_small.yaml",
            overrides=(f"eval.metrics={FINE_METRICS}", "eval.baselines=[raw_pixels, random_init]"),
            evals=_PROJECTION),
@@ -79,16 +101,25 @@ CONFIGS = {c.key: c for c in (
 
 @dataclasses.dataclass(frozen=True)
 class Scale:
-    """The CPU-scale budget every cell shares (the recipes' own values otherwise)."""
+    """The CPU-scale setting the subset cells share (the recipes' own values otherwise)."""
 
     train_per_class: int = 400
     test_per_class: int = 200
-    epochs: int = 8
     batch_size: int = 128
+    budgets: tuple = (25, 50, 100)
+    max_epochs: int = None  # this sitting climbs no ladder past it (a cell there is "at cap")
 
-    def overrides(self):
-        return (f"training.epochs={self.epochs}", f"training.batch_size={self.batch_size}",
-                "eval.monitor_every=0", "eval.baselines=[]", "training.checkpoint_every_steps=null")
+    def overrides(self, config):
+        common = ("eval.monitor_every=0", "eval.baselines=[]")
+        if config.data == "cifar2":
+            return common
+        return (f"training.batch_size={self.batch_size}", *common,
+                "training.checkpoint_every_steps=null")
+
+    def ladder(self, config):
+        ladder = tuple(config.budgets or self.budgets)
+        capped = tuple(b for b in ladder if self.max_epochs is None or b <= self.max_epochs)
+        return capped or ladder[:1]
 
 
 def make_subset(source, dest, train_per_class, test_per_class):
@@ -125,68 +156,125 @@ def _subset_name(scale):
     return f"cifar10_{scale.train_per_class}x{scale.test_per_class}"
 
 
-def _data_spec(subset, kind):
+def _data_spec(config, subset, source, kind=None):
+    kind = kind or config.data
+    if kind == "cifar2":
+        return f"{source}@cifar2"
     return f"{subset}@cifar10_coarse" if kind == "coarse" else str(subset)
 
 
 def _clzoo(args, log):
     """Run `clzoo <args>` with its output in `log`; raise with the log's tail when it fails."""
     with open(log, "a") as out:
-        out.write(f"$ clzoo {' '.join(args)}\n")
+        out.write(f"$ clzoo {' '.join(args)}\\n")
         out.flush()
         code = subprocess.call(["clzoo", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     if code:
         tail = Path(log).read_text().splitlines()[-5:]
-        raise RuntimeError(f"clzoo {args[0]} failed (exit {code}); end of {log}:\n" + "\n".join(tail))
+        raise RuntimeError(f"clzoo {args[0]} failed (exit {code}); end of {log}:\\n" + "\\n".join(tail))
 
 
-def train_command(config, seed, scale, subset, run):
-    """The `clzoo train` arguments of one cell (also printed in RESULTS.md)."""
+def train_command(config, seed, scale, data, run, epochs):
+    """The `clzoo train` arguments of one stage (also printed in RESULTS.md); `data` is a spec."""
     sets = {}  # one --set per key; the configuration's value wins over the scale's
-    for item in (f"seed={seed}", *scale.overrides(), *config.overrides):
+    for item in (f"seed={seed}", f"training.epochs={epochs}", *scale.overrides(config),
+                 *config.overrides):
         sets[item.split("=", 1)[0]] = item
-    args = ["train", config.recipe, "--data", _data_spec(subset, config.data), "--output", str(run),
-            "--quiet"]
+    args = ["train", config.recipe, "--data", data, "--output", str(run), "--quiet"]
     for item in sets.values():
         args += ["--set", item]
     return args
 
 
-def run_cell(config, seed, scale, subset, folder):
-    """Train and evaluate one cell unless `cell.json` says it is finished; return its numbers."""
-    folder = Path(folder)
-    done = folder / "cell.json"
+def _atomic_json(path, value):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1))
+    os.replace(tmp, path)
+
+
+def run_stage(config, seed, scale, data, folder, epochs):
+    """Train (or resume, or read) one budget of a cell; return its `stage.json` record."""
+    stage = Path(folder) / f"e{epochs}"
+    done = stage / "stage.json"
     if done.exists():
-        return json.loads(done.read_text())
-    folder.mkdir(parents=True, exist_ok=True)
-    run, log = folder / "run", folder / "log.txt"
-    started = time.perf_counter()
+        return _json(done)
+    stage.mkdir(parents=True, exist_ok=True)
+    run = stage / "run"
     if not (run / "metrics.json").exists():
         resume = (run / "checkpoint.keras").exists()
         _clzoo(["train", "--resume", str(run), "--quiet"] if resume
-               else train_command(config, seed, scale, subset, run), log)
+               else train_command(config, seed, scale, data, run, epochs), stage / "log.txt")
+    losses = _losses(run)
+    status = check_convergence(losses)
+    record = {"epochs": epochs, "converged": status.converged, "window_share": status.ratio,
+              "losses": losses, "wall_seconds": round(_json(run / "metrics.json")["wall_seconds"], 1)}
+    _atomic_json(done, record)
+    return record
+
+
+def _failed_elsewhere(folder, epochs):
+    """A sibling seed of the same configuration finished `epochs` without converging."""
+    stem = Path(folder).name.rsplit("_seed", 1)[0]
+    for sibling in Path(folder).parent.glob(f"{stem}_seed*/e{epochs}/stage.json"):
+        if sibling.parent.parent != Path(folder) and not _json(sibling)["converged"]:
+            return True
+    return False
+
+
+def run_stages(config, seed, scale, data, folder):
+    """Climb the budget ladder until a stage converges or the cap; return the stages run."""
+    ladder, stages = scale.ladder(config), []
+    for epochs in ladder:
+        if epochs != ladder[-1] and _failed_elsewhere(folder, epochs) and not (
+                Path(folder) / f"e{epochs}" / "run").exists():
+            continue
+        stages.append(run_stage(config, seed, scale, data, folder, epochs))
+        if stages[-1]["converged"]:
+            break
+    return stages
+
+
+def run_cell(config, seed, scale, paths, folder):
+    """Train and evaluate one cell unless `cell.json` says it is finished; return its numbers.
+
+    `paths` is `(subset folder, full CIFAR-10 source folder)`.
+    """
+    folder = Path(folder)
+    done = folder / "cell.json"
+    if done.exists():
+        cell = _json(done)
+        if cell["converged"] or cell["epochs"] >= scale.ladder(config)[-1]:
+            return cell  # finished; a cell at an earlier sitting's cap climbs on
+    folder.mkdir(parents=True, exist_ok=True)
+    stages = run_stages(config, seed, scale, _data_spec(config, *paths), folder)
+    final, log = stages[-1], folder / "log.txt"
+    run = folder / f"e{final['epochs']}" / "run"
     for name, space, kind, metrics in config.evals:
         if not (folder / name / "metrics.json").exists():
-            _clzoo(["eval", str(run), "--data", _data_spec(subset, kind), "--space", space,
+            _clzoo(["eval", str(run), "--data", _data_spec(config, *paths, kind), "--space", space,
                     "--metrics", metrics, "--output", str(folder / name), "--overwrite"], log)
-    numbers = collect(folder, config)
-    numbers.update(config=config.key, seed=seed, wall_seconds=round(time.perf_counter() - started, 1))
-    tmp = done.with_suffix(".tmp")
-    tmp.write_text(json.dumps(numbers, indent=1))
-    os.replace(tmp, done)
+    for space in SPACES if config.embed else ():
+        if not (folder / f"{space}.npz").exists():
+            _clzoo(["embed", str(run), "--data", _data_spec(config, *paths), "--split", "both",
+                    "--space", space, "--output", str(folder / f"{space}.npz")], log)
+    numbers = collect(folder, run, config)
+    numbers.update(config=config.key, seed=seed, epochs=final["epochs"],
+                   converged=final["converged"], window_share=final["window_share"],
+                   loss_curve=final["losses"], budgets=[s["epochs"] for s in stages],
+                   wall_seconds=round(sum(s["wall_seconds"] for s in stages), 1))
+    _atomic_json(done, numbers)
     return numbers
 
 
-def _final_loss(run):
+def _losses(run):
     rows = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines() if line]
-    return rows[-1]["loss"]
+    return [row["loss"] for row in rows]
 
 
-def collect(folder, config):
-    """The numbers every claim reads, from a finished cell's run and eval folders."""
-    run = folder / "run"
+def collect(folder, run, config):
+    """The numbers every claim reads, from a finished cell's run, eval folders and embeddings."""
     report, summary = _json(run / "eval" / "metrics.json"), _json(run / "metrics.json")
-    out = {"final_loss": _final_loss(run), "knn_k20": report["knn"]["k20"]}
+    out = {"final_loss": _losses(run)[-1], "knn_k20": report["knn"]["k20"]}
     for key in ("classifier_top1", "classifier_ece"):
         if key in summary:
             out[key] = summary[key]
@@ -203,12 +291,15 @@ def collect(folder, config):
             out[f"few_shot_{m}_ncc"], out[f"few_shot_{m}_linear"] = row["ncc_error"], row["linear_error"]
     if "loss_gap" in report:
         out["loss_gap"], out["loss_gap_bound"] = report["loss_gap"]["gap"], report["loss_gap"]["bound"]
-    if (folder / "projection").exists():
+    if (folder / "projection" / "metrics.json").exists():
         out["margin_projection"] = _json(folder / "projection" / "metrics.json")["separation"]["margin"]
     if (folder / "fine").exists():
         fine = _json(folder / "fine" / "metrics.json")
         out["fine_knn_k20"], out["fine_probe"] = fine["knn"]["k20"], fine["probe"]["accuracy"]
         out["within_coarse"] = fine["coarse_to_fine"]["within_coarse_accuracy"]
+    for space in SPACES:
+        if (folder / f"{space}.npz").exists():
+            out.update(margins.cell_margins(margins.separation_of(folder / f"{space}.npz"), space))
     return out
 
 
@@ -227,72 +318,113 @@ def _parse(argv):
     parser.add_argument("--list", action="store_true", help="list the cells and exit")
     parser.add_argument("--report-only", action="store_true", help="write RESULTS.md, train nothing")
     for field in dataclasses.fields(Scale):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=int, default=field.default)
+        if field.name not in ("budgets", "max_epochs"):
+            parser.add_argument(f"--{field.name.replace('_', '-')}", type=int, default=field.default)
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(Scale.budgets),
+                        help="the subset cells' ladder of epochs (default 25 50 100)")
+    parser.add_argument("--max-epochs", type=int, default=None,
+                        help="climb no ladder past this budget in this sitting (default: no cap)")
     args = parser.parse_args(argv)
-    scale = Scale(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Scale)})
-    for field in dataclasses.fields(Scale):
-        if getattr(scale, field.name) < 1:
-            parser.error(f"--{field.name.replace('_', '-')} must be a positive integer. "
-                         f"Received: {getattr(scale, field.name)}")
-    return args, scale
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(Scale)}
+    for name, value in values.items():
+        if value is not None and min(value if isinstance(value, list) else [value]) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be positive integers. Received: {value}")
+    if values["budgets"] != sorted(set(values["budgets"])):
+        parser.error(f"--budgets must be increasing. Received: {values['budgets']}")
+    return args, Scale(**{**values, "budgets": tuple(values["budgets"])})
+
+
+def _group(config, scale):
+    return "cifar2" if config.data == "cifar2" else (
+        f"{scale.train_per_class}x{scale.test_per_class}_b{scale.batch_size}")
 
 
 def cells(args, scale):
     """`[(config, seed, folder)]` in run order: seed-major, so every claim gets seed 0 first."""
-    tag = f"{scale.train_per_class}x{scale.test_per_class}_e{scale.epochs}_b{scale.batch_size}"
     keys = args.only or list(CONFIGS)
-    return [(CONFIGS[k], s, Path(args.runs) / tag / f"{k}_seed{s}") for s in args.seeds for k in keys]
+    return [(CONFIGS[k], s, Path(args.runs) / _group(CONFIGS[k], scale) / f"{k}_seed{s}")
+            for s in args.seeds for k in keys]
 
 
-def results_text(cells, scale):
-    """RESULTS.md for `cells` (the numbers of finished cells) at `scale`."""
+def results_text(saved):
+    """RESULTS.md for the saved grid (`{"scale", "cells", "pairs", "plot"}`)."""
+    scale = Scale(**{**saved["scale"], "budgets": tuple(saved["scale"]["budgets"])})
     subset = Path("runs/reproduce/data") / _subset_name(scale)
-    commands = {k: shlex.join(train_command(c, "S", scale, subset, f"runs/{k}_seedS"))
+    source = Path("../shared/data/cifar10")
+    commands = {k: shlex.join(train_command(c, "S", scale, _data_spec(c, subset, source),
+                                            f"runs/{k}_seedS/eE/run", "E"))
                 for k, c in CONFIGS.items()}
-    return reproduce_report.render(cells, scale, {k: c.label for k, c in CONFIGS.items()}, commands)
+    return reproduce_report.render(saved, scale, {k: c.label for k, c in CONFIGS.items()}, commands,
+                                   {k: scale.ladder(c) for k, c in CONFIGS.items()})
 
 
 def check():
     """Problems that make RESULTS.md differ from reproduce_cells.json (empty when current)."""
-    saved = json.loads(CELLS_JSON.read_text())
-    text = results_text(saved["cells"], Scale(**saved["scale"]))
+    text = results_text(json.loads(CELLS_JSON.read_text()))
     return [] if RESULTS.read_text() == text else ["RESULTS.md differs from reproduce_cells.json"]
 
 
-def _run_grid(grid, scale, subset):
+def _run_grid(grid, scale, paths):
     """Run every cell; a failed cell is reported in one line and the others still run."""
     failed = 0
     for i, (config, seed, folder) in enumerate(grid, 1):
         print(f"[{i}/{len(grid)}] {config.key} seed {seed} ...", flush=True)
         try:
-            numbers = run_cell(config, seed, scale, subset, folder)
+            numbers = run_cell(config, seed, scale, paths, folder)
         except RuntimeError as error:
             failed += 1
             print(f"error: {error}", file=sys.stderr, flush=True)
             continue
-        print(f"    {json.dumps(numbers)}", flush=True)
+        brief = {k: v for k, v in numbers.items() if k not in ("loss_curve",)}
+        print(f"    {json.dumps(brief)}", flush=True)
     return failed
+
+
+def _pairs(grid):
+    """Paired margin differences per claim and seed, for every claim whose two cells are embedded."""
+    folders = {(c.key, s): f for c, s, f in grid if (f / "cell.json").exists()}
+    out = {}
+    for claim in reproduce_report.CLAIMS:
+        for (key, seed), folder in folders.items():
+            if key == claim.a and (claim.b, seed) in folders:
+                diff = margins.paired_margins(folder, folders[(claim.b, seed)])
+                if diff:
+                    out.setdefault(f"{claim.a}-{claim.b}", {})[str(seed)] = diff
+    return out
+
+
+def _list(grid, scale):
+    for config, seed, folder in grid:
+        state = "done" if (folder / "cell.json").exists() else "todo"
+        stages = [f"e{e}:" + ("converged" if _json(p)["converged"] else "not converged")
+                  if (p := folder / f"e{e}" / "stage.json").exists() else f"e{e}:-"
+                  for e in scale.ladder(config)]
+        print(f"{state}  {config.key:15s} seed {seed}  {' '.join(stages)}  {folder}")
 
 
 def main(argv=None):
     args, scale = _parse(argv)
     grid = cells(args, scale)
     if args.list:
-        for config, seed, folder in grid:
-            state = "done" if (folder / "cell.json").exists() else "todo"
-            print(f"{state}  {config.key:14s} seed {seed}  {folder}")
+        _list(grid, scale)
         return 0
+    failed = 0
     if not args.report_only:
         if shutil.which("clzoo") is None:
             sys.exit("error: the clzoo command is not installed (pip install .)")
-        subset = make_subset(args.data, Path(args.runs) / "data" / _subset_name(scale),
-                             scale.train_per_class, scale.test_per_class)
-        failed = _run_grid(grid, scale, subset)
-    finished = [json.loads((f / "cell.json").read_text()) for _, _, f in grid
-                if (f / "cell.json").exists()]
-    reproduce_report.write(finished, scale, CELLS_JSON, RESULTS, results_text)
-    print(f"wrote {RESULTS.relative_to(ROOT)} from {len(finished)} finished cells")
-    return 1 if not args.report_only and failed else 0
+        subset = Path(args.runs) / "data" / _subset_name(scale)
+        if any(config.data != "cifar2" for config, _, _ in grid):
+            make_subset(args.data, subset, scale.train_per_class, scale.test_per_class)
+        failed = _run_grid(grid, scale, (subset, Path(args.data).resolve()))
+    finished = [_json(f / "cell.json") for _, _, f in grid if (f / "cell.json").exists()]
+    saved = reproduce_report.merge(_json(CELLS_JSON) if CELLS_JSON.exists() else None, finished,
+                                   _pairs(grid), dataclasses.asdict(scale))
+    if reproduce_plots.plot_claim(grid, "sincere_cifar2", "supcon_cifar2", PLOT):
+        saved["plot"] = PLOT.name
+    reproduce_report.write(saved, CELLS_JSON, RESULTS, results_text)
+    print(f"wrote {RESULTS.relative_to(ROOT)} from {len(saved['cells'])} cells "
+          f"({len(finished)} finished in {args.runs})")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -40,26 +40,56 @@ class Claim:
     why: str = ""
 
 
-HEADER = """# Reproducing the papers' claims at CPU scale
+HEADER = """# Reproducing the papers' claims where training has finished
 
 Written by `python benchmarks/reproduce.py` (from the cells' numbers in
-`benchmarks/reproduce_cells.json`; do not edit by hand). Every cell is one `clzoo train` of the
-named `recipes/*_small.yaml` recipe on a fixed subset of the CIFAR-10 image folder
-(`../shared/data/cifar10`): the first {train_per_class} training and {test_per_class} test
-images of every class (sorted file names), {epochs} epochs of batch {batch_size}, a CIFAR
-ResNet-20, on 2 CPU cores, followed by the `clzoo eval` metrics. The papers train ResNet-50s
-(or ViTs) for 100-800 epochs at batch 512-1024 on the full datasets, so the comparisons below
-test the *direction* of each claim at a budget of minutes, not its size.
+`benchmarks/reproduce_cells.json`; do not edit by hand). A cell is one configuration and seed,
+trained with the installed `clzoo train` on 2 CPU cores and then measured with `clzoo eval` /
+`clzoo embed`. It trains in stages along a ladder of epoch budgets and stops at the first budget
+whose loss curve has flattened (`benchmarks/convergence.py`: over the last 20% of the epochs the
+loss fell by less than 2% of its total drop, the drop measured to the lowest loss in that window).
+**A verdict is given only when every cell behind it converged**; the others read "no verdict".
+
+Two settings:
+- **CIFAR-2** (the SINCERE paper's cat vs dog: all 10,000 training and 2,000 test images of
+  `../shared/data/cifar10`), on the `recipes/*/cifar10_fast.yaml` recipes (airbench_half
+  encoder, batch 256, AdamW, cosine), ladder {cifar2_budgets} epochs;
+- **the CIFAR-10 subset**: the first {train_per_class} training and {test_per_class} test images of every
+  class (sorted file names), the `recipes/*_small.yaml` recipes (a CIFAR ResNet-20) at batch
+  {batch_size}, ladder {budgets} epochs. The cells shown for it are the earlier 8-epoch grid, which
+  ran before the rule existed and recorded no loss curve (its SINCERE loss had fallen only from
+  about 5.5 to 5.2): they are kept for reference and give no verdict.
+
+The papers train ResNet-50s (or ViTs) for 100-800 epochs at batch 512-1024, so these cells test
+the *direction* of each claim on a CPU budget, not its size.
 
 Statistics: A and B are means over seeds; A - B is the mean paired difference (same seed: same
 data order, views and initialization) with a 95% percentile bootstrap interval over seeds
 (`clzoo.eval.bootstrap`, 2,000 resamples). With 3 seeds that interval can be no wider than the
-spread of the per-seed differences, so read it together with the column "seeds A > B".
+spread of the per-seed differences, so read it together with the column "seeds A > B" and,
+for the margins, with the per-seed table (each seed's difference with its own interval over the
+test images, 1,000 resamples: SINCERE sec. 4).
 Verdict: *agrees* when the interval excludes 0 on the paper's side, *disagrees* when it excludes 0
 on the other side, *not resolved* when it spans 0; for a paper tie (=), *agrees* when it spans 0."""
 
 
 def _claims():
+    cifar2 = Claim(
+        "SINCERE vs SupCon on CIFAR-2: target-noise margins (Table 1), final loss, accuracy",
+        "sincere_cifar2", "supcon_cifar2",
+        "SINCERE (Feeney & Hughes) Table 1 (CIFAR-2 column; ResNet-50, batch 512, 800 epochs) and "
+        "Table 4",
+        (Row("margin_projection", "margin, projection space (Table 1: per class, median target "
+             "- median noise)", ">", "0.972 vs 0.410 (CIFAR-2; CIFAR-10: 0.854 vs 0.270)"),
+         Row("margin_projection_mean", "margin, projection space, per-image mean", ">",
+             "not reported"),
+         Row("margin_encoder", "margin, encoder space (Table 1 definition)", ">", "not reported"),
+         Row("margin_encoder_mean", "margin, encoder space, per-image mean", ">", "not reported"),
+         Row("final_loss", "final training loss", "<", "lower for SINCERE (Table 4, CIFAR-10: "
+             "0.29 vs 4.69)"),
+         Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie (Table 6, CIFAR-10)", True),
+         Row("probe", "linear probe top-1 (L-BFGS)", "=", "tie (Table 5, CIFAR-10)", True)),
+        WHY["cifar2"])
     sincere = Claim(
         "SINCERE vs SupCon: target-noise separation, final loss, accuracy", "sincere", "supcon",
         "SINCERE (Feeney & Hughes) Tables 1, 4, 5 and 6; CIFAR-10, ResNet-50, batch 512, 800 epochs",
@@ -111,11 +141,12 @@ def _claims():
          Row("classifier_top1", "classifier top-1", "=", "90.80% vs 90.74% (CIFAR-100)", True),
          Row("probe", "linear probe on the encoder", "", "not reported", True)),
         WHY["soft"])
-    return (sincere, supinfonce, spread, nscl, soft)
+    return (cifar2, sincere, supinfonce, spread, nscl, soft)
 
 
 # Why the CPU-scale result may differ from the paper: written after reading the cells' numbers.
 WHY = {
+    "cifar2": "",
     "sincere": (
         "At this budget the claim is not reproduced, and the reason is visible in the numbers: "
         "after 8 epochs on 4,000 images both encoders map a test image's nearest target and its "
@@ -195,6 +226,22 @@ def verdict(direction, low, high):
     return "agrees" if (low > 0) == (direction == ">") else "disagrees"
 
 
+def unconverged(cells):
+    """Why `cells` give no verdict ('' when every one converged)."""
+    if any(c.get("converged") is None for c in cells):
+        return "no verdict: 8-epoch cells, convergence not recorded"
+    caps = sorted({c["epochs"] for c in cells if not c["converged"]})
+    if caps:
+        return f"no verdict: not converged at cap ({', '.join(map(str, caps))} epochs)"
+    return ""
+
+
+def _state(row, a_cells, b_cells, low, high):
+    if len(a_cells) < MIN_SEEDS:
+        return f"pending: {len(a_cells)} of {MIN_SEEDS} seeds"
+    return unconverged(a_cells + b_cells) or verdict(row.direction, low, high)
+
+
 def claim_rows(claim, by_config):
     """Markdown rows of one claim's table; `by_config[key]` is `{seed: numbers}`."""
     a, b = by_config.get(claim.a, {}), by_config.get(claim.b, {})
@@ -207,36 +254,70 @@ def claim_rows(claim, by_config):
             continue
         va = np.array([a[s][row.key] for s in paired])
         vb = np.array([b[s][row.key] for s in paired])
+        cells = ([a[s] for s in paired], [b[s] for s in paired])
         if row.direction == "bound":
-            lines.append(_bound_row(row, va, vb, [a[s] for s in paired] + [b[s] for s in paired]))
+            lines.append(_bound_row(row, va, vb, *cells))
             continue
         ma, mb, (md, lo, hi) = va.mean(), vb.mean(), _interval(va - vb)
         f = functools.partial(_fmt, percent=row.percent)
-        state = (verdict(row.direction, lo, hi) if len(paired) >= MIN_SEEDS
-                 else f"pending: {len(paired)} of {MIN_SEEDS} seeds")
         lines.append(f"| {row.label} | {row.paper} | {f(ma)} | {f(mb)} | {f(md)} [{f(lo)}, {f(hi)}] "
-                     f"| {int(np.sum(va > vb))}/{len(paired)} | {state} |")
+                     f"| {int(np.sum(va > vb))}/{len(paired)} | {_state(row, *cells, lo, hi)} |")
     return lines
 
 
-def _bound_row(row, va, vb, cells):
+def _bound_row(row, va, vb, a_cells, b_cells):
     """A row whose claim is a bound on each loss's own value, not a difference between them."""
+    cells = a_cells + b_cells
     inside = sum(0.0 <= c[row.key] <= c[row.key + "_bound"] for c in cells)
     bound = max(c[row.key + "_bound"] for c in cells)
-    state = "agrees" if inside == len(cells) else "disagrees"
-    if len(va) < MIN_SEEDS:
-        state = f"pending: {len(va)} of {MIN_SEEDS} seeds"
+    state = (f"pending: {len(va)} of {MIN_SEEDS} seeds" if len(va) < MIN_SEEDS
+             else unconverged(cells) or ("agrees" if inside == len(cells) else "disagrees"))
     return (f"| {row.label} | {row.paper} | {va.mean():.4f} | {vb.mean():.4f} | "
             f"(bound {bound:.3f}) | - | {state}: {inside}/{len(cells)} runs within [0, bound] |")
 
 
-def _claim_section(claim, by_config, labels, commands):
+def _cell_table(claim, by_config, labels):
+    """Each cell's budget, convergence and wall time."""
+    lines = ["| cell | seed | budgets run (epochs) | converged: last 20% took | final loss | wall |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key in (claim.a, claim.b):
+        for seed, c in sorted(by_config.get(key, {}).items()):
+            if c.get("converged") is None:
+                state = "not recorded"
+            else:
+                state = f"{'yes' if c['converged'] else 'no'}: {c['window_share']:.1%} of the drop"
+            wall = f"{c['wall_seconds'] / 60:.1f} min" if "wall_seconds" in c else "-"
+            lines.append(f"| {labels[key]} | {seed} | {', '.join(map(str, c.get('budgets', [8])))} "
+                         f"| {state} | {c['final_loss']:.4f} | {wall} |")
+    return lines + [""]
+
+
+def _seed_table(pairs):
+    """Per-seed margin differences A - B, each with its interval over the test images."""
+    keys = [("margin_projection", "projection, Table 1"), ("margin_projection_mean", "projection, mean"),
+            ("margin_encoder", "encoder, Table 1"), ("margin_encoder_mean", "encoder, mean")]
+    lines = ["| seed | " + " | ".join(f"A - B, {name}" for _, name in keys) + " |",
+             "| --- |" + " --- |" * len(keys)]
+    for seed, diff in sorted(pairs.items(), key=lambda kv: int(kv[0])):
+        text = [f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]" if (d := diff.get(k)) else "-"
+                for k, _ in keys]
+        lines.append(f"| {seed} | " + " | ".join(text) + " |")
+    return lines + [""]
+
+
+def _claim_section(claim, saved, by_config, labels, commands):
     a, b = labels[claim.a], labels[claim.b]
     lines = [f"## {claim.title}", "", f"A = {a}, B = {b}. Paper: {claim.source}.", "",
              "| measurement | paper | A (mean) | B (mean) | A - B [95% interval] | seeds A > B | "
              "verdict |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += claim_rows(claim, by_config)
-    lines += ["", "Commands (S = seed 0, 1, 2; the subset is made by "
+    lines += claim_rows(claim, by_config) + [""] + _cell_table(claim, by_config, labels)
+    pairs = saved.get("pairs", {}).get(f"{claim.a}-{claim.b}")
+    if pairs:
+        lines += ["Each seed's margin difference, with its 95% bootstrap interval over the test "
+                  "images (1,000 resamples):", ""] + _seed_table(pairs)
+    if saved.get("plot") and claim.a == "sincere_cifar2":
+        lines += [f"![loss curves and margin histograms]({saved['plot']})", ""]
+    lines += ["Commands (S = seed, E = each budget of the ladder; the subset is made by "
               "`python benchmarks/reproduce.py`):", "", "```bash"]
     lines += [f"clzoo {commands[k]}" for k in (claim.a, claim.b)]
     lines += ["```", ""]
@@ -245,37 +326,60 @@ def _claim_section(claim, by_config, labels, commands):
     return lines
 
 
-def _overview(by_config, labels):
-    """Every configuration's accuracy beside the baselines (raw pixels, untrained encoder)."""
-    lines = ["## Every encoder beside its baselines", "",
-             "Weighted kNN (k=20) and linear-probe top-1 on the labels each was trained on "
-             "(CIFAR10-Coarse for the two coarse runs), mean over seeds [lowest, highest]. The "
-             "baselines are measured in the SINCERE cells (same data; the untrained encoder is "
-             "that seed's initialization).", "",
-             "| features | seeds | kNN top-1 | linear probe top-1 |", "| --- | --- | --- | --- |"]
-    rows = [(labels[k], k, "") for k in labels if k in by_config]
-    rows += [("raw pixels", "sincere", "raw_pixels_"), ("ResNet-20, untrained", "sincere",
-                                                        "random_init_")]
+def _overview(by_config, labels, keys, baseline_key, title):
+    """One setting's encoders beside its baselines (raw pixels, untrained encoder)."""
+    lines = [f"## {title}: every encoder beside its baselines", "",
+             "Weighted kNN (k=20) and linear-probe top-1 on the labels each was trained on, mean "
+             "over seeds [lowest, highest]. The baselines are measured in the SINCERE cells (same "
+             "data; the untrained encoder is that seed's initialization).", "",
+             "| features | seeds | converged | kNN top-1 | linear probe top-1 |",
+             "| --- | --- | --- | --- | --- |"]
+    rows = [(labels[k], k, "") for k in keys if k in by_config]
+    rows += [("raw pixels", baseline_key, "raw_pixels_"), ("untrained encoder", baseline_key,
+                                                           "random_init_")]
     for name, key, prefix in rows:
         cells = list(by_config.get(key, {}).values())
         stats = [[c[f"{prefix}{m}"] for c in cells if c.get(f"{prefix}{m}") is not None]
                  for m in ("knn_k20", "probe")]
         if not stats[0]:
             continue
+        done = ("-" if prefix else "not recorded" if any(c.get("converged") is None for c in cells)
+                else f"{sum(c['converged'] for c in cells)}/{len(cells)}")
         text = [f"{np.mean(v):.2%} [{min(v):.2%}, {max(v):.2%}]" if v else "-" for v in stats]
-        lines.append(f"| {name} | {len(cells)} | {text[0]} | {text[1]} |")
+        lines.append(f"| {name} | {len(cells)} | {done} | {text[0]} | {text[1]} |")
     return lines + [""]
 
 
-def render(cells, scale, labels, commands, header=None):
-    """The whole RESULTS.md text."""
+def render(saved, scale, labels, commands, ladders, header=None):
+    """The whole RESULTS.md text from the saved grid."""
     by_config = {}
-    for cell in cells:
+    for cell in saved["cells"]:
         by_config.setdefault(cell["config"], {})[cell["seed"]] = cell
-    lines = [(header or HEADER).format(**dataclasses.asdict(scale)), ""] + _overview(by_config, labels)
+    fields = {**dataclasses.asdict(scale), "budgets": ", ".join(map(str, scale.budgets)),
+              "cifar2_budgets": ", ".join(map(str, ladders["sincere_cifar2"]))}
+    lines = [(header or HEADER).format(**fields), ""]
+    cifar2 = [k for k in labels if k.endswith("_cifar2")]
+    lines += _overview(by_config, labels, cifar2, "sincere_cifar2", "CIFAR-2")
+    lines += _overview(by_config, labels, [k for k in labels if k not in cifar2], "sincere",
+                       "CIFAR-10 subset (8-epoch cells)")
     for claim in CLAIMS:
-        lines += _claim_section(claim, by_config, labels, commands)
+        lines += _claim_section(claim, saved, by_config, labels, commands)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def merge(saved, finished, pairs, scale):
+    """The saved grid with `finished` cells and `pairs` replacing those of the same config and seed."""
+    saved = saved or {"cells": [], "pairs": {}}
+    cells = {(c["config"], c["seed"]): c for c in saved["cells"]}
+    cells.update({(c["config"], c["seed"]): c for c in finished})
+    merged = {k: dict(v) for k, v in saved.get("pairs", {}).items()}
+    for claim, by_seed in pairs.items():
+        merged.setdefault(claim, {}).update(by_seed)
+    out = {"scale": {**scale, "budgets": list(scale["budgets"])},
+           "cells": sorted(cells.values(), key=lambda c: (c["config"], c["seed"])), "pairs": merged}
+    if saved.get("plot"):
+        out["plot"] = saved["plot"]
+    return out
 
 
 def _atomic_write(path, text):
@@ -284,10 +388,8 @@ def _atomic_write(path, text):
     os.replace(tmp, path)
 
 
-def write(cells, scale, cells_json, results_md, text_of):
-    """Write the cells' numbers (JSON) and `text_of(cells, scale)` as RESULTS.md, both atomically."""
-    cells = sorted(cells, key=lambda c: (c["config"], c["seed"]))
-    _atomic_write(cells_json, json.dumps({"date": time.strftime("%Y-%m-%d"),
-                                          "scale": dataclasses.asdict(scale), "cells": cells},
+def write(saved, cells_json, results_md, text_of):
+    """Write the saved grid (JSON) and `text_of(saved)` as RESULTS.md, both atomically."""
+    _atomic_write(cells_json, json.dumps({"date": time.strftime("%Y-%m-%d"), **saved},
                                          indent=1) + "\n")
-    _atomic_write(results_md, text_of(cells, scale))
+    _atomic_write(results_md, text_of(saved))

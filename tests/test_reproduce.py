@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import reproduce  # noqa: E402  (benchmarks/reproduce.py)
 import reproduce_report  # noqa: E402
+from convergence import check_convergence  # noqa: E402
 
 
 def _folder(root, per_class):
@@ -45,19 +46,23 @@ def test_subset_refuses_a_folder_without_splits_or_images(tmp_path):
         reproduce.make_subset(tmp_path / "src2", tmp_path / "sub", 2, 2)
 
 
-def _fake_clzoo(calls):
+def _fake_clzoo(calls, curves):
+    """A stand-in `clzoo`: train writes the loss curve `curves[epochs]`, eval and embed their files."""
     def run(args, log):
         calls.append(args)
         if args[0] == "train":
             run_dir = Path(args[args.index("--output") + 1] if "--output" in args else args[2])
+            epochs = int(next(a for a in args if a.startswith("training.epochs=")).split("=")[1]) \
+                if "--output" in args else 40
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "eval").mkdir(exist_ok=True)
-            (run_dir / "history.jsonl").write_text('{"loss": 3.0}\n{"loss": 2.5}\n')
-            (run_dir / "metrics.json").write_text("{}")
+            (run_dir / "history.jsonl").write_text(
+                "".join(json.dumps({"loss": v}) + "\n" for v in curves[epochs]))
+            (run_dir / "metrics.json").write_text(json.dumps({"wall_seconds": 60.0}))
             (run_dir / "eval" / "metrics.json").write_text(json.dumps(
                 {"knn": {"k20": 0.5}, "probe": {"accuracy": 0.6},
                  "separation": {"margin": 0.01}}))
-        else:
+        elif args[0] == "eval":
             out = Path(args[args.index("--output") + 1])
             out.mkdir(parents=True)
             (out / "metrics.json").write_text(json.dumps({"separation": {"margin": 0.02},
@@ -65,29 +70,87 @@ def _fake_clzoo(calls):
     return run
 
 
-def test_cells_are_trained_once_resumed_when_cut_short_and_skipped_when_done(tmp_path, monkeypatch):
+FALLING = [5.0 - 0.1 * i for i in range(25)]  # still falling: not converged
+FLAT = [5.0 / (1 + i) ** 2 + 1.0 for i in range(50)]  # flattened: converged
+
+
+def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls))
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FLAT}))
     config, scale = reproduce.CONFIGS["sincere"], reproduce.Scale()
-    numbers = reproduce.run_cell(config, 0, scale, tmp_path / "data", tmp_path / "cell")
-    assert [c[0] for c in calls] == ["train", "eval"]
-    assert "seed=0" in calls[0] and "training.epochs=8" in calls[0]
-    assert numbers["final_loss"] == 2.5 and numbers["margin_projection"] == 0.02
+    numbers = reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
+    assert [c[0] for c in calls] == ["train", "train", "eval"]
+    assert "training.epochs=25" in calls[0] and "training.epochs=50" in calls[1]
+    assert "seed=0" in calls[0] and "--data" in calls[0]
+    assert numbers["converged"] and numbers["epochs"] == 50 and numbers["budgets"] == [25, 50]
+    assert numbers["final_loss"] == FLAT[-1] and numbers["loss_curve"] == FLAT
+    assert numbers["wall_seconds"] == 120.0 and numbers["margin_projection"] == 0.02
     assert numbers["knn_k20"] == 0.5 and numbers["probe"] == 0.6
-    reproduce.run_cell(config, 0, scale, tmp_path / "data", tmp_path / "cell")
-    assert len(calls) == 2  # cell.json: nothing runs again
-    (tmp_path / "other" / "run").mkdir(parents=True)
-    (tmp_path / "other" / "run" / "checkpoint.keras").write_bytes(b"")
-    reproduce.run_cell(config, 1, scale, tmp_path / "data", tmp_path / "other")
-    assert calls[2][:2] == ["train", "--resume"]
+    reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
+    assert len(calls) == 3  # cell.json: nothing runs again
+
+
+def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 40: FALLING,
+                                                                 50: FALLING, 100: FALLING}))
+    config, scale = reproduce.CONFIGS["supcon"], reproduce.Scale()
+    cell = tmp_path / "supcon_seed1"
+    reproduce.run_stage(config, 1, scale, "d", cell, 25)  # an earlier sitting finished e25
+    (cell / "e50" / "run").mkdir(parents=True)
+    (cell / "e50" / "run" / "checkpoint.keras").write_bytes(b"")  # and was killed in e50
+    calls.clear()
+    numbers = reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), cell)
+    assert calls[0][:2] == ["train", "--resume"] and "training.epochs=100" in calls[1]
+    assert not numbers["converged"] and numbers["epochs"] == 100  # at the cap
+
+
+def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FALLING,
+                                                                 100: FLAT}))
+    config, cell = reproduce.CONFIGS["nscl"], tmp_path / "nscl_seed0"
+    capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=50), ("d", tmp_path), cell)
+    assert capped["budgets"] == [25, 50] and not capped["converged"]
+    calls.clear()
+    numbers = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    assert [c[0] for c in calls] == ["train"] and "training.epochs=100" in calls[0]
+    assert numbers["converged"] and numbers["budgets"] == [25, 50, 100]
+
+
+def test_a_budget_another_seed_did_not_converge_in_is_skipped(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FLAT}))
+    config, scale = reproduce.CONFIGS["supcon"], reproduce.Scale()
+    reproduce.run_stage(config, 0, scale, "d", tmp_path / "supcon_seed0", 25)
+    calls.clear()
+    reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), tmp_path / "supcon_seed1")
+    assert [a for a in calls[0] if a.startswith("training.epochs")] == ["training.epochs=50"]
 
 
 def test_each_override_key_is_set_once_and_the_configuration_wins():
-    args = reproduce.train_command(reproduce.CONFIGS["sincere"], 2, reproduce.Scale(), "d", "r")
+    args = reproduce.train_command(reproduce.CONFIGS["sincere"], 2, reproduce.Scale(), "d", "r", 25)
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
     keys = [s.split("=", 1)[0] for s in sets]
     assert len(keys) == len(set(keys))
     assert "eval.baselines=[raw_pixels, random_init]" in sets and "seed=2" in sets
+    cifar2 = reproduce.train_command(reproduce.CONFIGS["supcon_cifar2"], 0, reproduce.Scale(),
+                                     "src@cifar2", "r", 40)
+    assert not any(a.startswith("training.batch_size") for a in cifar2)  # the recipe's batch
+    assert "model.test_time_flip=false" in cifar2 and "src@cifar2" in cifar2
+
+
+def test_convergence_rule():
+    assert check_convergence(FLAT).converged and not check_convergence(FALLING).converged
+    noisy_end = [5.0, 4.0, 3.0, 2.5, 2.2, 2.0, 1.9, 1.8, 1.4, 1.9]  # a last-epoch bump hides no drop
+    status = check_convergence(noisy_end)
+    assert status.window == 2 and status.window_drop == pytest.approx(0.4)
+    assert not status.converged
+    assert check_convergence([3.0] * 6).ratio == float("inf")  # never fell: not converged
+    with pytest.raises(ValueError, match="at least 5 epochs"):
+        check_convergence([1.0, 0.5])
+    with pytest.raises(ValueError, match="finite"):
+        check_convergence([1.0, 0.5, float("nan"), 0.2, 0.1])
 
 
 @pytest.mark.parametrize("direction, low, high, expected", [
@@ -102,14 +165,20 @@ def test_claim_rows_pair_the_seeds_and_count_wins():
     claim = reproduce_report.Claim("t", "a", "b", "src", (
         reproduce_report.Row("m", "margin", ">", "0.9 vs 0.3"),
         reproduce_report.Row("missing", "absent", ">", "-")))
-    by_config = {"a": {s: {"m": 0.5 + s / 100} for s in range(3)},
-                 "b": {s: {"m": 0.1} for s in range(4)}}
+    done = {"converged": True, "epochs": 50}
+    by_config = {"a": {s: {"m": 0.5 + s / 100, **done} for s in range(3)},
+                 "b": {s: {"m": 0.1, **done} for s in range(4)}}
     rows = reproduce_report.claim_rows(claim, by_config)
     assert rows[0].startswith("| margin | 0.9 vs 0.3 | 0.5100 | 0.1000 | 0.4100 [0.4000, 0.4200]")
     assert rows[0].endswith("| 3/3 | agrees |")
     assert rows[1].endswith("| not run |")
-    by_config["b"] = {s: {"m": 0.1} for s in (0, 1)}  # two paired seeds: no verdict yet
+    by_config["b"] = {s: {"m": 0.1, **done} for s in (0, 1)}  # two paired seeds: no verdict yet
     assert reproduce_report.claim_rows(claim, by_config)[0].endswith("| 2/2 | pending: 2 of 3 seeds |")
+    by_config["b"] = {s: {"m": 0.1, "converged": s != 1, "epochs": 100} for s in range(3)}
+    assert reproduce_report.claim_rows(claim, by_config)[0].endswith(
+        "| 3/3 | no verdict: not converged at cap (100 epochs) |")
+    by_config["b"][1]["converged"] = None
+    assert "convergence not recorded" in reproduce_report.claim_rows(claim, by_config)[0]
 
 
 def test_results_md_is_rendered_from_the_saved_cells():
