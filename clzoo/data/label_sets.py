@@ -10,7 +10,7 @@ coarse-to-fine transfer (Perfectly Balanced sec. 5.2, Table 2):
 
 import numpy as np
 
-from clzoo.data.sources import Split
+from clzoo.data.split import Split
 
 # Perfectly Balanced Table 2 / ../shared/data/README.md: CIFAR-10 class -> coarse class.
 CIFAR10_COARSE = {

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from clzoo.data import ViewConfig, balanced_contrastive_dataset, class_balanced_indices
-from clzoo.data.sources import Split
+from clzoo.data.split import Split
 
 LABELS = np.array([0] * 10 + [1] * 4 + [2] * 5 + [3] * 7 + [4] * 30)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from clzoo.data import MixConfig, soft_target_dataset
-from clzoo.data.sources import Split
+from clzoo.data.split import Split
 
 
 def _split(n=16, classes=None):

@@ -5,7 +5,7 @@ import pytest
 
 from clzoo import cli
 from clzoo.data import VIEW_RECIPES, ViewConfig, contrastive_dataset, show_views, view_recipe
-from clzoo.data.sources import Split
+from clzoo.data.split import Split
 
 
 def _split(n=8, size=32):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from clzoo.data import ViewConfig, contrastive_dataset, load_split
-from clzoo.data.sources import Split
+from clzoo.data.split import Split
 
 
 def _split(n=16, seed=0):
