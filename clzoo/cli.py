@@ -233,7 +233,7 @@ def _eval(args):
 
 
 def _embed(args):
-    from clzoo.eval.embeddings_file import check_output, embed_splits, write_embeddings
+    from clzoo.export.embeddings import check_output, embed_splits, write_embeddings
     from clzoo.files import check_output as check_free
 
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
@@ -253,7 +253,7 @@ def _embed(args):
 def _export(args):
     import numpy as np
 
-    from clzoo.eval.export import check_export, export_encoder, exported_outputs
+    from clzoo.export.serving import check_export, export_encoder, exported_outputs
 
     check_export(args.format, Path(args.output), args.overwrite)  # before loading anything
     encoder, _ = _load_encoder(args.model, args.space)

@@ -264,7 +264,7 @@ def test_export_saved_model_gives_the_keras_outputs(tiny_encoder, tmp_path, caps
 
 
 def test_export_names_the_missing_package_in_one_line(tiny_encoder, tmp_path):
-    from clzoo.eval.export import missing_packages
+    from clzoo.export.serving import missing_packages
 
     missing = missing_packages("onnx")
     if not missing:
@@ -279,7 +279,7 @@ def test_export_names_the_missing_package_in_one_line(tiny_encoder, tmp_path):
 def test_export_litert_gives_the_keras_outputs(tiny_encoder, tmp_path):
     import keras
 
-    from clzoo.eval.export import exported_outputs, missing_packages
+    from clzoo.export.serving import exported_outputs, missing_packages
 
     if missing_packages("litert"):
         pytest.skip(f"LiteRT export needs {missing_packages('litert')}")

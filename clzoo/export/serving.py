@@ -30,7 +30,7 @@ def missing_packages(fmt, backend=None):
 
     Example:
 
-    >>> from clzoo.eval.export import missing_packages
+    >>> from clzoo.export.serving import missing_packages
     >>> missing_packages("saved_model")
     []
     """

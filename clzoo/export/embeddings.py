@@ -87,7 +87,7 @@ def write_embeddings(path, table):
     Example:
 
     >>> import numpy as np, tempfile, os
-    >>> from clzoo.eval.embeddings_file import write_embeddings
+    >>> from clzoo.export.embeddings import write_embeddings
     >>> table = {"embeddings": np.eye(2, 3, dtype="float32"), "labels": np.array([0, 1]),
     ...          "split": np.array(["test", "test"]), "class_names": ["a", "b"]}
     >>> path = write_embeddings(os.path.join(tempfile.mkdtemp(), "e.npz"), table)
