@@ -22,7 +22,7 @@ def _checked_batch(data):
 
 
 def _restore(model, state):
-    from clzoo.train import compat  # the one module allowed private Keras API
+    from clzoo import compat  # the one module allowed private Keras API (ground floor)
 
     compat.restore_jax_state(model, state)
 

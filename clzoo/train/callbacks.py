@@ -12,8 +12,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from clzoo.compat import loss_tracker
 from clzoo.files import atomic_write, atomic_write_text, json_line
-from clzoo.train.compat import loss_tracker
 
 PROGRESS_FILE = "clzoo_progress.json"  # extra entry in the .keras zip; Keras ignores it
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import keras
 
-from clzoo.train.compat import batch_norm_layers
+from clzoo.compat import batch_norm_layers
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 

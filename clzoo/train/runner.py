@@ -8,13 +8,13 @@ import time
 import keras
 import numpy as np
 
+from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data import load_split
 from clzoo.data.checks import check_data
 from clzoo.files import atomic_write
 from clzoo.models import flip_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
-from clzoo.train.compat import prebuild_for_multi_worker
 from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import placement, portable_batch_norm, synchronize_batch_norm
 from clzoo.train.evaluation import final_metrics
