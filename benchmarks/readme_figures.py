@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from clzoo.train.results import read_run
+
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = "recipes/sincere_digits.yaml"
 FIGURES = ROOT / "benchmarks" / "readme_figures.json"
@@ -52,12 +54,12 @@ def run_seed(seed, folder):
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    metrics = json.loads((out / "metrics.json").read_text())
-    k = f"k{metrics['knn_top1_k']}"
-    row = {"seed": seed, "wall_seconds": round(wall, 1), "knn_k": metrics["knn_top1_k"],
-           "trained": {"knn": metrics["knn_top1"], "linear_probe": metrics.get("linear_probe")}}
-    for name, values in metrics.get("baselines", {}).items():
-        row[name] = {"knn": values["knn"][k], "linear_probe": values.get("linear_probe")}
+    run = read_run(out)
+    k = f"k{run.knn_k}"
+    row = {"seed": seed, "wall_seconds": round(wall, 1), "knn_k": run.knn_k,
+           "trained": {"knn": run.knn_top1, "linear_probe": run.probe}}
+    for name, baseline in run.baselines.items():
+        row[name] = {"knn": baseline.knn[k], "linear_probe": baseline.probe}
     return row
 
 

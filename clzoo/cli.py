@@ -102,21 +102,24 @@ def _train(args):
         return 1
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
-    print("\n" + _results_table(metrics, config.data))
-    print(f"final training loss {metrics['final_train_loss']:.4f} | "
-          f"{metrics['images_per_second']:.0f} images/s | wall {metrics['wall_seconds']:.0f} s")
+    from clzoo.train.results import RunResult
+
+    run = RunResult.from_summary(metrics, path=output)
+    print("\n" + _results_table(run, config.data))
+    print(f"final training loss {run.final_loss:.4f} | "
+          f"{run.images_per_second:.0f} images/s | wall {run.wall_seconds:.0f} s")
     print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "
           "history.jsonl/.csv, tensorboard/")
     return 0
 
 
-def _results_table(metrics, data):
-    """The trained encoder's kNN / probe beside its raw-pixel and random-init baselines."""
-    k = metrics["knn_top1_k"]
-    rows = [("trained encoder", metrics["knn_top1"], metrics.get("linear_probe"))]
+def _results_table(run, data):
+    """The trained encoder's kNN / probe (a `RunResult`) beside its raw-pixel and random-init baselines."""
+    k = run.knn_k
+    rows = [("trained encoder", run.knn_top1, run.probe)]
     names = {"raw_pixels": "raw pixels", "random_init": "random init (untrained)"}
-    for key, row in (metrics.get("baselines") or {}).items():
-        rows.append((names.get(key, key), row["knn"].get(f"k{k}"), row.get("linear_probe")))
+    for key, row in run.baselines.items():
+        rows.append((names.get(key, key), row.knn.get(f"k{k}"), row.probe))
     probe = any(row[2] is not None for row in rows)
     lines = [f"kNN top-1 (k={k}, cosine-weighted) on {data} test"
              + (" and linear-probe top-1:" if probe else ":"),
@@ -124,7 +127,7 @@ def _results_table(metrics, data):
     for name, knn, probe_acc in rows:
         lines.append(f"  {name:<26}{knn:>10.2%}" + (
             f"{probe_acc:>10.2%}" if probe_acc is not None else (f"{'-':>10}" if probe else "")))
-    others = "  ".join(f"{key}: {value:.2%}" for key, value in metrics["knn_top1_by_k"].items())
+    others = "  ".join(f"{key}: {value:.2%}" for key, value in run.knn.items())
     return "\n".join(lines + [f"  trained encoder, every k: {others}"])
 
 

@@ -1,13 +1,15 @@
 """The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`.
 
 The run summary keeps its own keys (`knn_top1`, `knn_top1_k`, `knn_top1_by_k`,
-`linear_probe`, `ncc_accuracy`, `baselines`), read by `clzoo train`'s table,
-the README figures and CI; the report under `eval/` uses the metric names.
+`linear_probe`, `ncc_accuracy`, `baselines`; `clzoo.train.results.SUMMARY_KEYS`);
+`clzoo.train.results.read_run` reads them back under the metric names the
+report under `eval/` uses.
 """
 
 import keras
 
 from clzoo.models import get_encoder
+from clzoo.train.results import SUMMARY_KEYS
 
 
 def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None):
@@ -50,12 +52,12 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
     knn = report.metrics["knn"]
     metrics = {"knn_top1": knn[f"k{spec.knn_headline_k}"], "knn_top1_k": spec.knn_headline_k,
                "knn_top1_by_k": knn}
-    for name, key in (("ncc", "ncc_accuracy"), ("probe", "linear_probe")):  # report name -> key
+    for name, key in SUMMARY_KEYS.items():  # report name -> stored key
         if name in report.metrics:
             metrics[key] = report.metrics[name]["accuracy"]
     if spec.baselines:
         metrics["baselines"] = baselines(recipe, train_split, test_split, encoder.input_shape[1],
-                                         probe="linear_probe" in metrics, verbose=bool(verbose))
+                                         probe=SUMMARY_KEYS["probe"] in metrics, verbose=bool(verbose))
     return metrics
 
 

@@ -9,6 +9,7 @@ import pytest
 from clzoo import cli
 from clzoo.train import load_recipe, train
 from clzoo.train.callbacks import AtomicCheckpoint, StopOnNaN
+from clzoo.train.results import read_eval, read_run
 
 TINY = ["data=digits", "training.epochs=2", "training.batch_size=128",
         "model.architecture=resnet20", "model.embedding_dim=16", "eval.knn_k=[1,5]",
@@ -45,6 +46,10 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     assert np.isfinite(metrics["final_train_loss"]) and metrics["images_per_second"] > 0
     assert len((out / "history.jsonl").read_text().splitlines()) == 2
     assert not list(out.glob(".*tmp*"))  # no temporary files left behind
+    run = read_run(out)  # the typed record of the same folder
+    assert run.knn_top1 == metrics["knn_top1"] and run.knn_k == 5 and len(run.loss_curve) == 2
+    assert run.to_summary() == metrics and run.final_loss == run.loss_curve[-1]
+    assert run.baselines["raw_pixels"].knn["k5"] == metrics["baselines"]["raw_pixels"]["knn"]["k5"]
 
     # run/eval holds the report train wrote: replaced only with --overwrite.
     assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5"]) == 2
@@ -54,6 +59,7 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     evaluated = json.loads((out / "eval" / "metrics.json").read_text())
     assert evaluated["knn"]["k5"] == pytest.approx(metrics["knn_top1_by_k"]["k5"])
     assert evaluated["probe"]["accuracy"] > 0.5
+    assert read_eval(out).probe == evaluated["probe"]["accuracy"]
     assert (out / "eval" / "report.md").is_file() and (out / "eval" / "separation.png").is_file()
 
     # The projection head's space, from the full model in checkpoint.keras.

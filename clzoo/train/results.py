@@ -1,0 +1,266 @@
+"""Typed records of a finished run: `read_run` for a `clzoo train` folder, `read_eval` for a `clzoo eval` one.
+
+One set of names for every reader: `knn` (`{"k5": accuracy, ...}`), `ncc`, `probe`.
+The files on disk keep their keys: a run's `metrics.json` stores the NCC and
+probe accuracies as `ncc_accuracy` and `linear_probe` (`SUMMARY_KEYS`), the
+`clzoo eval` report under their metric names. Both readers accept every folder
+written so far, and name the file and key in a one-line `RecordError` when one
+is missing or malformed.
+"""
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+__all__ = ["SUMMARY_KEYS", "Baseline", "EvalReport", "RecordError", "RunResult", "read_eval",
+           "read_run"]
+
+SUMMARY_KEYS = {"ncc": "ncc_accuracy", "probe": "linear_probe"}  # record name -> metrics.json key
+
+
+class RecordError(ValueError):
+    """A run or eval folder lacks a file or key, or holds one that does not parse."""
+
+
+def _number(value, where, optional=False):
+    """`value` as a float; `where` names the file and key in the error."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RecordError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _accuracies(value, where):
+    """`{"k5": accuracy, ...}`, checked."""
+    if not isinstance(value, dict) or not value:
+        raise RecordError(f"{where}: expected {{'k5': accuracy, ...}}, got {value!r}")
+    return {str(k): _number(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _load_json(path):
+    """The JSON object in `path`, or a `RecordError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordError(f"{path}: missing (not a finished run or report folder?)")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RecordError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """One baseline row of a run (`raw_pixels`, `random_init`): kNN per k and probe top-1.
+
+    Example:
+
+    >>> from clzoo.train.results import Baseline
+    >>> Baseline.from_dict({"knn": {"k5": 0.9}, "linear_probe": 0.8}).probe
+    0.8
+    """
+
+    knn: dict
+    probe: float | None = None
+
+    @classmethod
+    def from_dict(cls, data, where="baseline"):
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: expected an object, got {data!r}")
+        return cls(knn=_accuracies(data.get("knn"), f"{where}.knn"),
+                   probe=_number(data.get("linear_probe"), f"{where}.linear_probe", optional=True))
+
+    def to_dict(self):
+        """The form stored in `metrics.json` (probe under `linear_probe`, omitted when None)."""
+        return {"knn": dict(self.knn),
+                **({"linear_probe": self.probe} if self.probe is not None else {})}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """A finished `clzoo train` run: the summary in `metrics.json` and the loss curve.
+
+    Attributes:
+        knn: kNN top-1 per k of the trained encoder, `{"k1": accuracy, ...}`.
+        knn_k: the headline k; `knn_top1` is `knn[f"k{knn_k}"]`.
+        knn_top1: the headline kNN top-1.
+        ncc, probe: nearest-class-centre and linear-probe top-1, None when not measured.
+        baselines: `{name: Baseline}` (`raw_pixels`, `random_init`), empty when not measured.
+        final_loss: the last epoch's training loss (None for a run with no epoch).
+        loss_curve: the training loss per epoch, from `history.jsonl` (empty when absent).
+        wall_seconds, images_per_second: wall time and training throughput.
+        summary: every key of `metrics.json` as stored (steps, backend, versions, ...).
+        path: the run folder, or None for a record built in memory.
+
+    Example:
+
+    >>> from clzoo.train.results import RunResult
+    >>> run = RunResult.from_summary({"knn_top1": 0.9, "knn_top1_k": 5,
+    ...                               "knn_top1_by_k": {"k5": 0.9}, "linear_probe": 0.8})
+    >>> run.probe, run.ncc, run.to_summary()["linear_probe"]
+    (0.8, None, 0.8)
+    """
+
+    knn: dict
+    knn_k: int
+    knn_top1: float
+    ncc: float | None = None
+    probe: float | None = None
+    baselines: dict = dataclasses.field(default_factory=dict)
+    final_loss: float | None = None
+    loss_curve: tuple = ()
+    wall_seconds: float | None = None
+    images_per_second: float | None = None
+    summary: dict = dataclasses.field(default_factory=dict, repr=False)
+    path: Path | None = None
+
+    @classmethod
+    def from_summary(cls, summary, path=None, loss_curve=(), where="metrics.json"):
+        """The record of a `metrics.json` dict (`where` names it in errors)."""
+        for key in ("knn_top1", "knn_top1_k", "knn_top1_by_k"):
+            if key not in summary:
+                raise RecordError(f"{where}: no {key!r} key")
+        knn_k = summary["knn_top1_k"]
+        if isinstance(knn_k, bool) or not isinstance(knn_k, int):
+            raise RecordError(f"{where}: 'knn_top1_k' must be an integer, got {knn_k!r}")
+        baselines = summary.get("baselines") or {}
+        if not isinstance(baselines, dict):
+            raise RecordError(f"{where}: 'baselines' must be an object, got {baselines!r}")
+        optional = {name: _number(summary.get(key), f"{where}: {key!r}", optional=True)
+                    for name, key in SUMMARY_KEYS.items()}
+        return cls(
+            knn=_accuracies(summary["knn_top1_by_k"], f"{where}: 'knn_top1_by_k'"), knn_k=knn_k,
+            knn_top1=_number(summary["knn_top1"], f"{where}: 'knn_top1'"), **optional,
+            baselines={name: Baseline.from_dict(row, f"{where}: 'baselines.{name}'")
+                       for name, row in baselines.items()},
+            final_loss=_number(summary.get("final_train_loss"), f"{where}: 'final_train_loss'",
+                               optional=True),
+            loss_curve=tuple(loss_curve),
+            wall_seconds=_number(summary.get("wall_seconds"), f"{where}: 'wall_seconds'",
+                                 optional=True),
+            images_per_second=_number(summary.get("images_per_second"),
+                                      f"{where}: 'images_per_second'", optional=True),
+            summary=dict(summary), path=None if path is None else Path(path))
+
+    def to_summary(self):
+        """The `metrics.json` dict of this record, in the stored names (`from_summary`'s inverse)."""
+        out = dict(self.summary)
+        out.update(knn_top1=self.knn_top1, knn_top1_k=self.knn_k, knn_top1_by_k=dict(self.knn))
+        for name, key in SUMMARY_KEYS.items():
+            value = getattr(self, name)
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = value
+        if self.baselines:
+            out["baselines"] = {name: row.to_dict() for name, row in self.baselines.items()}
+        for key, value in (("final_train_loss", self.final_loss),
+                           ("wall_seconds", self.wall_seconds),
+                           ("images_per_second", self.images_per_second)):
+            if value is not None or key in out:
+                out[key] = value
+        return out
+
+
+def _loss_curve(path):
+    """Training loss per epoch from `history.jsonl`; () when the file is absent."""
+    if not path.is_file():
+        return ()
+    curve = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RecordError(f"{path}: line {number} is not valid JSON ({error})") from None
+        loss = row.get("loss") if isinstance(row, dict) else None
+        curve.append(math.nan if loss is None else _number(loss, f"{path}: line {number} 'loss'"))
+    return tuple(curve)
+
+
+def read_run(path):
+    """The `RunResult` of a finished `clzoo train` folder (`metrics.json`, `history.jsonl`).
+
+    Raises:
+        RecordError: a file or key is missing or malformed; the message names it.
+
+    Example:
+
+    >>> import json, tempfile, pathlib
+    >>> from clzoo.train.results import read_run
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "metrics.json").write_text(json.dumps(
+    ...     {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k5": 0.9}}))
+    >>> read_run(folder).knn_top1
+    0.9
+    """
+    folder = Path(path)
+    summary = _load_json(folder / "metrics.json")
+    return RunResult.from_summary(summary, path=folder, where=str(folder / "metrics.json"),
+                                  loss_curve=_loss_curve(folder / "history.jsonl"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalReport:
+    """A `clzoo eval` report folder (`metrics.json` under the metric names).
+
+    Attributes:
+        knn: kNN top-1 per k, `{"k1": accuracy, ...}`; empty when `knn` was not run.
+        ncc, probe, sgd_probe: top-1 accuracies, None when not run.
+        metrics: every entry of the report as stored, e.g. `metrics["separation"]`,
+            `metrics["calibration"]`, `metrics["few_shot"]`, `metrics["loss_gap"]`.
+        path: the report folder, or None.
+
+    Example:
+
+    >>> from clzoo.train.results import EvalReport
+    >>> EvalReport.from_metrics({"knn": {"k1": 0.5}, "probe": {"accuracy": 0.7}}).probe
+    0.7
+    """
+
+    knn: dict
+    ncc: float | None = None
+    probe: float | None = None
+    sgd_probe: float | None = None
+    metrics: dict = dataclasses.field(default_factory=dict, repr=False)
+    path: Path | None = None
+
+    @classmethod
+    def from_metrics(cls, metrics, path=None, where="metrics.json"):
+        """The record of a report's `metrics.json` dict (`where` names it in errors)."""
+        knn = _accuracies(metrics["knn"], f"{where}: 'knn'") if "knn" in metrics else {}
+        accuracy = {}
+        for name in ("ncc", "probe", "sgd_probe"):
+            entry = metrics.get(name)
+            if entry is not None and not (isinstance(entry, dict) and "accuracy" in entry):
+                raise RecordError(f"{where}: {name!r} has no 'accuracy' ({entry!r})")
+            accuracy[name] = None if entry is None else _number(
+                entry["accuracy"], f"{where}: '{name}.accuracy'")
+        return cls(knn=knn, **accuracy, metrics=dict(metrics),
+                   path=None if path is None else Path(path))
+
+
+def read_eval(path):
+    """The `EvalReport` of a `clzoo eval` output folder (or of a run folder's `eval/`).
+
+    Raises:
+        RecordError: `metrics.json` is missing or malformed; the message names it.
+
+    Example:
+
+    >>> import json, tempfile, pathlib
+    >>> from clzoo.train.results import read_eval
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "metrics.json").write_text(json.dumps({"ncc": {"accuracy": 0.6}}))
+    >>> read_eval(folder).ncc
+    0.6
+    """
+    folder = Path(path)
+    run_folder = (folder / "recipe.yaml").is_file() or not (folder / "metrics.json").is_file()
+    if run_folder and (folder / "eval" / "metrics.json").is_file():
+        folder = folder / "eval"
+    return EvalReport.from_metrics(_load_json(folder / "metrics.json"), path=folder,
+                                   where=str(folder / "metrics.json"))

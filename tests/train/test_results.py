@@ -1,0 +1,89 @@
+"""`clzoo.train.results`: typed run and eval records, their round trip and their errors.
+
+A real run folder is read in `tests/train/test_runner.py::test_train_cli_writes_a_complete_run`.
+"""
+
+import json
+
+import pytest
+
+from clzoo.train.results import EvalReport, RecordError, RunResult, read_eval, read_run
+
+SUMMARY = {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k1": 0.85, "k5": 0.9},
+           "ncc_accuracy": 0.8, "linear_probe": 0.95, "final_train_loss": 3.2,
+           "wall_seconds": 12.0, "images_per_second": 500.0, "backend": "jax",
+           "baselines": {"raw_pixels": {"knn": {"k1": 0.9, "k5": 0.91}, "linear_probe": 0.93},
+                         "random_init": {"knn": {"k1": 0.5, "k5": 0.55}}}}
+
+
+def _run(tmp_path, summary=SUMMARY, history=((4.0,), (3.2,))):
+    (tmp_path / "metrics.json").write_text(json.dumps(summary))
+    (tmp_path / "history.jsonl").write_text("".join(
+        json.dumps({"epoch": i, "loss": row[0]}) + "\n" for i, row in enumerate(history)))
+    return tmp_path
+
+
+def test_read_run_one_set_of_names(tmp_path):
+    run = read_run(_run(tmp_path))
+    assert (run.knn_top1, run.knn_k, run.ncc, run.probe) == (0.9, 5, 0.8, 0.95)
+    assert run.knn == {"k1": 0.85, "k5": 0.9} and run.loss_curve == (4.0, 3.2)
+    assert run.final_loss == 3.2 and run.wall_seconds == 12.0 and run.path == tmp_path
+    assert run.baselines["raw_pixels"].probe == 0.93 and run.baselines["random_init"].probe is None
+    assert run.summary["backend"] == "jax"
+    with pytest.raises(AttributeError):  # frozen
+        run.knn_top1 = 0.0
+
+
+def test_round_trip_keeps_the_stored_form(tmp_path):
+    run = read_run(_run(tmp_path))
+    assert run.to_summary() == SUMMARY
+    assert RunResult.from_summary(run.to_summary(), path=tmp_path, loss_curve=run.loss_curve) == run
+
+
+def test_old_folder_without_optional_keys_or_history(tmp_path):
+    old = {"knn_top1": 0.7, "knn_top1_k": 20, "knn_top1_by_k": {"k20": 0.7}}
+    (tmp_path / "metrics.json").write_text(json.dumps(old))
+    run = read_run(tmp_path)
+    assert run.probe is run.ncc is run.final_loss is None and run.baselines == {}
+    assert run.loss_curve == () and run.to_summary() == old
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "metrics.json: missing"),
+    ("{not json", "metrics.json: not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    (json.dumps({"knn_top1": 0.9, "knn_top1_k": 5}), "no 'knn_top1_by_k' key"),
+    (json.dumps({**SUMMARY, "linear_probe": "high"}), "'linear_probe': expected a number"),
+    (json.dumps({**SUMMARY, "knn_top1_k": "5"}), "'knn_top1_k' must be an integer"),
+    (json.dumps({**SUMMARY, "baselines": {"raw_pixels": {"knn": {}}}}), "baselines.raw_pixels"),
+])
+def test_clear_one_line_errors(tmp_path, content, words):
+    if content is not None:
+        (tmp_path / "metrics.json").write_text(content)
+    with pytest.raises(RecordError) as caught:
+        read_run(tmp_path)
+    message = str(caught.value)
+    assert words in message and "\n" not in message and str(tmp_path) in message
+
+
+def test_corrupt_history_line_is_named(tmp_path):
+    _run(tmp_path)
+    (tmp_path / "history.jsonl").write_text('{"loss": 1.0}\n{oops\n')
+    with pytest.raises(RecordError, match="history.jsonl: line 2"):
+        read_run(tmp_path)
+
+
+def test_read_eval_report_and_run_folder(tmp_path):
+    report = {"title": "t", "knn": {"k1": 0.6, "k5": 0.7}, "ncc": {"accuracy": 0.65},
+              "probe": {"accuracy": 0.75}, "separation": {"ratio": 2.0}}
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "metrics.json").write_text(json.dumps(report))
+    direct = read_eval(tmp_path / "eval")
+    assert (direct.knn["k5"], direct.ncc, direct.probe, direct.sgd_probe) == (0.7, 0.65, 0.75, None)
+    assert direct.metrics["separation"] == {"ratio": 2.0}
+    _run(tmp_path)
+    (tmp_path / "recipe.yaml").write_text("name: run\n")
+    assert read_eval(tmp_path) == direct  # a run folder: its eval/ report
+    assert EvalReport.from_metrics(report, path=tmp_path / "eval") == direct
+    with pytest.raises(RecordError, match="'probe' has no 'accuracy'"):
+        EvalReport.from_metrics({"probe": 0.5})
