@@ -267,39 +267,48 @@ def run_cell(config, seed, scale, paths, folder):
 
 
 def _losses(run):
-    rows = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines() if line]
-    return [row["loss"] for row in rows]
+    from clzoo.train.results import read_run  # noqa: PLC0415 (--list reads no run)
+
+    return list(read_run(run).loss_curve)
 
 
 def collect(folder, run, config):
     """The numbers every claim reads, from a finished cell's run, eval folders and embeddings."""
-    report, summary = _json(run / "eval" / "metrics.json"), _json(run / "metrics.json")
-    out = {"final_loss": _losses(run)[-1], "knn_k20": report["knn"]["k20"]}
+    from clzoo.train.results import read_eval, read_run  # noqa: PLC0415
+
+    record, report = read_run(run), read_eval(run / "eval")
+    out = {"final_loss": record.loss_curve[-1], "knn_k20": report.knn["k20"]}
     for key in ("classifier_top1", "classifier_ece"):
-        if key in summary:
-            out[key] = summary[key]
-    for name, values in summary.get("baselines", {}).items():
-        out[f"{name}_knn_k20"], out[f"{name}_probe"] = values["knn"]["k20"], values.get("linear_probe")
-    if "probe" in report:
-        out["probe"] = report["probe"]["accuracy"]
-    if "ncc" in report:
-        out["ncc"] = report["ncc"]["accuracy"]
-    if "separation" in report:
-        out["margin_encoder"] = report["separation"]["margin"]
-    if "few_shot" in report:
-        for m, row in report["few_shot"].items():
-            out[f"few_shot_{m}_ncc"], out[f"few_shot_{m}_linear"] = row["ncc_error"], row["linear_error"]
-    if "loss_gap" in report:
-        out["loss_gap"], out["loss_gap_bound"] = report["loss_gap"]["gap"], report["loss_gap"]["bound"]
+        if key in record.summary:
+            out[key] = record.summary[key]
+    for name, baseline in record.baselines.items():
+        out[f"{name}_knn_k20"], out[f"{name}_probe"] = baseline.knn["k20"], baseline.probe
+    if report.probe is not None:
+        out["probe"] = report.probe
+    if report.ncc is not None:
+        out["ncc"] = report.ncc
+    out.update(_report_extras(report.metrics))
     if (folder / "projection" / "metrics.json").exists():
-        out["margin_projection"] = _json(folder / "projection" / "metrics.json")["separation"]["margin"]
+        out["margin_projection"] = read_eval(folder / "projection").metrics["separation"]["margin"]
     if (folder / "fine").exists():
-        fine = _json(folder / "fine" / "metrics.json")
-        out["fine_knn_k20"], out["fine_probe"] = fine["knn"]["k20"], fine["probe"]["accuracy"]
-        out["within_coarse"] = fine["coarse_to_fine"]["within_coarse_accuracy"]
+        fine = read_eval(folder / "fine")
+        out["fine_knn_k20"], out["fine_probe"] = fine.knn["k20"], fine.probe
+        out["within_coarse"] = fine.metrics["coarse_to_fine"]["within_coarse_accuracy"]
     for space in SPACES:
         if (folder / f"{space}.npz").exists():
             out.update(margins.cell_margins(margins.separation_of(folder / f"{space}.npz"), space))
+    return out
+
+
+def _report_extras(metrics):
+    """Separation, few-shot and loss-gap numbers of a `clzoo eval` report."""
+    out = {}
+    if "separation" in metrics:
+        out["margin_encoder"] = metrics["separation"]["margin"]
+    for m, row in metrics.get("few_shot", {}).items():
+        out[f"few_shot_{m}_ncc"], out[f"few_shot_{m}_linear"] = row["ncc_error"], row["linear_error"]
+    if "loss_gap" in metrics:
+        out["loss_gap"], out["loss_gap_bound"] = metrics["loss_gap"]["gap"], metrics["loss_gap"]["bound"]
     return out
 
 

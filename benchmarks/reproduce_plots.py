@@ -43,6 +43,7 @@ def plot_claim(grid, key_a, key_b, path, space="projection"):
                        label=f"{key} ({len(pooled)} seeds pooled)")
     left.set(xlabel="epoch", ylabel="training loss (epoch mean)", title="Loss curves")
     right.axvline(0, color="k", lw=0.8)
+    right.set_yscale("log")  # SupCon's margins pile up near 0; SINCERE's spread out
     right.set(xlabel=f"nearest-target minus nearest-noise cosine similarity ({space} space)",
               ylabel="density of test images", title="Target-noise margin per test image")
     left.legend(fontsize=7)

@@ -58,7 +58,9 @@ def _fake_clzoo(calls, curves):
             (run_dir / "eval").mkdir(exist_ok=True)
             (run_dir / "history.jsonl").write_text(
                 "".join(json.dumps({"loss": v}) + "\n" for v in curves[epochs]))
-            (run_dir / "metrics.json").write_text(json.dumps({"wall_seconds": 60.0}))
+            (run_dir / "metrics.json").write_text(json.dumps(
+                {"wall_seconds": 60.0, "knn_top1": 0.5, "knn_top1_k": 20,
+                 "knn_top1_by_k": {"k20": 0.5}}))
             (run_dir / "eval" / "metrics.json").write_text(json.dumps(
                 {"knn": {"k20": 0.5}, "probe": {"accuracy": 0.6},
                  "separation": {"margin": 0.01}}))
