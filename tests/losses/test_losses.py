@@ -125,6 +125,20 @@ def test_low_temperature_values_and_gradients_are_finite(name):
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
+def test_sample_weight_and_reduction(name):
+    cls, fn, _ = LOSSES[name]
+    labels = np.array([0, 0, 1, 1, 1, 2])
+    z = _embeddings(6, 2)
+    per_sample = _np(fn(labels, z))
+    weights = np.array([1.0, 0.0, 2.0, 0.5, 1.0, 3.0], dtype="float32")
+    got = float(_np(cls()(labels, z, sample_weight=weights)))
+    np.testing.assert_allclose(got, np.sum(per_sample * weights) / 6, rtol=1e-5)
+    got_sum = float(_np(cls(reduction="sum")(labels, z)))
+    np.testing.assert_allclose(got_sum, per_sample.sum(), rtol=1e-5)
+    assert _np(cls(reduction="none")(labels, z)).shape == (6,)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
 def test_permutation_and_view_order_invariance(name):
     _, fn, _ = LOSSES[name]
     labels = np.array([0, 0, 1, 1, 2, 2, 2])
@@ -172,7 +186,7 @@ def test_mixed_precision_inputs_give_float32_logits():
 
 
 # ---- invalid arguments and inputs -------------------------------------------------
-# Bad temperature, rank, label count and sample weights, and the reductions, are checked for
+# Bad temperature, rank, label count and sample weights are checked for
 # every registered loss in test_contract.py.
 
 @pytest.mark.parametrize("kwargs, match", [

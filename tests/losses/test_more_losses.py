@@ -71,7 +71,21 @@ def test_nscl_all_same_class_has_no_valid_anchor():
     assert value == 0.0 and np.all(grad == 0.0)
 
 
-# Finite gradients at temperature 0.01, config round trips and bad chunk sizes: test_contract.py.
+@pytest.mark.parametrize("cls", [clzoo.losses.InfoNCELoss, clzoo.losses.DCLLoss,
+                                 clzoo.losses.NSCLLoss, clzoo.losses.SupInfoNCELoss,
+                                 clzoo.losses.SpreadLoss])
+def test_gradient_finite_at_low_temperature_and_round_trip(cls):
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    z = _z(6, 2, dim=16)
+    value, grad = value_and_grad(lambda x: cls(temperature=0.01)(labels, x), z)
+    assert np.isfinite(value) and np.all(np.isfinite(grad)) and np.any(grad != 0)
+    loss = cls(temperature=0.3)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(loss))
+    assert restored.get_config() == loss.get_config()
+    np.testing.assert_allclose(_np(restored(labels, z)), _np(loss(labels, z)), rtol=1e-6)
+
+
+# Bad chunk sizes: test_contract.py (for every embedding loss).
 @pytest.mark.parametrize("cls", [clzoo.losses.InfoNCELoss, clzoo.losses.DCLLoss,
                                  clzoo.losses.NSCLLoss])
 def test_one_view_is_refused(cls):
