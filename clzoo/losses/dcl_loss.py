@@ -2,7 +2,9 @@
 
 import keras
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_chunk_size, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
 
 
 def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
@@ -43,10 +45,10 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     - [Yeh et al., Decoupled Contrastive Learning, ECCV 2022](https://arxiv.org/abs/2110.06848);
       Luthra, Yang and Galanti, eq. 1
     """
-    temperature = C.validate_temperature(temperature)
-    return C.per_sample_loss(None, y_pred, temperature, decoupled_anchor_terms, normalize,
+    temperature = validate_temperature(temperature)
+    return per_sample_loss(None, y_pred, temperature, decoupled_anchor_terms, normalize,
                              supervised=False, min_views=2, loss_name="DCLLoss",
-                             chunk_size=C.validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size))
 
 
 def decoupled_anchor_terms(sims, masks):
@@ -59,7 +61,7 @@ def decoupled_anchor_terms(sims, masks):
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class DCLLoss(C.ContrastiveLoss):
+class DCLLoss(ContrastiveLoss):
     """Decoupled contrastive loss: InfoNCE with the positive removed from the denominator.
 
     Formula:
@@ -89,13 +91,10 @@ class DCLLoss(C.ContrastiveLoss):
 
     uses_labels = False
 
+    function = staticmethod(dcl_loss)
+    uses_labels = False
+
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="dcl_loss", dtype=None,
                  check_values=False, **learnable):
-        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values, **learnable)
-
-    def call(self, y_true, y_pred):
-        return dcl_loss(None, y_pred, temperature=self.temperature_value(), normalize=self.normalize,
-            chunk_size=self.chunk_size)
+        super().__init__(**own_arguments(locals()))

@@ -2,7 +2,9 @@
 
 import keras
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_chunk_size, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
 
 
 def _anchor_terms(sims, masks):
@@ -45,14 +47,14 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
     - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709);
       [van den Oord et al., CPC, 2018](https://arxiv.org/abs/1807.03748)
     """
-    temperature = C.validate_temperature(temperature)
-    return C.per_sample_loss(None, y_pred, temperature, _anchor_terms, normalize,
+    temperature = validate_temperature(temperature)
+    return per_sample_loss(None, y_pred, temperature, _anchor_terms, normalize,
                              supervised=False, min_views=2, loss_name="InfoNCELoss",
-                             chunk_size=C.validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class InfoNCELoss(C.ContrastiveLoss):
+class InfoNCELoss(ContrastiveLoss):
     """InfoNCE / NT-Xent (SimCLR): each view must pick out its sample's other views.
 
     Formula:
@@ -84,14 +86,10 @@ class InfoNCELoss(C.ContrastiveLoss):
 
     uses_labels = False
 
+    function = staticmethod(info_nce_loss)
+    uses_labels = False
+
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="info_nce_loss", dtype=None,
                  check_values=False, **learnable):
-        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values, **learnable)
-
-    def call(self, y_true, y_pred):
-        return info_nce_loss(None, y_pred, temperature=self.temperature_value(),
-                             normalize=self.normalize,
-            chunk_size=self.chunk_size)
+        super().__init__(**own_arguments(locals()))

@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_number
 
 # CLIP (Radford et al. 2021, sec. 2.5): "The learnable temperature parameter tau was initialized to the
 # equivalent of 0.07 ... and clipped to prevent scaling the logits by more than 100".
@@ -28,7 +28,7 @@ class ClipValue(keras.constraints.Constraint):
 
 
 def _check(value, name, low=0.0):
-    return C.validate_number(value, name, low=low, low_open=True, what=f"a finite number > {low}")
+    return validate_number(value, name, low=low, low_open=True, what=f"a finite number > {low}")
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -2,8 +2,10 @@
 
 import keras
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_chunk_size, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.dcl_loss import decoupled_anchor_terms
+from clzoo.losses.kernel import per_sample_loss
 
 
 def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
@@ -45,14 +47,14 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     - Luthra, Yang and Galanti, Self-Supervised Contrastive Learning is
       Approximately Supervised Contrastive Learning, sec. 3.1
     """
-    temperature = C.validate_temperature(temperature)
-    return C.per_sample_loss(y_true, y_pred, temperature, decoupled_anchor_terms, normalize,
+    temperature = validate_temperature(temperature)
+    return per_sample_loss(y_true, y_pred, temperature, decoupled_anchor_terms, normalize,
                              min_views=2, loss_name="NSCLLoss",
-                             chunk_size=C.validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class NSCLLoss(C.ContrastiveLoss):
+class NSCLLoss(ContrastiveLoss):
     """Negatives-only supervised contrastive loss: DCL whose noise is other classes only.
 
     Formula:
@@ -81,14 +83,9 @@ class NSCLLoss(C.ContrastiveLoss):
       Approximately Supervised Contrastive Learning, sec. 3.1
     """
 
+    function = staticmethod(nscl_loss)
+
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="nscl_loss", dtype=None,
                  check_values=False, **learnable):
-        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values, **learnable)
-
-    def call(self, y_true, y_pred):
-        return nscl_loss(y_true, y_pred, temperature=self.temperature_value(),
-                         normalize=self.normalize,
-            chunk_size=self.chunk_size)
+        super().__init__(**own_arguments(locals()))

@@ -3,8 +3,14 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
-from clzoo.losses import _label_similarity as LS
+from clzoo.losses import label_similarity as LS
+from clzoo.losses.arguments import validate_chunk_size, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
+
+
+def _validate_options(label_similarity):
+    return {"label_similarity": LS.validate_label_similarity(label_similarity)}
 
 
 def _anchor_terms(sims, masks):
@@ -81,16 +87,16 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
     Reference:
     - [Feeney and Hughes, SINCERE, eq. 12](https://arxiv.org/abs/2309.14277)
     """
-    temperature = C.validate_temperature(temperature)
+    temperature = validate_temperature(temperature)
     terms = _anchor_terms if LS.validate_label_similarity(label_similarity) is None else (
         _weighted_anchor_terms)
-    return C.per_sample_loss(y_true, y_pred, temperature, terms, normalize,
-                             chunk_size=C.validate_chunk_size(chunk_size),
+    return per_sample_loss(y_true, y_pred, temperature, terms, normalize,
+                             chunk_size=validate_chunk_size(chunk_size),
                              label_similarity=label_similarity)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class SINCERELoss(C.ContrastiveLoss):
+class SINCERELoss(ContrastiveLoss):
     """SINCERE loss: supervised InfoNCE without intra-class repulsion.
 
     Every one of the `batch * views` embeddings is an anchor. For anchor `i`
@@ -130,7 +136,7 @@ class SINCERELoss(C.ContrastiveLoss):
             `sample_weight` values inside compiled steps (`fit`,
             `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
             JAX, a host callback per step (see
-            `clzoo.losses._contrastive.ContrastiveLoss`). Defaults to `False`.
+            `clzoo.losses.base.ContrastiveLoss`). Defaults to `False`.
 
     Inputs: `y_true` integer labels `(batch,)` / `(batch, 1)` or one-hot
     `(batch, classes)`; `y_pred` embeddings `(batch, views, dim)` or
@@ -154,39 +160,10 @@ class SINCERELoss(C.ContrastiveLoss):
       Estimation REvisited, eq. 12](https://arxiv.org/abs/2309.14277)
     """
 
-    def __init__(
-        self,
-        temperature=0.1,
-        normalize=True,
-        chunk_size=None,
-        reduction="sum_over_batch_size",
-        name="sincere_loss",
-        dtype=None,
-        check_values=False,
-        label_similarity=None,
-        **learnable,
-    ):
-        super().__init__(
-            temperature=temperature,
-            normalize=normalize,
-            chunk_size=chunk_size,
-            reduction=reduction,
-            name=name,
-            dtype=dtype,
-            check_values=check_values,
-            **learnable,
-        )
-        self.label_similarity = LS.validate_label_similarity(label_similarity)
+    function = staticmethod(sincere_loss)
+    validate_options = staticmethod(_validate_options)
 
-    def call(self, y_true, y_pred):
-        return sincere_loss(
-            y_true, y_pred, temperature=self.temperature_value(),
-            normalize=self.normalize,
-            chunk_size=self.chunk_size,
-            label_similarity=self.label_similarity,
-        )
-
-    def get_config(self):
-        config = super().get_config()
-        config["label_similarity"] = self.label_similarity
-        return config
+    def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
+                 reduction="sum_over_batch_size", name="sincere_loss", dtype=None,
+                 check_values=False, label_similarity=None, **learnable):
+        super().__init__(**own_arguments(locals()))

@@ -4,7 +4,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses import checks as K
+from clzoo.losses.arguments import validate_bool, validate_temperature
+from clzoo.losses.base import FunctionLoss, own_arguments
+from clzoo.losses.sample_weights import standardize_sample_weight
 
 # Soft-target rows must sum to 1 within this tolerance.
 _ROW_SUM_TOLERANCE = 1e-3
@@ -23,8 +26,14 @@ def _validate_noise_probs(noise_probs):
     return [float(p) for p in probs]
 
 
+def _validate_options(temperature, noise_probs, validate_targets):
+    return {"temperature": validate_temperature(temperature),
+            "noise_probs": _validate_noise_probs(noise_probs),
+            "validate_targets": validate_bool(validate_targets, "validate_targets")}
+
+
 def _check_targets(y_true):
-    """Finite, non-negative target rows summing to 1; see `_checks.require` for compiled steps."""
+    """Finite, non-negative target rows summing to 1; see `checks.require` for compiled steps."""
     row_sums = ops.sum(y_true, axis=-1)
     row_ok = ops.logical_and(ops.all(ops.logical_and(ops.isfinite(y_true), y_true >= 0), axis=-1),
                              ops.abs(row_sums - 1.0) <= _ROW_SUM_TOLERANCE)
@@ -36,16 +45,16 @@ def _check_targets(y_true):
                  f"sums to {sums_np[bad]:.6g}")
         return f". Received: row {bad} {cause} ({targets_np[bad][:8].tolist()})"
 
-    C.K.require(ops.all(row_ok), "`y_true` must hold soft targets: finite, non-negative rows "
+    K.require(ops.all(row_ok), "`y_true` must hold soft targets: finite, non-negative rows "
                 "summing to 1 (one-hot, MixUp / CutMix mixtures, label smoothing)",
                 (row_ok, row_sums, y_true), detail)
     return row_ok
 
 
 def _standardize(y_true, y_pred):
-    y_true = C.K.as_array_or_tensor(y_true, "y_true")
-    y_pred = C.K.as_array_or_tensor(y_pred, "y_pred")
-    ranks = (C.K.rank_of(y_true), C.K.rank_of(y_pred))
+    y_true = K.as_array_or_tensor(y_true, "y_true")
+    y_pred = K.as_array_or_tensor(y_pred, "y_pred")
+    ranks = (K.rank_of(y_true), K.rank_of(y_pred))
     shapes = tuple(tuple(x.shape) if r is not None else "unknown" for x, r in zip((y_true, y_pred), ranks))
     if ranks != (2, 2):
         hint = (" Integer class ids (batch,) belong to the hard-label losses (SupConLoss, ...) or "
@@ -116,7 +125,7 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None,
     - Hugger and Uhlmann, Towards noise contrastive estimation with soft
       targets for conditional models, eq. 12
     """
-    temperature = C.validate_temperature(temperature)
+    temperature = validate_temperature(temperature)
     noise_probs = _validate_noise_probs(noise_probs)
     y_true, y_pred = _standardize(y_true, y_pred)
     classes = y_pred.shape[-1]
@@ -134,11 +143,11 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None,
     pair = ops.matmul(scores, ops.transpose(y_true))
     positive = ops.sum(scores * y_true, axis=-1)
     loss = ops.logsumexp(pair, axis=-1) - positive
-    return loss if row_ok is None else C.K.poison(loss, ops.all(row_ok))
+    return loss if row_ok is None else K.poison(loss, ops.all(row_ok))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class SoftTargetInfoNCELoss(keras.losses.Loss):
+class SoftTargetInfoNCELoss(FunctionLoss):
     """Soft-target InfoNCE on classifier logits; the batch's other soft targets are the noise.
 
     Formula:
@@ -177,29 +186,18 @@ class SoftTargetInfoNCELoss(keras.losses.Loss):
     - Hugger and Uhlmann, eq. 12
     """
 
+    function = staticmethod(soft_target_info_nce_loss)
+    validate_options = staticmethod(_validate_options)
+
     def __init__(self, temperature=1.0, noise_probs=None,
                  reduction="sum_over_batch_size", name="soft_target_info_nce_loss",
                  dtype=None, validate_targets=True):
-        super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.temperature = C.validate_temperature(temperature)
-        self.noise_probs = _validate_noise_probs(noise_probs)
-        self.validate_targets = C.validate_bool(validate_targets, "validate_targets")
+        super().__init__(**own_arguments(locals()))
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        y_pred = C.K.as_array_or_tensor(y_pred, "y_pred")
-        y_true = C.K.as_array_or_tensor(y_true, "y_true")
-        if sample_weight is not None and C.K.rank_of(y_pred):
+        y_pred = K.as_array_or_tensor(y_pred, "y_pred")
+        y_true = K.as_array_or_tensor(y_true, "y_true")
+        if sample_weight is not None and K.rank_of(y_pred):
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
-            sample_weight = C.standardize_sample_weight(sample_weight, batch)
+            sample_weight = standardize_sample_weight(sample_weight, batch)
         return super().__call__(y_true, y_pred, sample_weight=sample_weight)
-
-    def call(self, y_true, y_pred):
-        return soft_target_info_nce_loss(y_true, y_pred, temperature=self.temperature,
-                                         noise_probs=self.noise_probs,
-                                         validate_targets=self.validate_targets)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"temperature": self.temperature, "noise_probs": self.noise_probs,
-                       "validate_targets": self.validate_targets})
-        return config

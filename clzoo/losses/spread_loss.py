@@ -3,11 +3,17 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_chunk_size, validate_number, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
 
 
 def _validate_alpha(alpha):
-    return C.validate_number(alpha, "alpha", 0.0, 1.0, what="a number in [0, 1]")
+    return validate_number(alpha, "alpha", 0.0, 1.0, what="a number in [0, 1]")
+
+
+def _validate_options(alpha):
+    return {"alpha": _validate_alpha(alpha)}
 
 
 def _anchor_terms(sims, masks):
@@ -59,15 +65,15 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
     - Chen et al., Perfectly Balanced: Improving Transfer and Robustness of
       Supervised Contrastive Learning, ICML 2022, eqs. 1-3
     """
-    temperature = C.validate_temperature(temperature)
+    temperature = validate_temperature(temperature)
     alpha = _validate_alpha(alpha)
-    return C.per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
+    return per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
                              min_views=2, loss_name="SpreadLoss", weights=(alpha, 1.0 - alpha),
-                             chunk_size=C.validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class SpreadLoss(C.ContrastiveLoss):
+class SpreadLoss(ContrastiveLoss):
     """L_spread: SINCERE-form class attraction plus class-conditional InfoNCE repulsion.
 
     Formula:
@@ -100,20 +106,10 @@ class SpreadLoss(C.ContrastiveLoss):
       (temperature, alpha) per dataset
     """
 
+    function = staticmethod(spread_loss)
+    validate_options = staticmethod(_validate_options)
+
     def __init__(self, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="spread_loss", dtype=None,
                  check_values=False, **learnable):
-        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values, **learnable)
-        self.alpha = _validate_alpha(alpha)
-
-    def call(self, y_true, y_pred):
-        return spread_loss(y_true, y_pred, temperature=self.temperature_value(), alpha=self.alpha,
-                           normalize=self.normalize,
-            chunk_size=self.chunk_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config["alpha"] = self.alpha
-        return config
+        super().__init__(**own_arguments(locals()))

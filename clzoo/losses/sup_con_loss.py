@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
-from clzoo.losses import _label_similarity as LS
+from clzoo.losses import label_similarity as LS
+from clzoo.losses.arguments import validate_chunk_size, validate_positive_int, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
 
 _VARIANTS = ("out", "in")
 
@@ -21,8 +23,16 @@ def _validate(variant, base_temperature, max_positives, label_similarity=None):
             f"`variant` must be one of {_VARIANTS}. Received: variant={variant!r}"
         )
     if base_temperature is not None:
-        base_temperature = C.validate_temperature(base_temperature, name="base_temperature")
-    return base_temperature, C.validate_positive_int(max_positives, "max_positives")
+        base_temperature = validate_temperature(base_temperature, name="base_temperature")
+    return base_temperature, validate_positive_int(max_positives, "max_positives")
+
+
+def _validate_options(base_temperature, variant, max_positives, label_similarity):
+    """The `SupConLoss` arguments, checked by `_validate`, in the function's order."""
+    base_temperature, max_positives = _validate(variant, base_temperature, max_positives,
+                                                label_similarity)
+    return {"base_temperature": base_temperature, "variant": variant,
+            "max_positives": max_positives, "label_similarity": label_similarity}
 
 
 def _capped_positives(masks, max_positives):
@@ -134,7 +144,7 @@ def sup_con_loss(
     - [Khosla et al., Supervised Contrastive Learning, 2020, eqs. 1-2 of the
       supplement](https://arxiv.org/abs/2004.11362)
     """
-    temperature = C.validate_temperature(temperature)
+    temperature = validate_temperature(temperature)
     base_temperature, max_positives = _validate(variant, base_temperature, max_positives,
                                                 label_similarity)
 
@@ -157,13 +167,13 @@ def sup_con_loss(
                  ops.squeeze(count, axis=-1) > 0)]
 
     scale = temperature / (base_temperature or temperature)
-    return scale * C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
-                                     chunk_size=C.validate_chunk_size(chunk_size),
+    return scale * per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
+                                     chunk_size=validate_chunk_size(chunk_size),
                                      label_similarity=label_similarity)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class SupConLoss(C.ContrastiveLoss):
+class SupConLoss(ContrastiveLoss):
     """Supervised contrastive loss of Khosla et al. 2020 (L_out or L_in).
 
     Every one of the `batch * views` embeddings is an anchor; its positives
@@ -206,7 +216,7 @@ class SupConLoss(C.ContrastiveLoss):
             `sample_weight` values inside compiled steps (`fit`,
             `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
             JAX, a host callback per step (see
-            `clzoo.losses._contrastive.ContrastiveLoss`). Defaults to `False`.
+            `clzoo.losses.base.ContrastiveLoss`). Defaults to `False`.
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
@@ -227,57 +237,11 @@ class SupConLoss(C.ContrastiveLoss):
     - [Khosla et al., Supervised Contrastive Learning, NeurIPS 2020](https://arxiv.org/abs/2004.11362)
     """
 
-    def __init__(
-        self,
-        temperature=0.1,
-        base_temperature=None,
-        variant="out",
-        max_positives=None,
-        normalize=True,
-        chunk_size=None,
-        reduction="sum_over_batch_size",
-        name="sup_con_loss",
-        dtype=None,
-        check_values=False,
-        label_similarity=None,
-        **learnable,
-    ):
-        super().__init__(
-            temperature=temperature,
-            normalize=normalize,
-            chunk_size=chunk_size,
-            reduction=reduction,
-            name=name,
-            dtype=dtype,
-            check_values=check_values,
-            **learnable,
-        )
-        self.base_temperature, self.max_positives = _validate(variant, base_temperature,
-                                                              max_positives, label_similarity)
-        self.variant = variant
-        self.label_similarity = label_similarity
+    function = staticmethod(sup_con_loss)
+    validate_options = staticmethod(_validate_options)
 
-    def call(self, y_true, y_pred):
-        return sup_con_loss(
-            y_true,
-            y_pred,
-            temperature=self.temperature_value(),
-            base_temperature=self.base_temperature,
-            variant=self.variant,
-            max_positives=self.max_positives,
-            normalize=self.normalize,
-            chunk_size=self.chunk_size,
-            label_similarity=self.label_similarity,
-        )
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "base_temperature": self.base_temperature,
-                "variant": self.variant,
-                "max_positives": self.max_positives,
-                "label_similarity": self.label_similarity,
-            }
-        )
-        return config
+    def __init__(self, temperature=0.1, base_temperature=None, variant="out", max_positives=None,
+                 normalize=True, chunk_size=None, reduction="sum_over_batch_size",
+                 name="sup_con_loss", dtype=None, check_values=False, label_similarity=None,
+                 **learnable):
+        super().__init__(**own_arguments(locals()))

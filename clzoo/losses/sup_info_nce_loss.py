@@ -2,11 +2,17 @@
 
 import keras
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_chunk_size, validate_number, validate_temperature
+from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.kernel import per_sample_loss
 
 
 def _validate_epsilon(epsilon):
-    return C.validate_number(epsilon, "epsilon", low=0.0, what="a finite number >= 0")
+    return validate_number(epsilon, "epsilon", low=0.0, what="a finite number >= 0")
+
+
+def _validate_options(epsilon):
+    return {"epsilon": _validate_epsilon(epsilon)}
 
 
 def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,
@@ -49,18 +55,18 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
     - [Barbano et al., Unbiased Supervised Contrastive Learning, ICLR 2023](https://arxiv.org/abs/2211.05568)
     - Feeney and Hughes, SINCERE, eq. 15
     """
-    temperature = C.validate_temperature(temperature)
+    temperature = validate_temperature(temperature)
     epsilon = _validate_epsilon(epsilon)
 
     def anchor_terms(sims, masks):
         return [sims.noise_contrastive(masks.other_class, masks.same_class, epsilon)]
 
-    return C.per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
-                             chunk_size=C.validate_chunk_size(chunk_size))
+    return per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
+                             chunk_size=validate_chunk_size(chunk_size))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
-class SupInfoNCELoss(C.ContrastiveLoss):
+class SupInfoNCELoss(ContrastiveLoss):
     """epsilon-SupInfoNCE: SINCERE with a margin `epsilon` on the positive's denominator term.
 
     Formula:
@@ -91,20 +97,10 @@ class SupInfoNCELoss(C.ContrastiveLoss):
     - [Barbano et al. 2023](https://arxiv.org/abs/2211.05568); SINCERE eq. 15
     """
 
+    function = staticmethod(sup_info_nce_loss)
+    validate_options = staticmethod(_validate_options)
+
     def __init__(self, temperature=0.1, epsilon=0.25, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None,
                  check_values=False, **learnable):
-        super().__init__(temperature=temperature, normalize=normalize, chunk_size=chunk_size,
-                         reduction=reduction, name=name, dtype=dtype,
-                         check_values=check_values, **learnable)
-        self.epsilon = _validate_epsilon(epsilon)
-
-    def call(self, y_true, y_pred):
-        return sup_info_nce_loss(y_true, y_pred, temperature=self.temperature_value(),
-                                 epsilon=self.epsilon, normalize=self.normalize,
-            chunk_size=self.chunk_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config["epsilon"] = self.epsilon
-        return config
+        super().__init__(**own_arguments(locals()))

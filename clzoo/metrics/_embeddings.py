@@ -2,7 +2,8 @@
 
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.inputs import standardize_embeddings
+from clzoo.losses.sample_weights import standardize_sample_weight
 
 
 def flat_batch(y_pred, sample_weight=None):
@@ -19,10 +20,10 @@ def flat_batch(y_pred, sample_weight=None):
     Raises:
         ValueError: as the losses, naming `y_pred` or `sample_weight`.
     """
-    z, batch, views = C.standardize_embeddings(y_pred, normalize=True)
+    z, batch, views = standardize_embeddings(y_pred, normalize=True)
     n = ops.shape(z)[0]
     sample_ids = ops.repeat(ops.arange(batch, dtype="int32"), views, axis=0)
-    weight = C.standardize_sample_weight(sample_weight, batch)
+    weight = standardize_sample_weight(sample_weight, batch)
     if weight is None:
         weights = ops.ones((n,), "float32")
     else:

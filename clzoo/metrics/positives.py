@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.labels import standardize_labels
 from clzoo.metrics import _embeddings as E
 from clzoo.metrics._ratio import RatioMetric
 
@@ -15,7 +15,7 @@ def positives_per_anchor(y_true, y_pred, sample_weight):
     other views included (the `P(i)` of SupCon eq. 2 and of SINCERE eq. 12).
     """
     _, _, weights, batch, views = E.flat_batch(y_pred, sample_weight)
-    labels = ops.repeat(C.standardize_labels(y_true, batch), views, axis=0)
+    labels = ops.repeat(standardize_labels(y_true, batch), views, axis=0)
     same = ops.cast(ops.equal(labels[:, None], labels[None, :]), "float32")
     return ops.sum(same, axis=-1) - 1.0, weights
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_positive_int
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
@@ -102,7 +102,7 @@ class ContrastiveModel(keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.projection_head = projection_head
-        self.queue_size = C.validate_positive_int(queue_size, "queue_size")
+        self.queue_size = validate_positive_int(queue_size, "queue_size")
         if momentum is not None and self.queue_size is None:
             raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
                              f"Received: momentum={momentum!r}, queue_size=None")

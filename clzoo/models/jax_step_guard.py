@@ -4,8 +4,8 @@ import itertools
 
 import keras
 
-from clzoo.losses import _checks as K
-from clzoo.losses import _contrastive as C
+from clzoo.losses import checks as K
+from clzoo.losses.sample_weights import check_host_sample_weight
 
 
 def _checked_batch(data):
@@ -17,7 +17,7 @@ def _checked_batch(data):
     if len(data) > 2 and data[2] is not None:
         # The loss refuses it too, but only inside the step, after JAX took the state.
         for weight in keras.tree.flatten(data[2]):
-            C.check_host_sample_weight(weight)
+            check_host_sample_weight(weight)
     return data
 
 
@@ -45,7 +45,7 @@ def guard_jax_step(model, step_function):
     non-negative), so that a refused batch leaves the model usable.
 
     Raises (when the returned function runs):
-        ValueError: from `_checks.check_int32_ids`, naming `y_true` and the id;
+        ValueError: from `clzoo.losses.checks.check_int32_ids`, naming `y_true` and the id;
             a negative or non-finite `sample_weight`.
     """
     if (step_function is None or keras.backend.backend() != "jax"

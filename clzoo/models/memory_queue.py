@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _checks as K
-from clzoo.losses import _contrastive as C
+from clzoo.losses import checks as K
+from clzoo.losses.arguments import validate_positive_int
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -52,8 +52,8 @@ class MemoryQueue(keras.layers.Layer):
 
     def __init__(self, size, dim, **kwargs):
         super().__init__(**kwargs)
-        self.size = C.validate_positive_int(size, "size", allow_none=False)
-        self.dim = C.validate_positive_int(dim, "dim", allow_none=False)
+        self.size = validate_positive_int(size, "size", allow_none=False)
+        self.dim = validate_positive_int(dim, "dim", allow_none=False)
         self.build()
 
     def build(self, input_shape=None):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from clzoo.losses import _contrastive as C
+from clzoo.losses.arguments import validate_number
 
 
 def _copy_of(variable):
@@ -57,7 +57,7 @@ class MomentumEncoder(keras.layers.Layer):
 
     def __init__(self, momentum=0.999, **kwargs):
         super().__init__(**kwargs)
-        self.momentum = C.validate_number(momentum, "momentum", low=0.0, high=1.0,
+        self.momentum = validate_number(momentum, "momentum", low=0.0, high=1.0,
                                           what="a number in [0, 1)")
         if self.momentum >= 1.0:
             raise ValueError(f"`momentum` must be a number in [0, 1). Received: momentum={momentum!r}")

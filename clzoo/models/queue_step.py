@@ -2,8 +2,10 @@
 
 from keras import ops
 
-from clzoo.losses import _checks as K
-from clzoo.losses import _contrastive as C
+from clzoo.losses import checks as K
+from clzoo.losses import distributed
+from clzoo.losses.base import ContrastiveLoss
+from clzoo.losses.labels import standardize_labels
 from clzoo.losses.memory import with_memory
 
 
@@ -33,10 +35,10 @@ def contrast_with_queue(model, x, y, y_pred, compute_loss):
 
     Raises:
         ValueError: when the compiled loss is not one clzoo embedding loss
-            (`clzoo.losses._contrastive.ContrastiveLoss`).
+            (`clzoo.losses.base.ContrastiveLoss`).
     """
     loss_fn = getattr(model, "loss", None)
-    if not isinstance(loss_fn, C.ContrastiveLoss):
+    if not isinstance(loss_fn, ContrastiveLoss):
         raise ValueError("`queue_size` needs the model compiled with one clzoo embedding loss "
                          "(SINCERELoss, SupConLoss, SupInfoNCELoss, NSCLLoss, DCLLoss, InfoNCELoss, "
                          f"SpreadLoss). Received: loss={loss_fn!r}")
@@ -58,10 +60,10 @@ def _global_keys(keys, y):
     if y is None:
         labels = ops.zeros((batch,), K.index_dtype())
     else:  # 64-bit ids stay 64-bit where the backend has int64 (never truncated to int32)
-        labels = ops.cast(C.standardize_labels(y, batch), K.index_dtype())
+        labels = ops.cast(standardize_labels(y, batch), K.index_dtype())
     flat = ops.reshape(keys, (-1, dim))
     labels = ops.repeat(labels, views, axis=0)
-    context = C._replica_context()
+    context = distributed.replica_context()
     if context is not None:
         # all_gather loses the static dim; the gathered rows have the local `dim`.
         flat = ops.reshape(context.all_gather(flat, axis=0), (-1, dim))

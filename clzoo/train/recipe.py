@@ -206,7 +206,7 @@ class Recipe(_Section):
     def _queue_needs_embedding_loss(self):
         if self.model.queue_size is None:
             return self
-        from clzoo.losses._contrastive import ContrastiveLoss
+        from clzoo.losses.base import ContrastiveLoss
         from clzoo.train.builders import loss_class
 
         cls = loss_class(self.loss.name)  # a function for SoftTargetCrossEntropy

@@ -11,8 +11,8 @@ import pytest
 import clzoo
 from clzoo.eval import _checks as eval_checks
 from clzoo.eval.embed import embed
-from clzoo.losses import _contrastive as C
-from clzoo.losses import _label_similarity as LS
+from clzoo.losses import label_similarity as LS
+from clzoo.losses.inputs import l2_normalize
 from clzoo.train.callbacks import StopOnNaN, weights_finite_check
 from tests.hostile._util import BACKEND, compiled, identity_model, runtime_error, to_numpy
 from tests.losses.autodiff import value_and_grad
@@ -281,7 +281,7 @@ def test_l2_normalize_layer_and_projection_head_give_unit_rows(z):
 
 def test_l2_normalize_in_float16():
     z = (Z[:, 0] * 1e3).astype("float16")  # squares overflow float16 (max 65504)
-    got = to_numpy(C.l2_normalize(keras.ops.convert_to_tensor(z))).astype("float32")
+    got = to_numpy(l2_normalize(keras.ops.convert_to_tensor(z))).astype("float32")
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=2e-3)
 
 

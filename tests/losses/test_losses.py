@@ -186,33 +186,8 @@ def test_mixed_precision_inputs_give_float32_logits():
 
 
 # ---- invalid arguments and inputs -------------------------------------------------
-
-@pytest.mark.parametrize("name", sorted(LOSSES))
-@pytest.mark.parametrize("temperature", [0, -0.1, float("nan"), float("inf"), "0.1", None])
-def test_bad_temperature(name, temperature):
-    cls, fn, _ = LOSSES[name]
-    with pytest.raises(ValueError, match=r"temperature.*Received: temperature="):
-        cls(temperature=temperature)
-    with pytest.raises(ValueError, match="temperature"):
-        fn(np.zeros(2), np.ones((2, 2, 3), "float32"), temperature=temperature)
-
-
-@pytest.mark.parametrize("name", sorted(LOSSES))
-@pytest.mark.parametrize("shape", [(4,), (4, 2, 3, 5)])
-def test_bad_rank(name, shape):
-    cls, _, _ = LOSSES[name]
-    with pytest.raises(ValueError, match=r"y_pred.*Received: y_pred.shape="):
-        cls()(np.zeros(4), np.ones(shape, "float32"))
-
-
-@pytest.mark.parametrize("name", sorted(LOSSES))
-def test_label_count_mismatch(name):
-    cls, _, _ = LOSSES[name]
-    with pytest.raises(ValueError, match=r"y_true.*\(4 samples\).*Received: 3 labels"):
-        cls()(np.zeros(3), np.ones((4, 2, 3), "float32"))
-    with pytest.raises(ValueError, match="y_true"):
-        cls()(np.zeros((4, 1, 1)), np.ones((4, 2, 3), "float32"))
-
+# Bad temperature, rank, label count and sample weights are checked for
+# every registered loss in test_contract.py.
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"variant": "middle"}, "variant='middle'"),

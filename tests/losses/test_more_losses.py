@@ -85,6 +85,7 @@ def test_gradient_finite_at_low_temperature_and_round_trip(cls):
     np.testing.assert_allclose(_np(restored(labels, z)), _np(loss(labels, z)), rtol=1e-6)
 
 
+# Bad chunk sizes: test_contract.py (for every embedding loss).
 @pytest.mark.parametrize("cls", [clzoo.losses.InfoNCELoss, clzoo.losses.DCLLoss,
                                  clzoo.losses.NSCLLoss])
 def test_one_view_is_refused(cls):
@@ -215,12 +216,6 @@ def test_chunked_equals_full_in_value_and_gradient(name, chunk_size, compiled):
     per_sample = _np(CHUNKABLE[name](chunk_size).call(labels, z))
     np.testing.assert_allclose(per_sample, _np(CHUNKABLE[name](None).call(labels, z)),
                                rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("chunk_size", [0, -3, 2.5, True])
-def test_bad_chunk_size(chunk_size):
-    with pytest.raises(ValueError, match="chunk_size"):
-        clzoo.losses.SINCERELoss(chunk_size=chunk_size)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])

@@ -6,7 +6,7 @@ Every embedding loss reduces each anchor's row of logits `s = rows @ cols^T`
 elementwise step of such a reduction keeps an `(n, N)` intermediate alive
 until the backward pass (about 16 of them per block in eager TensorFlow).
 The three reductions here compute their gradient by hand
-(`_vjp.custom_vjp`): the backward pass recomputes `s` from `rows` and `cols`
+(`vjp.custom_vjp`): the backward pass recomputes `s` from `rows` and `cols`
 (one matmul) instead of keeping it, and builds `d/ds` from the boolean masks
 and small per-row statistics in at most three `(n, N)` float32 temporaries,
 contracting it straight back to `d rows = d/ds @ cols` and
@@ -30,7 +30,7 @@ import math
 import keras
 from keras import ops
 
-from clzoo.losses._vjp import custom_vjp
+from clzoo.losses.vjp import custom_vjp
 
 # Fill value for masked logits and the log-sum-exp of an empty row: finite,
 # so that gradients stay finite, and far below any real logit.

@@ -1,4 +1,4 @@
-"""Private input checks shared by the losses: dtypes, label layouts and data-value checks.
+"""Input checks shared by the losses: dtypes, label layouts and data-value checks.
 
 Value checks (`require`) behave the same on every backend and execution mode:
 

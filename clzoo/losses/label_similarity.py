@@ -1,4 +1,4 @@
-"""Private: multi-label and soft-label positives, as a pair weight in [0, 1] (label similarity).
+"""Multi-label and soft-label positives, as a pair weight in [0, 1] (label similarity).
 
 With `label_similarity` set, SupCon and SINCERE accept `y_true` rows of shape
 `(batch, classes)` that are multi-hot (several labels per sample) or soft
@@ -19,7 +19,7 @@ within 1e-6 of 1 are taken as exactly 1 (float32 rounding of identical rows).
 import numpy as np
 from keras import ops
 
-from clzoo.losses import _checks as K
+from clzoo.losses import checks as K
 
 SIMILARITIES = ("cosine", "jaccard")
 
