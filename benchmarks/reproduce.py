@@ -19,7 +19,6 @@ redoing finished stages. The claims, the paper's figures and the statistics live
 import argparse
 import dataclasses
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -118,8 +117,7 @@ class Scale:
 
     def ladder(self, config):
         ladder = tuple(config.budgets or self.budgets)
-        capped = tuple(b for b in ladder if self.max_epochs is None or b <= self.max_epochs)
-        return capped or ladder[:1]
+        return tuple(b for b in ladder if self.max_epochs is None or b <= self.max_epochs)
 
 
 def make_subset(source, dest, train_per_class, test_per_class):
@@ -166,12 +164,12 @@ def _data_spec(config, subset, source, kind=None):
 def _clzoo(args, log):
     """Run `clzoo <args>` with its output in `log`; raise with the log's tail when it fails."""
     with open(log, "a") as out:
-        out.write(f"$ clzoo {' '.join(args)}\\n")
+        out.write(f"$ clzoo {' '.join(args)}\n")
         out.flush()
         code = subprocess.call(["clzoo", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     if code:
         tail = Path(log).read_text().splitlines()[-5:]
-        raise RuntimeError(f"clzoo {args[0]} failed (exit {code}); end of {log}:\\n" + "\\n".join(tail))
+        raise RuntimeError(f"clzoo {args[0]} failed (exit {code}); end of {log}:\n" + "\n".join(tail))
 
 
 def train_command(config, seed, scale, data, run, epochs):
@@ -187,9 +185,7 @@ def train_command(config, seed, scale, data, run, epochs):
 
 
 def _atomic_json(path, value):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1))
-    os.replace(tmp, path)
+    reproduce_report.atomic_write(path, json.dumps(value, indent=1))
 
 
 def run_stage(config, seed, scale, data, folder, epochs):
@@ -340,7 +336,12 @@ def _parse(argv):
             parser.error(f"--{name.replace('_', '-')} must be positive integers. Received: {value}")
     if values["budgets"] != sorted(set(values["budgets"])):
         parser.error(f"--budgets must be increasing. Received: {values['budgets']}")
-    return args, Scale(**{**values, "budgets": tuple(values["budgets"])})
+    scale = Scale(**{**values, "budgets": tuple(values["budgets"])})
+    for key in args.only or CONFIGS:
+        if not scale.ladder(CONFIGS[key]):
+            parser.error(f"--max-epochs {scale.max_epochs} is below the first budget of {key} "
+                         f"({(CONFIGS[key].budgets or scale.budgets)[0]} epochs)")
+    return args, scale
 
 
 def _group(config, scale):

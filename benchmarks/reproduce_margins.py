@@ -6,6 +6,7 @@ a 95% percentile bootstrap interval over the test images (`clzoo.eval.margin_int
 two cells of the same seed, the paired difference (`clzoo.eval.margin_difference`).
 """
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,12 @@ STATISTICS = (("class_median", ""), ("mean", "_mean"))  # (clzoo statistic, key 
 
 def separation_of(npz):
     """`clzoo.eval.Separation` of the test rows of a `clzoo embed --split both` file vs its train rows."""
+    return _separation(str(Path(npz).resolve()), Path(npz).stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _separation(npz, _mtime):
+    """Cached by path and mtime: a report reads each file for the cell, the pairs and the plot."""
     from clzoo.eval import target_noise_separation  # noqa: PLC0415 (imports TensorFlow)
 
     table = np.load(npz)

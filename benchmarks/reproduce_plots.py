@@ -1,5 +1,6 @@
 """The figure of a reproduced claim: both losses' training curves and their target-noise margins."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,6 @@ def plot_claim(grid, key_a, key_b, path, space="projection"):
     cells = {key: _cells(grid, key) for key in (key_a, key_b)}
     if not all(cells.values()):
         return False
-    import json  # noqa: PLC0415
-
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")

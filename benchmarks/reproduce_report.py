@@ -399,7 +399,8 @@ def merge(saved, finished, pairs, scale):
     return out
 
 
-def _atomic_write(path, text):
+def atomic_write(path, text):
+    """Write `text` to `path` through a temporary file and a rename (never half-written)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -407,6 +408,6 @@ def _atomic_write(path, text):
 
 def write(saved, cells_json, results_md, text_of):
     """Write the saved grid (JSON) and `text_of(saved)` as RESULTS.md, both atomically."""
-    _atomic_write(cells_json, json.dumps({"date": time.strftime("%Y-%m-%d"), **saved},
+    atomic_write(cells_json, json.dumps({"date": time.strftime("%Y-%m-%d"), **saved},
                                          indent=1) + "\n")
-    _atomic_write(results_md, text_of(saved))
+    atomic_write(results_md, text_of(saved))

@@ -198,3 +198,24 @@ def test_a_failed_cell_is_one_line_and_the_grid_goes_on(tmp_path, monkeypatch, c
     assert reproduce._run_grid(grid, reproduce.Scale(), tmp_path) == 1
     out, err = capsys.readouterr()
     assert err == "error: clzoo train failed (exit 1)\n" and '"config": "supcon"' in out
+
+
+def test_a_failed_clzoo_command_logs_one_line_per_call_and_raises_with_the_logs_tail(
+        tmp_path, monkeypatch):
+    def fail(args, cwd, stdout, stderr):
+        stdout.write("Traceback ...\nValueError: bad\n")
+        return 2
+
+    monkeypatch.setattr(reproduce.subprocess, "call", fail)
+    log = tmp_path / "log.txt"
+    with pytest.raises(RuntimeError) as error:
+        reproduce._clzoo(["train", "r.yaml"], log)
+    assert log.read_text().splitlines() == ["$ clzoo train r.yaml", "Traceback ...", "ValueError: bad"]
+    assert str(error.value).splitlines()[-1] == "ValueError: bad"
+    assert "exit 2" in str(error.value)
+
+
+def test_a_cap_below_every_budget_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        reproduce._parse(["--only", "sincere_cifar2", "--max-epochs", "10"])
+    assert "below the first budget of sincere_cifar2 (40 epochs)" in capsys.readouterr().err
