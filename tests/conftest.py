@@ -1,4 +1,13 @@
-"""Test what users install: `clzoo` comes from the installed wheel when there is one.
+"""Test what users install, one lane per Keras backend.
+
+Lanes: the backend is fixed per process, so the suite runs once per `KERAS_BACKEND`
+(`tests/lanes.py` runs the three in turn). The tensorflow lane runs every test; the
+jax and torch lanes run the tests marked `backends(...)` with their name (a module's
+`pytestmark`, or a folder rule such as `tests/losses/conftest.py`); the rest are
+deselected there. A test's closest `backends` marker wins, so one test in an
+every-backend module can stay on one lane.
+
+`clzoo` comes from the installed wheel when there is one.
 
 `python -m pytest` and pytest's rootdir insertion put this source tree first on
 `sys.path`, where its `clzoo/` would shadow the installed package, so a wheel
@@ -50,9 +59,35 @@ if INSTALLED_WHEEL and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is 
                             f"{CLZOO_FROM}; the suite must test the installed package.")
 
 
+import keras  # noqa: E402
+
+BACKENDS = ("tensorflow", "jax", "torch")
+LANE = keras.backend.backend()
+
+
 def pytest_report_header(config):
     kind = "installed wheel" if INSTALLED_WHEEL else "source tree / editable install"
-    return f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})"
+    return [f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})",
+            f"lane: KERAS_BACKEND={LANE} (tests marked backends(..., {LANE!r}, ...)"
+            + (" and all unmarked tests)" if LANE == "tensorflow" else " only)")]
+
+
+def backends_of(item):
+    """The lanes a test runs on: its closest `backends` marker, else the tensorflow lane only."""
+    marker = item.get_closest_marker("backends")
+    names = marker.args if marker else ("tensorflow",)
+    unknown = set(names) - set(BACKENDS)
+    if not names or unknown:
+        raise pytest.UsageError(f"{item.nodeid}: backends{names} must name some of {BACKENDS}")
+    return names
+
+
+@pytest.hookimpl(trylast=True)  # after folder rules (tests/losses/conftest.py) have marked their items
+def pytest_collection_modifyitems(config, items):
+    kept = [item for item in items if LANE in backends_of(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if LANE not in backends_of(item)])
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)

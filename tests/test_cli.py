@@ -117,7 +117,7 @@ def _tiny_recipe(tmp_path):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_train_into_a_log_file_is_plain_text(tmp_path):
     recipe = _tiny_recipe(tmp_path)
     log, errors = tmp_path / "train.log", tmp_path / "train.err"
@@ -134,7 +134,7 @@ def test_train_into_a_log_file_is_plain_text(tmp_path):
     assert "kNN top-1 (k=5" in text
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_train_quiet_prints_only_the_results(tmp_path, capsys):
     recipe = _tiny_recipe(tmp_path)
     assert cli.main(["train", str(recipe), "--output", str(tmp_path / "run"), "--quiet"]) == 0

@@ -4,7 +4,7 @@ The console script imports no clzoo module ahead of the command (its `--help` st
 Keras), so a command that loads a saved clzoo object must register clzoo's classes itself:
 `push --dry-run` once crashed on "Could not locate class 'BatchNormalization'" while the
 Python-level tests passed. One tiny run (ResNet-20, which has BatchNormalization) is trained
-by `clzoo train` and shared by the other commands; the slow tests share an xdist group so the
+by `clzoo train` and shared by the other commands; the large tests share an xdist group so the
 run is trained once.
 """
 
@@ -78,7 +78,7 @@ def preset(run, env, tmp_path_factory):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_train(run):
     folder, result = run
     for name in ("encoder.keras", "checkpoint.keras", "metrics.json", "recipe.yaml", "recipe.sha256",
@@ -90,7 +90,7 @@ def test_train(run):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_eval(run, data, env, tmp_path):
     out = tmp_path / "report"
     result = _clzoo(["eval", run[0], "--data", data, "--metrics", "knn,ncc", "--k", "1",
@@ -103,7 +103,7 @@ def test_eval(run, data, env, tmp_path):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_compare(run, data, env, tmp_path):
     out = tmp_path / "cmp"
     _clzoo(["compare", run[0], run[0], "--data", data, "--metrics", "knn", "--k", "1",
@@ -115,7 +115,7 @@ def test_compare(run, data, env, tmp_path):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_embed(run, data, env, tmp_path):
     out = tmp_path / "e.npz"
     result = _clzoo(["embed", run[0], "--data", data, "--output", out], env)
@@ -126,7 +126,7 @@ def test_embed(run, data, env, tmp_path):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_export(run, env, tmp_path):
     out = tmp_path / "served"
     result = _clzoo(["export", run[0], "--output", out], env)
@@ -135,7 +135,7 @@ def test_export(run, env, tmp_path):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_push_dry_run_of_an_encoder_with_batch_norm(preset):
     folder, result = preset
     assert '"BatchNormalization"' in (folder / "config.json").read_text()  # what once crashed
@@ -146,7 +146,7 @@ def test_push_dry_run_of_an_encoder_with_batch_norm(preset):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_transfer_from_the_pushed_preset(preset, data, env, tmp_path):
     out = tmp_path / "transfer.json"
     result = _clzoo(["transfer", preset[0], "--data", data, "--protocol", "lbfgs",
@@ -157,7 +157,7 @@ def test_transfer_from_the_pushed_preset(preset, data, env, tmp_path):
 
 
 @pytest.mark.xdist_group(CONSOLE)
-@pytest.mark.slow
+@pytest.mark.large
 def test_show_views(data, env, tmp_path):
     out = tmp_path / "views.png"
     _clzoo(["show-views", "--data", data, "--images", "2", "--views", "2", "--output", out], env)

@@ -47,7 +47,7 @@ def _before(printed, first, then):
     assert printed.index(first) < printed.index(then), printed
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_transfer_prints_its_plan_before_the_work(tiny, capsys):
     _, preset, data = tiny
     assert cli.main(["transfer", str(preset), "--data", data, "--protocol", "sgd", "--epochs", "1",
@@ -60,7 +60,7 @@ def test_transfer_prints_its_plan_before_the_work(tiny, capsys):
             "features: 48 train + 24 test images embedded once", "linear-probe top-1")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_eval_and_compare_print_their_plans(tiny, tmp_path, capsys):
     run, _, data = tiny
     assert cli.main(["eval", str(run), "--data", data, "--metrics", "knn,ncc", "--k", "1,5",

@@ -80,7 +80,7 @@ def test_notebook_opens_in_colab_and_installs_without_a_clone(path):
     assert build.colab_url(path.stem) in readme
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path, monkeypatch):

@@ -6,6 +6,8 @@ import pytest
 from clzoo.data import MixConfig, soft_target_dataset
 from clzoo.data.split import Split
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 
 def _split(n=16, classes=None):
     rng = np.random.default_rng(0)

@@ -7,6 +7,8 @@ from clzoo import cli
 from clzoo.data import VIEW_RECIPES, ViewConfig, contrastive_dataset, show_views, view_recipe
 from clzoo.data.split import Split
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 
 def _split(n=8, size=32):
     rng = np.random.default_rng(1)

@@ -4,6 +4,8 @@ import pytest
 from clzoo.data import ViewConfig, contrastive_dataset, load_split
 from clzoo.data.split import Split
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 
 def _split(n=16, seed=0):
     rng = np.random.default_rng(seed)

@@ -73,7 +73,7 @@ def _digits(n):
     return images, split.labels[:n]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_sgd_linear_probe_chooses_a_rate_on_validation_and_learns():
     images, labels = _digits(300)
     # Pooled pixels through a random linear map: features a linear probe can separate.
@@ -110,7 +110,7 @@ def test_probe_augmentation_is_a_padded_crop_and_flip():
     assert len({crop.tobytes() for crop in out}) > 1  # random per image
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_knn_monitor_logs_accuracy_during_fit():
     images, labels = _digits(128)
     encoder = _tiny_encoder()

@@ -1,6 +1,6 @@
 """Hostile embeddings, sample weights and hyperparameters; the LOSSES registry.
 
-Re-run under the other backends by `tests/hostile/test_other_backends.py`.
+Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
 import json
@@ -12,6 +12,8 @@ import pytest
 
 import clzoo
 from tests.hostile._util import BACKEND, compiled, embeddings, runtime_error, to_numpy
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 L = clzoo.losses
 EMBEDDING_LOSSES = [cls for cls in L.ALL_OBJECTS if cls is not L.SoftTargetInfoNCELoss]

@@ -1,7 +1,7 @@
 """Issue 23's input kinds, each at several instances: NaN images, negative weights inside `fit`,
 extreme embedding scales and zero label rows, errors that blamed something else, `from_arrays`.
 
-Re-run under the other backends by `tests/hostile/test_other_backends.py`.
+Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
 import keras
@@ -16,6 +16,8 @@ from clzoo.losses.inputs import l2_normalize
 from clzoo.train.callbacks import StopOnNaN, weights_finite_check
 from tests.hostile._util import BACKEND, compiled, identity_model, runtime_error, to_numpy
 from tests.losses.autodiff import value_and_grad
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 L = clzoo.losses
 EMBEDDING_LOSSES = [cls for cls in L.ALL_OBJECTS if cls is not L.SoftTargetInfoNCELoss]

@@ -1,6 +1,6 @@
 """Hostile labels for the supervised embedding losses: refused with a clear `ValueError`, or exact.
 
-Re-run under the other backends by `tests/hostile/test_other_backends.py`.
+Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
 import numpy as np
@@ -9,6 +9,8 @@ import pytest
 import clzoo
 from tests.hostile._util import BACKEND, compiled, embeddings, identity_model, runtime_error, to_numpy
 from tests.losses import reference
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 L = clzoo.losses
 SUPERVISED = {"SupConLoss": L.SupConLoss, "SINCERELoss": L.SINCERELoss,

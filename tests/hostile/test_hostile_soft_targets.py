@@ -1,6 +1,6 @@
 """Hostile soft targets: the checks hold eagerly, in tf.function / jax.jit and in `fit`.
 
-Re-run under the other backends by `tests/hostile/test_other_backends.py`.
+Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
 import keras
@@ -10,6 +10,8 @@ import pytest
 import clzoo
 from tests.hostile._util import compiled, runtime_error, to_numpy
 from tests.losses import reference
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 LOSS = clzoo.losses.SoftTargetInfoNCELoss
 LOGITS = np.random.default_rng(3).normal(size=(4, 3)).astype("float32")

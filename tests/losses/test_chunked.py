@@ -6,8 +6,8 @@ compiled; with hard labels, with multi-hot / soft label rows
 (`label_similarity`, float32 pair weights) and with memory-queue columns
 (`with_memory`, empty slots included). The gradient reference is a central
 finite difference of the independent NumPy loss, so a wrong hand-written
-gradient fails whether or not the loss is chunked. `test_other_backends.py`
-re-runs this module under the two other backends.
+gradient fails whether or not the loss is chunked. Runs in every backend
+lane (the folder rule in `tests/losses/conftest.py`).
 """
 
 import functools

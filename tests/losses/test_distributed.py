@@ -12,7 +12,7 @@ pytest.importorskip("tensorflow")
 SCRIPT = Path(__file__).with_name("distributed_check.py")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_mirrored_strategy_matches_single_device():
     result = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
                             timeout=600, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
@@ -28,7 +28,7 @@ def test_mirrored_strategy_matches_single_device():
         assert row["weight_diff"] < 1e-5, row
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_jax_data_parallel_matches_single_device():
     pytest.importorskip("jax")
     script = SCRIPT.with_name("jax_data_parallel_check.py")
@@ -50,7 +50,7 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_multi_worker_mirrored_strategy_matches_single_device():
     script = SCRIPT.with_name("multi_worker_check.py")
     ports = [str(_free_port()), str(_free_port())]

@@ -1,6 +1,6 @@
 """`temperature="learnable"`: same values as a fixed temperature, trained by `fit`, saved with the model.
 
-`test_other_backends.py` re-runs this module under the two other backends.
+Runs in every backend lane (the folder rule in `tests/losses/conftest.py`).
 """
 
 import math

@@ -1,6 +1,6 @@
 """SINCERE and SupCon against the independent float64 reference, on the current backend.
 
-`test_other_backends.py` re-runs this module under the two other backends.
+Every module of `tests/losses/` runs in each backend lane (`tests/lanes.py`, `tests/losses/conftest.py`).
 """
 
 import keras

@@ -1,6 +1,6 @@
 """Multi-label and soft positives (`label_similarity`) of SupCon and SINCERE, on the current backend.
 
-`test_other_backends.py` re-runs this module under the two other backends.
+Runs in every backend lane (the folder rule in `tests/losses/conftest.py`).
 """
 
 import keras

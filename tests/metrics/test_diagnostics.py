@@ -1,6 +1,6 @@
 """`clzoo.metrics` against loop-based NumPy references, and inside `fit`, on the current backend.
 
-`test_other_backends.py` re-runs this module under the two other backends.
+Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
 import itertools
@@ -11,6 +11,8 @@ import pytest
 from keras import ops
 
 import clzoo
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 M = clzoo.metrics
 RNG = np.random.default_rng(11)

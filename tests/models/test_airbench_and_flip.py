@@ -7,6 +7,8 @@ import pytest
 import clzoo
 from clzoo.saving import load_model
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 X = np.random.default_rng(0).uniform(size=(4, 32, 32, 3)).astype("float32")
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from clzoo.models import BatchNormalization
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 
 def _pair(shape, seed=0):
     rng = np.random.default_rng(seed)

@@ -12,8 +12,9 @@ import pytest
 from keras import ops
 
 import clzoo
-from tests.backend_runner import BACKENDS, run_on_backend
 from tests.models.queue_model import batches, queue_state, tiny_model
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 HERE = Path(__file__).parent
 
@@ -158,7 +159,8 @@ def _distributed(mode):
     return json.loads(line[len("RESULT "):])
 
 
-@pytest.mark.slow
+@pytest.mark.large
+@pytest.mark.backends("tensorflow")  # its processes pick their own backends: once is enough
 @pytest.mark.parametrize("mode", ["mirrored", "data_parallel"])
 def test_two_devices_match_one_device(mode):
     """TF MirroredStrategy (2 logical CPUs) and JAX DataParallel (2 host devices): same losses,
@@ -173,13 +175,6 @@ def test_two_devices_match_one_device(mode):
     np.testing.assert_allclose(multi["queue"]["embeddings"], single["queue"]["embeddings"], atol=1e-5)
     for a, b in zip(multi["shadow"], single["shadow"]):
         np.testing.assert_allclose(a, b, atol=1e-5)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != keras.backend.backend()])
-def test_queue_suite_on_backend(backend):
-    run_on_backend(backend, [Path(__file__), "-k", "not two_devices and not on_backend"],
-                   "memory queue tests")
 
 
 def test_queue_recipe_validates_and_builds_the_model():

@@ -5,6 +5,8 @@ import pytest
 import clzoo
 from clzoo.models import ContrastiveModel, ProjectionHead, cifar_resnet
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 
 @pytest.mark.parametrize("architecture, width, params", [
     ("resnet20", 64, (260_000, 280_000)),

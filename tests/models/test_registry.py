@@ -6,6 +6,8 @@ import pytest
 
 import clzoo
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 pytest.importorskip("keras_hub")
 
 EXPECTED_DIM = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet20": 64,

@@ -39,6 +39,7 @@ def _rehash(folder):
     (folder / "checksums.json").write_text(json.dumps({f: sha256(folder / f) for f in PRESET_FILES}))
 
 
+@pytest.mark.backends("tensorflow", "jax", "torch")
 def test_round_trip_gives_identical_embeddings(tmp_path):
     run, encoder = _run(tmp_path)
     folder = build_preset(run, tmp_path / "preset", name="tiny")
@@ -54,6 +55,7 @@ def test_round_trip_gives_identical_embeddings(tmp_path):
     assert pre["image_size"] == [32, 32] and pre["value_range"] == [0.0, 1.0] and len(pre["mean"]) == 3
 
 
+@pytest.mark.backends("tensorflow", "jax", "torch")
 def test_builtin_preset_loads_offline_and_matches_its_registry():
     name = "sincere_resnet20_cifar10"
     assert name in clzoo.models.Encoder.presets()

@@ -103,7 +103,7 @@ def test_eval_dataset_pads_to_full_batches_only_when_asked():
     assert [b.shape[0] for b in eval_dataset(images, batch_size=4)] == [4, 1]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_tiny_clzoo_train_provokes_neither_warning(tmp_path):
     data = write_tiny_digits(tmp_path / "data", train=64, test=32)
     recipe = {"name": "tiny", "data": data, "model": {"architecture": "resnet20", "embedding_dim": 16},

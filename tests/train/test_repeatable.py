@@ -9,6 +9,8 @@ import pytest
 from clzoo.train import load_recipe, train
 from clzoo.train.determinism import seed_everything
 
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
+
 TINY = ["data=digits", "training.epochs=1", "training.batch_size=128", "views.size=16",
         "model.embedding_dim=16", "eval.knn_k=[1,5]", "eval.knn_headline_k=5",
         "eval.metrics=[knn,probe]"]
@@ -21,7 +23,7 @@ def _run(tmp_path, name, *extra):
     return metrics, weights
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_same_seed_same_weights_and_metrics(tmp_path):
     first, w1 = _run(tmp_path, "a", "seed=3")
     second, w2 = _run(tmp_path, "b", "seed=3")

@@ -64,7 +64,7 @@ def _steps_logged(path):
     return max(rows, default=0)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_path):
     data = write_tiny_digits(tmp_path / "data")
     recipe = tiny_recipe(data)

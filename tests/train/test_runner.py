@@ -23,7 +23,7 @@ def _recipe(tmp_path, text="name: run\n"):
     return str(path)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["train", _recipe(tmp_path), "--output", str(out)]
@@ -149,7 +149,7 @@ def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys
     assert not out.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_each_split_is_read_once_per_run(tmp_path, monkeypatch):
     """Monitor, report, baselines and the soft-target classifier share the runner's splits."""
     import clzoo.data

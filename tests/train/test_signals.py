@@ -13,7 +13,7 @@ from tests.train.test_resume import _steps_logged, tiny_recipe
 from tests.train.tiny_data import write_tiny_digits
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("which", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_checkpoints_and_the_run_resumes(tmp_path, which):
     from clzoo.train.callbacks import checkpoint_progress

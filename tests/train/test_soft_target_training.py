@@ -51,7 +51,7 @@ def test_stateless_mixup_mixes_images_and_targets_with_one_weight_per_image():
         np.testing.assert_allclose(mixed[i], lam * images[i] + (1 - lam) * images[partner], atol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.parametrize("loss", ["SoftTargetInfoNCELoss", "SoftTargetCrossEntropy"])
 def test_soft_target_recipe_trains_a_classifier(loss, tmp_path):
     data = write_tiny_digits(tmp_path / "data")

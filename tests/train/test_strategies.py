@@ -48,7 +48,7 @@ def mirrored_runs(data, tmp_path_factory):
 
 # Both tests share the one-device reference of `mirrored_runs`: keep them on one xdist worker.
 @pytest.mark.xdist_group("mirrored_runs")
-@pytest.mark.slow
+@pytest.mark.large
 def test_mirrored_on_two_devices_matches_one_device(mirrored_runs):
     mirrored, single = _losses(mirrored_runs / "mirrored"), _losses(mirrored_runs / "single")
     assert len(mirrored) == len(single) == 20
@@ -65,7 +65,7 @@ def _free_port():
 
 
 @pytest.mark.xdist_group("mirrored_runs")
-@pytest.mark.slow
+@pytest.mark.large
 def test_two_workers_match_one_process_on_the_same_global_batch(data, mirrored_runs, tmp_path):
     ports = [_free_port(), _free_port()]
     workers = [_run(["worker", i, *ports, data, tmp_path / "run"]) for i in range(2)]
@@ -83,7 +83,7 @@ def test_two_workers_match_one_process_on_the_same_global_batch(data, mirrored_r
     assert abs(metrics["knn_top1"] - single["knn_top1"]) <= 1 / 60 + 1e-9  # 60 test images
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_jax_data_parallel_matches_one_device(data, tmp_path):
     pytest.importorskip("jax")
     _finish(_run(["data_parallel", data, tmp_path]))
