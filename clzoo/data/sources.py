@@ -267,6 +267,14 @@ def class_folders(root, split, on_unreadable="error"):
     return classes
 
 
+def _is_dir(entry):
+    """`entry.is_dir()`, False for a looping link (its ELOOP is reported with the file, by name)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _image_files(folder):
     """`(found, problems, nested)` for a class folder: `found` holds `(path str, os.stat_result)`
     of image-named regular non-empty files; dangling or looping links, directories and empty files
@@ -275,7 +283,7 @@ def _image_files(folder):
     found, problems = [], []
     try:
         with os.scandir(folder) as listing:  # faster than Path.iterdir for 60k files
-            entries = sorted((e.name, e.is_dir()) for e in listing if not e.name.startswith("."))
+            entries = sorted((e.name, _is_dir(e)) for e in listing if not e.name.startswith("."))
     except OSError as error:
         return [], [(folder, _broken(folder, error))], []
     names = [name for name, _ in entries]

@@ -235,10 +235,7 @@ def _assert_named_then_skipped(root, bad, kind, n_left):
 
 @pytest.mark.parametrize("name, target, kind", [
     ("gone.png", lambda root: root.parent / "nowhere.png", "dangling"),
-    pytest.param("loop.png", lambda root: root / "train" / "cat" / "loop.png", "loop",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "known regression: the nested-folder scan's is_dir() on a looping link "
-                     "names the class folder, not loop.png; fix in sources._image_files"))),
+    ("loop.png", lambda root: root / "train" / "cat" / "loop.png", "loop"),
     ("up.png", lambda root: root / "train", "not a file"),
 ], ids=["dangling", "looping", "to_a_directory_cycle"])
 def test_broken_image_link(tmp_path, name, target, kind):
