@@ -39,16 +39,17 @@ def _error(message):
 
 
 def _train_overrides(args):
-    """`--set` items and the flags as recipe overrides; a key given twice is refused."""
+    """`--set` items (YAML text) and the flags (typed `(key, value)` pairs, as argparse parsed
+    them) as recipe overrides; a key given twice is refused."""
     given = [(f"--set {item}", item) for item in args.set or []]
     for flag, key, value in (("--data", "data", args.data), ("--epochs", "training.epochs", args.epochs),
                              ("--batch-size", "training.batch_size", args.batch_size),
                              ("--strategy", "training.strategy", args.strategy)):
         if value is not None:
-            given.append((f"{flag} {value}", f"{key}={value}"))
+            given.append((f"{flag} {value}", (key, value)))
     seen = {}
     for origin, item in given:
-        key = item.partition("=")[0].strip()
+        key = item[0] if isinstance(item, tuple) else item.partition("=")[0].strip()
         if key in seen:
             raise ValueError(f"{key} is set twice on the command line ({seen[key]} and {origin}); "
                              "give it once")

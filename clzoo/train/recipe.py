@@ -344,7 +344,8 @@ def load_recipe(path=None, overrides=()):
 
     Args:
         path: the recipe file, or None for the defaults alone.
-        overrides: strings such as `"training.epochs=5"`; values are YAML.
+        overrides: strings such as `"training.epochs=5"` (values are YAML), or
+            `(key, value)` pairs whose value is used as given (`("training.epochs", 5)`).
 
     Returns:
         a validated `Recipe` (attribute access: `recipe.training.epochs`).
@@ -513,7 +514,10 @@ def _apply_overrides(raw, overrides, source):
     """
     done = set()
     for item in overrides:
-        key, sep, value = str(item).partition("=")
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            (key, value), sep, typed = item, "=", True  # already typed: never re-parsed as YAML
+        else:
+            (key, sep, value), typed = str(item).partition("="), False
         key = key.strip()
         if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
@@ -525,7 +529,7 @@ def _apply_overrides(raw, overrides, source):
             if not isinstance(node, dict):
                 raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
-        node[leaf] = _override_value(key, value, source)
+        node[leaf] = value if typed else _override_value(key, value, source)
         done.add(key)
     return done
 

@@ -168,3 +168,13 @@ def test_cli_prints_one_line_per_problem_and_no_traceback(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith(f"error: {recipe}") for line in lines), lines
     assert not (tmp_path / "run").exists()
+
+
+def test_typed_overrides_are_used_as_given_not_reparsed(tmp_path):
+    # The CLI's flags arrive typed: a data spec that reads as YAML (`tfds:x` is a one-key
+    # mapping, `1e3` a float, `null` None) must stay the text given; an int stays an int.
+    recipe = load_recipe(None, [("training.epochs", 3), ("data", "null")])
+    assert recipe.training.epochs == 3 and recipe.data == "null"
+    assert load_recipe(None, ["training.epochs=3"]).training.epochs == 3
+    with pytest.raises(RecipeError, match="training.epochs"):
+        load_recipe(None, [("training.epochs", "3")])  # typed means typed: a str is refused
