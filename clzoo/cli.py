@@ -434,7 +434,7 @@ def _presets(args):
         return 0
     print("\n".join(_preset_lines(registry)))
     print("\nTest-split top-1 (kNN: cosine-weighted). Load one with "
-          "clzoo.models.Encoder.from_preset(NAME) or `clzoo transfer NAME --data ...`.")
+          "clzoo.presets.Encoder.from_preset(NAME) or `clzoo transfer NAME --data ...`.")
     return 0
 
 

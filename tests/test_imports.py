@@ -67,3 +67,56 @@ def test_import_clzoo_losses_loads_no_tensorflow_or_sklearn(backend):
         "clzoo.losses.SINCERELoss()(np.array([0, 1]), np.eye(2, 4, dtype='float32')[:, None])",
         backend, prelude="sys.modules['sklearn'] = None  # import sklearn raises ImportError")
     assert "tensorflow" not in blocked
+
+
+def _import_graph():
+    """`{module: set of clzoo modules it imports}` read from clzoo's source (imports in functions too)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "clzoo"
+    files = {".".join(f.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): f
+             for f in root.rglob("*.py")}
+
+    def owner(name):
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for module, path in files.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {owner(a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets |= {owner(f"{node.module}.{a.name}") for a in node.names}
+        graph[module] = {t for t in targets if t.startswith("clzoo") and t != module}
+    return graph
+
+
+def _room(module):
+    return ".".join(module.split(".")[:2])
+
+
+def test_rooms_form_no_circle_and_models_sit_below_presets():
+    rooms = {}
+    for module, targets in _import_graph().items():
+        rooms.setdefault(_room(module), set()).update(_room(t) for t in targets if _room(t) != _room(module))
+    rooms.pop("clzoo", None)  # the package face: imports subpackages on first use only
+    assert "clzoo.presets" not in rooms["clzoo.models"] and "clzoo.models" in rooms["clzoo.presets"]
+    placed, order = set(), []
+    while len(placed) < len(rooms):  # peel the rooms that import only placed ones: a circle never peels
+        ready = sorted(r for r, ts in rooms.items() if r not in placed and ts - {"clzoo"} <= placed)
+        assert ready, f"import circle among {sorted(set(rooms) - placed)}"
+        placed |= set(ready)
+        order += ready
+    assert order.index("clzoo.models") < order.index("clzoo.presets") < order.index("clzoo.cli")
+
+
+def test_clzoo_models_encoder_names_its_new_home():
+    import clzoo.models
+    import clzoo.presets
+
+    assert clzoo.presets.Encoder.presets() == dict(clzoo.presets.BUILTIN_PRESETS)
+    with pytest.raises(AttributeError, match="clzoo.presets.Encoder"):
+        clzoo.models.Encoder  # noqa: B018

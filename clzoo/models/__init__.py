@@ -5,7 +5,6 @@ from clzoo.models.backbones import hub_resnet, vit
 from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
-from clzoo.models.encoder import Encoder
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
@@ -13,7 +12,14 @@ from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.models.test_time_flip import HorizontalFlip, flip_averaged
 
-__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel", "Encoder",
+__all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
            "HorizontalFlip", "MemoryQueue", "MomentumEncoder", "ProjectionHead", "airbench_net",
            "build_classifier", "cifar_resnet", "flip_averaged", "get_encoder", "hub_resnet",
            "list_encoders", "vit"]
+
+
+def __getattr__(name):
+    if name == "Encoder":  # moved up: presets load models, models never import presets
+        raise AttributeError("clzoo.models.Encoder is now clzoo.presets.Encoder: "
+                             "clzoo.presets.Encoder.from_preset(handle)")
+    raise AttributeError(f"module 'clzoo.models' has no attribute {name!r}")

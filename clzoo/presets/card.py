@@ -196,7 +196,7 @@ def _usage(metadata, handle):
     return ["## Use", "", "```python",
             "import clzoo  # pip install 'clzoo[hub]'",
             "",
-            f"encoder = clzoo.models.Encoder.from_preset(\"{repo}\"){where}",
+            f"encoder = clzoo.presets.Encoder.from_preset(\"{repo}\"){where}",
             f"features = encoder.predict(images)  # images (N, H, W, 3) in [0, 1] -> (N, "
             f"{metadata.get('feature_dim', 0):d})",
             "```", "",

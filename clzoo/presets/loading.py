@@ -177,10 +177,8 @@ def load_preset(handle, verify=True, trainable=False):
     Example:
 
     >>> import clzoo
-    >>> encoder = clzoo.models.Encoder.from_preset("sincere_resnet20_cifar10")  # doctest: +SKIP
+    >>> encoder = clzoo.presets.Encoder.from_preset("sincere_resnet20_cifar10")  # doctest: +SKIP
     """
-    import clzoo  # noqa: F401  (registers clzoo's serializable classes)
-
     for value, name in ((verify, "verify"), (trainable, "trainable")):
         if not isinstance(value, bool):
             raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")

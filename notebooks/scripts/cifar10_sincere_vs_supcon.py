@@ -106,7 +106,7 @@ plot_separations(separations)
 # %% [markdown]
 # ## The same comparison on clzoo's pretrained encoders
 #
-# clzoo ships the two 6-epoch CIFAR-10 encoders (`clzoo.models.Encoder.presets()`), trained
+# clzoo ships the two 6-epoch CIFAR-10 encoders (`clzoo.presets.Encoder.presets()`), trained
 # with the settings above on all of CIFAR-10. Here they embed the same `DATA`. Their full
 # report is in [`recipes/README.md`](https://github.com/clzoo/clzoo/blob/main/recipes/README.md)
 # (SINCERE's nearest-class-center accuracy is the one difference the bootstrap finds significant: +1.15% [+0.47, +1.80]).
@@ -114,7 +114,7 @@ plot_separations(separations)
 # %%
 pretrained = {}
 for name in ("sincere_resnet20_cifar10", "supcon_resnet20_cifar10"):
-    encoder = clzoo.models.Encoder.from_preset(name)
+    encoder = clzoo.presets.Encoder.from_preset(name)
     pretrained[name] = clzoo.eval.target_noise_separation(
         clzoo.eval.embed(encoder, train_split.images, verbose=False), train_split.labels,
         clzoo.eval.embed(encoder, test_split.images, verbose=False), test_split.labels)

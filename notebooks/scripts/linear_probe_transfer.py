@@ -32,7 +32,7 @@ import clzoo
 
 TINY = bool(os.environ.get("CLZOO_NOTEBOOK_TINY"))  # CI runs every notebook with tiny settings
 DATA = "digits"  # your image folder, or "tfds:<name>"
-for name, preset in clzoo.models.Encoder.presets().items():  # the built-in presets
+for name, preset in clzoo.presets.Encoder.presets().items():  # the built-in presets
     print(f"{name}: {preset['loss']} on {preset['dataset']}, kNN top-1 "
           f"{preset['metrics']['knn_top1_k20']:.2%}")
 
@@ -43,7 +43,7 @@ for name, preset in clzoo.models.Encoder.presets().items():  # the built-in pres
 # artifact (no Lambda layers, Keras safe mode).
 
 # %%
-encoder = clzoo.models.Encoder.from_preset("sincere_resnet20_cifar10")
+encoder = clzoo.presets.Encoder.from_preset("sincere_resnet20_cifar10")
 train, test = clzoo.data.load_split(DATA, "train"), clzoo.data.load_split(DATA, "test")
 result = clzoo.eval.logistic_regression_probe(clzoo.eval.embed(encoder, train.images), train.labels,
                                               clzoo.eval.embed(encoder, test.images), test.labels)

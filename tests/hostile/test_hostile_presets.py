@@ -180,7 +180,7 @@ def test_hub_cache_links_may_point_only_into_the_repo_cache(monkeypatch, preset,
 
 def test_trainable_is_offered_and_frozen_stays_the_default(preset):
     assert load_preset(str(preset)).trainable is False
-    model = clzoo.models.Encoder.from_preset(str(preset), trainable=True)
+    model = clzoo.presets.Encoder.from_preset(str(preset), trainable=True)
     assert model.trainable and len(model.trainable_weights) > 0
     x = np.zeros((1, 32, 32, 3), "float32")
     assert model.predict(x, verbose=0).shape[0] == 1

@@ -77,6 +77,6 @@ def test_push_dry_run_card_names_the_target_repo(tmp_path):
     run, _ = _run(tmp_path)
     out = push_preset(run, "hf://someone/tiny", dry_run=tmp_path / "dry")
     card = huggingface_hub.ModelCard.load(out / "README.md")
-    assert 'clzoo.models.Encoder.from_preset("hf://someone/tiny")' in card.text
+    assert 'clzoo.presets.Encoder.from_preset("hf://someone/tiny")' in card.text
     assert card.data.datasets == ["uoft-cs/cifar10"]
     assert {r.task_type for r in card.data.eval_results} == {card.data.pipeline_tag}

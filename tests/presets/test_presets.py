@@ -43,7 +43,7 @@ def _rehash(folder):
 def test_round_trip_gives_identical_embeddings(tmp_path):
     run, encoder = _run(tmp_path)
     folder = build_preset(run, tmp_path / "preset", name="tiny")
-    loaded = clzoo.models.Encoder.from_preset(str(folder))
+    loaded = clzoo.presets.Encoder.from_preset(str(folder))
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), encoder.predict(X, verbose=0))
     assert loaded.trainable is False
     card = (folder / "README.md").read_text()
@@ -58,8 +58,8 @@ def test_round_trip_gives_identical_embeddings(tmp_path):
 @pytest.mark.backends("tensorflow", "jax", "torch")
 def test_builtin_preset_loads_offline_and_matches_its_registry():
     name = "sincere_resnet20_cifar10"
-    assert name in clzoo.models.Encoder.presets()
-    encoder = clzoo.models.Encoder.from_preset(name)
+    assert name in clzoo.presets.Encoder.presets()
+    encoder = clzoo.presets.Encoder.from_preset(name)
     features = encoder.predict(X, verbose=0)
     assert features.shape == (3, 64) and np.all(np.isfinite(features))
 
@@ -67,7 +67,7 @@ def test_builtin_preset_loads_offline_and_matches_its_registry():
 @pytest.mark.parametrize("name", sorted(json.loads(
     (Path(__file__).parents[2] / "pretrained" / "registry.json").read_text())))
 def test_every_builtin_preset_verifies_and_embeds(name):
-    encoder = clzoo.models.Encoder.from_preset(name)  # checks every SHA-256 and the registry pin
+    encoder = clzoo.presets.Encoder.from_preset(name)  # checks every SHA-256 and the registry pin
     features = encoder.predict(X, verbose=0)
     entry = clzoo.presets.BUILTIN_PRESETS[name]
     assert features.shape == (3, entry["feature_dim"]) and np.all(np.isfinite(features))
@@ -162,7 +162,7 @@ def test_hf_handle_loads_from_a_prepopulated_offline_cache(tmp_path):
     (refs / "main").write_text("a" * 40)
     np.save(tmp_path / "x.npy", X)
     code = ("import sys, numpy as np, clzoo\n"
-            "e = clzoo.models.Encoder.from_preset('hf://someone/tiny')\n"
+            "e = clzoo.presets.Encoder.from_preset('hf://someone/tiny')\n"
             "np.save(sys.argv[1], e.predict(np.load(sys.argv[2]), verbose=0))\n")
     env = dict(os.environ, HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.npy"),
@@ -197,7 +197,7 @@ def test_preset_records_compute_curve_and_test_time_flip(tmp_path):
     assert card.data.pipeline_tag == "image-feature-extraction"
     assert "| 2 | 2,000 | 4.0000 | 61.00% |" in card.text and "(2.00 CPU-hours)" in card.text
     assert "mirror image" in card.text and "k20: 70.00%" in card.text
-    loaded = clzoo.models.Encoder.from_preset(str(folder))
+    loaded = clzoo.presets.Encoder.from_preset(str(folder))
     np.testing.assert_allclose(
         loaded.predict(X, verbose=0),
         (encoder.predict(X, verbose=0) + encoder.predict(X[:, :, ::-1].copy(), verbose=0)) / 2,

@@ -1,4 +1,9 @@
-"""`Encoder.from_preset`: pretrained clzoo encoders, keras-hub style."""
+"""`Encoder.from_preset`: pretrained clzoo encoders, keras-hub style.
+
+It lives with the presets, above the models it loads (`clzoo.models` never imports presets).
+"""
+
+from clzoo.presets.loading import BUILTIN_PRESETS, load_preset
 
 
 class Encoder:
@@ -7,7 +12,7 @@ class Encoder:
     Example:
 
     >>> import clzoo
-    >>> sorted(clzoo.models.Encoder.presets())[:1]  # doctest: +SKIP
+    >>> sorted(clzoo.presets.Encoder.presets())[:1]  # doctest: +SKIP
     ['sincere_resnet20_cifar10']
     """
 
@@ -21,13 +26,9 @@ class Encoder:
         return trainable models; clzoo's are feature extractors first). See
         `clzoo.presets.load_preset` for the checks made and the errors raised.
         """
-        from clzoo.presets import load_preset
-
         return load_preset(handle, verify=verify, trainable=trainable)
 
     @staticmethod
     def presets():
         """`{name: registry entry}` of clzoo's built-in presets."""
-        from clzoo.presets import BUILTIN_PRESETS
-
         return dict(BUILTIN_PRESETS)
