@@ -84,8 +84,6 @@ class InfoNCELoss(ContrastiveLoss):
     - [Chen et al., SimCLR, 2020](https://arxiv.org/abs/2002.05709)
     """
 
-    uses_labels = False
-
     function = staticmethod(info_nce_loss)
     uses_labels = False
 
