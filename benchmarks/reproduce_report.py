@@ -73,77 +73,6 @@ Verdict: *agrees* when the interval excludes 0 on the paper's side, *disagrees* 
 on the other side, *not resolved* when it spans 0; for a paper tie (=), *agrees* when it spans 0."""
 
 
-def _claims():
-    cifar2 = Claim(
-        "SINCERE vs SupCon on CIFAR-2: target-noise margins (Table 1), final loss, accuracy",
-        "sincere_cifar2", "supcon_cifar2",
-        "SINCERE (Feeney & Hughes) Table 1 (CIFAR-2 column; ResNet-50, batch 512, 800 epochs) and "
-        "Table 4",
-        (Row("margin_projection", "margin, projection space (Table 1: per class, median target "
-             "- median noise)", ">", "0.972 vs 0.410 (CIFAR-2; CIFAR-10: 0.854 vs 0.270)"),
-         Row("margin_projection_mean", "margin, projection space, per-image mean", ">",
-             "not reported"),
-         Row("margin_encoder", "margin, encoder space (Table 1 definition)", ">", "not reported"),
-         Row("margin_encoder_mean", "margin, encoder space, per-image mean", ">", "not reported"),
-         Row("final_loss", "final training loss", "<", "lower for SINCERE (Table 4, CIFAR-10: "
-             "0.29 vs 4.69)"),
-         Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie (Table 6, CIFAR-10)", True),
-         Row("probe", "linear probe top-1 (L-BFGS)", "=", "tie (Table 5, CIFAR-10)", True)),
-        WHY["cifar2"])
-    sincere = Claim(
-        "SINCERE vs SupCon: target-noise separation, final loss, accuracy", "sincere", "supcon",
-        "SINCERE (Feeney & Hughes) Tables 1, 4, 5 and 6; CIFAR-10, ResNet-50, batch 512, 800 epochs",
-        (Row("margin_projection", "target-noise margin, projection space", ">",
-             "0.854 vs 0.270 (Table 1; the paper's code measures the projection output)"),
-         Row("margin_encoder", "target-noise margin, encoder space", ">", "not reported"),
-         Row("final_loss", "final training loss", "<", "0.29 vs 4.69 (Table 4)"),
-         Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie: not significant (Table 6)", True),
-         Row("probe", "linear probe top-1 (L-BFGS)", "=", "95.93% vs 95.78% (Table 5), tie", True)),
-        WHY["sincere"])
-    supinfonce = Claim(
-        "eps-SupInfoNCE vs SINCERE", "supinfonce", "sincere",
-        "SINCERE paper eq. 15 and Table 6 (eps 0.25); Barbano et al. is not in ../shared/papers",
-        (Row("knn_k20", "weighted kNN top-1, k=20", "=",
-             "\"indistinguishable\" on CIFAR-10 (SINCERE Table 6 text)", True),
-         Row("probe", "linear probe top-1 (L-BFGS)", "=", "not reported for CIFAR-10", True),
-         Row("margin_projection", "target-noise margin, projection space", "",
-             "not reported (not softmax-comparable, SINCERE sec. 4.1)"),
-         Row("margin_encoder", "target-noise margin, encoder space", "", "not reported")),
-        WHY["supinfonce"])
-    spread = Claim(
-        "L_spread vs SupCon: trained on CIFAR10-Coarse, probed on the 10 fine labels",
-        "spread_coarse", "supcon_coarse",
-        "Perfectly Balanced (Chen et al. 2022) Tables 2 and 4; ViT, temperature 0.5 for both "
-        "losses, alpha 0.25",
-        (Row("fine_probe", "fine-label linear probe top-1", ">", "76.1% vs 52.5% (Table 2)", True),
-         Row("within_coarse", "fine top-1 within the true coarse class", "", "not reported", True),
-         Row("fine_knn_k20", "fine-label kNN top-1, k=20", "", "not reported", True),
-         Row("knn_k20", "coarse-label kNN top-1, k=20", ">",
-             "98.1% vs 96.5% (Table 4, coarse task)", True)),
-        WHY["spread"])
-    nscl = Claim(
-        "NSCL vs DCL: few-shot error and the DCL - NSCL loss gap", "nscl", "dcl",
-        "Luthra, Yang & Galanti, Table 1 (100-shot, CIFAR-10) and Theorem 1",
-        (Row("few_shot_100_ncc", "100-shot nearest-class-center error", "<",
-             "4.3% vs 14.7% (Table 1: 95.7 vs 85.3 accuracy)", True),
-         Row("few_shot_100_linear", "100-shot linear-probe error", "<",
-             "4.4% vs 13.7% (Table 1: 95.6 vs 86.3)", True),
-         Row("few_shot_10_ncc", "10-shot nearest-class-center error", "<", "figures only", True),
-         Row("loss_gap", "DCL - NSCL on the test features (t = 1)", "bound",
-             "0 <= gap <= log(1 + e^2 / 9) = 0.599 (Thm. 1, C = 10)")),
-        WHY["nscl"])
-    soft = Claim(
-        "Soft-target InfoNCE vs soft-target cross-entropy with MixUp / CutMix", "soft_infonce",
-        "soft_ce", "Hugger & Uhlmann sec. 4.2 and Table 1 (ViT-B/16, MixUp 0.8, CutMix 1.0, "
-        "label smoothing 0.1)",
-        (Row("classifier_ece", "classifier ECE (15 bins)", "<",
-             "2.9% vs 15.8% (CIFAR-100); 7.7% vs 6.3% (Tiny ImageNet)", True),
-         Row("classifier_top1", "classifier top-1", "=", "90.80% vs 90.74% (CIFAR-100)", True),
-         Row("probe", "linear probe on the encoder", "", "not reported", True)),
-        WHY["soft"])
-    return (cifar2, sincere, supinfonce, spread, nscl, soft)
-
-
 # Why the CPU-scale result may differ from the paper: written after reading the cells' numbers.
 WHY = {
     "cifar2": (
@@ -207,6 +136,81 @@ WHY = {
         "a tie at convergence; the InfoNCE recipe's larger learning rate, the paper's 5.5 : 3 "
         "ratio, likely helps a short run)."),
 }
+
+
+# The claims, each a pair of configurations and the rows read from their cells.
+_CIFAR2 = Claim(
+    "SINCERE vs SupCon on CIFAR-2: target-noise margins (Table 1), final loss, accuracy",
+    "sincere_cifar2", "supcon_cifar2",
+    "SINCERE (Feeney & Hughes) Table 1 (CIFAR-2 column; ResNet-50, batch 512, 800 epochs) and "
+    "Table 4",
+    (Row("margin_projection", "margin, projection space (Table 1: per class, median target "
+         "- median noise)", ">", "0.972 vs 0.410 (CIFAR-2; CIFAR-10: 0.854 vs 0.270)"),
+     Row("margin_projection_mean", "margin, projection space, per-image mean", ">",
+         "not reported"),
+     Row("margin_encoder", "margin, encoder space (Table 1 definition)", ">", "not reported"),
+     Row("margin_encoder_mean", "margin, encoder space, per-image mean", ">", "not reported"),
+     Row("final_loss", "final training loss", "<", "lower for SINCERE (Table 4, CIFAR-10: "
+         "0.29 vs 4.69)"),
+     Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie (Table 6, CIFAR-10)", True),
+     Row("probe", "linear probe top-1 (L-BFGS)", "=", "tie (Table 5, CIFAR-10)", True)),
+    WHY["cifar2"])
+_SINCERE = Claim(
+    "SINCERE vs SupCon: target-noise separation, final loss, accuracy", "sincere", "supcon",
+    "SINCERE (Feeney & Hughes) Tables 1, 4, 5 and 6; CIFAR-10, ResNet-50, batch 512, 800 epochs",
+    (Row("margin_projection", "target-noise margin, projection space", ">",
+         "0.854 vs 0.270 (Table 1; the paper's code measures the projection output)"),
+     Row("margin_encoder", "target-noise margin, encoder space", ">", "not reported"),
+     Row("final_loss", "final training loss", "<", "0.29 vs 4.69 (Table 4)"),
+     Row("knn_k20", "weighted kNN top-1, k=20", "=", "tie: not significant (Table 6)", True),
+     Row("probe", "linear probe top-1 (L-BFGS)", "=", "95.93% vs 95.78% (Table 5), tie", True)),
+    WHY["sincere"])
+_SUPINFONCE = Claim(
+    "eps-SupInfoNCE vs SINCERE", "supinfonce", "sincere",
+    "SINCERE paper eq. 15 and Table 6 (eps 0.25); Barbano et al. is not in ../shared/papers",
+    (Row("knn_k20", "weighted kNN top-1, k=20", "=",
+         "\"indistinguishable\" on CIFAR-10 (SINCERE Table 6 text)", True),
+     Row("probe", "linear probe top-1 (L-BFGS)", "=", "not reported for CIFAR-10", True),
+     Row("margin_projection", "target-noise margin, projection space", "",
+         "not reported (not softmax-comparable, SINCERE sec. 4.1)"),
+     Row("margin_encoder", "target-noise margin, encoder space", "", "not reported")),
+    WHY["supinfonce"])
+_SPREAD = Claim(
+    "L_spread vs SupCon: trained on CIFAR10-Coarse, probed on the 10 fine labels",
+    "spread_coarse", "supcon_coarse",
+    "Perfectly Balanced (Chen et al. 2022) Tables 2 and 4; ViT, temperature 0.5 for both "
+    "losses, alpha 0.25",
+    (Row("fine_probe", "fine-label linear probe top-1", ">", "76.1% vs 52.5% (Table 2)", True),
+     Row("within_coarse", "fine top-1 within the true coarse class", "", "not reported", True),
+     Row("fine_knn_k20", "fine-label kNN top-1, k=20", "", "not reported", True),
+     Row("knn_k20", "coarse-label kNN top-1, k=20", ">",
+         "98.1% vs 96.5% (Table 4, coarse task)", True)),
+    WHY["spread"])
+_NSCL = Claim(
+    "NSCL vs DCL: few-shot error and the DCL - NSCL loss gap", "nscl", "dcl",
+    "Luthra, Yang & Galanti, Table 1 (100-shot, CIFAR-10) and Theorem 1",
+    (Row("few_shot_100_ncc", "100-shot nearest-class-center error", "<",
+         "4.3% vs 14.7% (Table 1: 95.7 vs 85.3 accuracy)", True),
+     Row("few_shot_100_linear", "100-shot linear-probe error", "<",
+         "4.4% vs 13.7% (Table 1: 95.6 vs 86.3)", True),
+     Row("few_shot_10_ncc", "10-shot nearest-class-center error", "<", "figures only", True),
+     Row("loss_gap", "DCL - NSCL on the test features (t = 1)", "bound",
+         "0 <= gap <= log(1 + e^2 / 9) = 0.599 (Thm. 1, C = 10)")),
+    WHY["nscl"])
+_SOFT = Claim(
+    "Soft-target InfoNCE vs soft-target cross-entropy with MixUp / CutMix", "soft_infonce",
+    "soft_ce", "Hugger & Uhlmann sec. 4.2 and Table 1 (ViT-B/16, MixUp 0.8, CutMix 1.0, "
+    "label smoothing 0.1)",
+    (Row("classifier_ece", "classifier ECE (15 bins)", "<",
+         "2.9% vs 15.8% (CIFAR-100); 7.7% vs 6.3% (Tiny ImageNet)", True),
+     Row("classifier_top1", "classifier top-1", "=", "90.80% vs 90.74% (CIFAR-100)", True),
+     Row("probe", "linear probe on the encoder", "", "not reported", True)),
+    WHY["soft"])
+
+
+def _claims():
+    return (_CIFAR2, _SINCERE, _SUPINFONCE, _SPREAD, _NSCL, _SOFT)
+
 CLAIMS = _claims()
 
 
