@@ -145,6 +145,7 @@ def projection_embeddings(model, images, batch_size=512, size=None, verbose=Fals
     Example:
 
     >>> import numpy as np, keras, clzoo
+    >>> keras.utils.set_random_seed(0)  # a 3-unit ReLU head can be all zero for 1 seed in 8
     >>> inputs = keras.Input((8, 8, 3))
     >>> encoder = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(inputs))
     >>> model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(output_dim=4))
