@@ -56,8 +56,11 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
     def block(z_rows, z_cols, row_ids):
         masks = PairMasks(row_ids, cols, label_similarity, valid)
-        # Scaling the rows, not the product, saves one (n, N) buffer.
-        terms = anchor_terms(Similarities(z_rows / temperature, z_cols, bound), masks)
+        # Scaling the rows, not the product, saves one (n, N) buffer. Unchunked, the
+        # logits are kept for the backward pass: three matmuls in all, none recomputed.
+        similarities = Similarities(z_rows / temperature, z_cols, bound,
+                                    keep_logits=chunk_size is None)
+        terms = anchor_terms(similarities, masks)
         return tuple(t for value, valid in terms
                      for t in (value, ops.cast(valid, "float32")))
 

@@ -6,15 +6,19 @@ Every embedding loss reduces each anchor's row of logits `s = rows @ cols^T`
 elementwise step of such a reduction keeps an `(n, N)` intermediate alive
 until the backward pass (about 16 of them per block in eager TensorFlow).
 The three reductions here compute their gradient by hand
-(`vjp.custom_vjp`): the backward pass recomputes `s` from `rows` and `cols`
-(one matmul) instead of keeping it, and builds `d/ds` from the boolean masks
-and small per-row statistics in at most three `(n, N)` float32 temporaries,
-contracting it straight back to `d rows = d/ds @ cols` and
-`d cols = (d/ds)^T @ rows`.
+(`vjp.custom_vjp`), building `d/ds` from the masks and small per-row
+statistics in at most three `(n, N)` float32 temporaries. A `block` says
+where `s` comes from in the backward pass:
 
-A `block` is `(rows, cols, logits)`: the forward pass reads the given
-`logits`, which are therefore passed as a non-differentiated input; their
-whole gradient reaches `rows` and `cols` through the hand-written rule.
+- `(rows, cols, logits)`, recomputed (blockwise losses, `chunk_size`): the
+  backward pass recomputes `s` from `rows` and `cols` (one matmul) instead of
+  keeping it, and contracts `d/ds` straight back to `d rows = d/ds @ cols` and
+  `d cols = (d/ds)^T @ rows`; `logits` is a non-differentiated input.
+- `(None, None, logits)`, kept (the whole batch at once): the forward logits
+  are the residual and the reduction returns `d/ds`; autodiff adds the `d/ds`
+  of every reduction of the block and contracts once through the matmul that
+  made `logits`, so a loss's forward + backward costs three `(n, N)`
+  matmuls, the floor.
 
 Each gradient is `upstream_i * d value_i / d s_ij`; derivations are in the
 docstrings. Masks are `(n, N)`, never differentiated, and either boolean or
@@ -49,6 +53,41 @@ def _to_embeddings(grad_logits, rows, cols):
     """The chain rule through `s = rows @ cols^T`: gradients of `rows` and `cols`."""
     return (ops.matmul(grad_logits, cols),
             ops.transpose(ops.matmul(ops.transpose(rows), grad_logits)))
+
+
+def _reduce(block, lead, masks, value_fn, grad_fn):
+    """One row reduction of `block` (module docstring) with its hand-written gradient.
+
+    Args:
+        block: `(rows, cols, logits)` (recomputed) or `(None, None, logits)` (kept).
+        lead: differentiable inputs before the logits (e.g. `mean_gap`'s `row`).
+        masks: non-differentiated `(n, N)` masks.
+        value_fn: `value_fn(*lead, s, *masks) -> (value, saved)`, `saved` a tuple of
+            the small tensors the gradient needs.
+        grad_fn: `grad_fn(logits, masks, saved, upstream) -> (lead gradients, d/ds)`;
+            `logits()` gives `s` (kept, or recomputed on first use).
+    """
+    rows, cols, s = block
+    n_lead, n_masks = len(lead), len(masks)
+
+    def forward(*inputs):
+        head, tail = inputs[:n_lead], inputs[n_lead:]
+        kept = rows is None
+        logits = tail[0] if kept else tail[2]
+        value, saved = value_fn(*head, logits, *tail[1 if kept else 3:])
+        return value, ((logits,) if kept else tuple(tail[:2])) + tuple(tail[-n_masks:]) + saved
+
+    def backward(residuals, upstream):
+        sources, rest = (residuals[:1], residuals[1:]) if rows is None else (residuals[:2], residuals[2:])
+        logits = (lambda: sources[0]) if rows is None else (lambda: _logits(*sources))
+        lead_grads, grad_s = grad_fn(logits, rest[:n_masks], rest[n_masks:], upstream)
+        if rows is None:
+            return (*lead_grads, grad_s)
+        return (*lead_grads, *_to_embeddings(grad_s, *sources))
+
+    inputs = (s,) if rows is None else (rows, cols, s)
+    differentiable = n_lead + (1 if rows is None else 2)
+    return custom_vjp(forward, backward, differentiable)(*lead, *inputs, *masks)
 
 
 def is_weight(mask):
@@ -113,16 +152,15 @@ def row_logsumexp(block, mask, bound=None):
     zero for an empty row.
     """
 
-    def forward(rows, cols, s, m):
+    def value_fn(s, m):
         value, nonempty = _lse_forward(s, m, bound)
         # An empty row subtracts +1e9 in the backward pass: exp underflows to 0, no inf.
-        return value, (rows, cols, m, ops.where(nonempty, value, -MASKED_LOGIT))
+        return value, (ops.where(nonempty, value, -MASKED_LOGIT),)
 
-    def backward(residuals, upstream):
-        rows, cols, m, shift = residuals
-        return _to_embeddings(upstream * _exp_weighted(m, _logits(rows, cols) - shift), rows, cols)
+    def grad_fn(logits, masks, saved, upstream):
+        return (), upstream * _exp_weighted(masks[0], logits() - saved[0])
 
-    return custom_vjp(forward, backward, differentiable=2)(*block, mask)
+    return _reduce(block, (), (mask,), value_fn, grad_fn)
 
 
 def mean_gap(row, block, mask):
@@ -138,17 +176,17 @@ def mean_gap(row, block, mask):
     `d/d row_i = c_i / d_i` and `d/ds_ij = -w_ij / d_i`.
     """
 
-    def forward(r, rows, cols, s, m):
+    def value_fn(r, s, m):
         count, denominator = _count(m)
         value = ops.sum(_weighted(m, r - s), axis=-1) / ops.squeeze(denominator, axis=-1)
-        return value, (rows, cols, m, count, denominator)
+        return value, (count, denominator)
 
-    def backward(residuals, upstream):
-        rows, cols, m, count, denominator = residuals
+    def grad_fn(logits, masks, saved, upstream):
+        count, denominator = saved
         weight = _column(upstream) / denominator
-        return (weight * count,) + _to_embeddings(_weighted(m, -weight), rows, cols)
+        return (weight * count,), _weighted(masks[0], -weight)
 
-    return custom_vjp(forward, backward, differentiable=3)(row, *block, mask)
+    return _reduce(block, (row,), (mask,), value_fn, grad_fn)
 
 
 def _noise_forward(s, noise_mask, positive_mask, shift, bound):
@@ -165,8 +203,7 @@ def _noise_forward(s, noise_mask, positive_mask, shift, bound):
     return noise, ops.sum(_weighted(positive_mask, pairs), axis=-1), has_noise
 
 
-def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift, bound,
-                            has_noise):
+def _noise_contrastive_grad(s, weight, noise, noise_mask, positive_mask, shift, bound, has_noise):
     """`d/ds` of `sum_p weight_i w_ip pair_ip`, in at most three `(n, N)` temporaries.
 
     With `sigma_ip = exp(L_i) / (exp(s_ip - shift) + exp(L_i))` (`L_i` the
@@ -177,7 +214,6 @@ def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask
     weights may overlap (SINCERE's multi-label form) and the two add.
     """
     if bound is None or is_weight(noise_mask):
-        s = _logits(rows, cols)
         negative = _weighted(positive_mask, -weight * ops.sigmoid((noise + shift) - s))
         scale = -ops.sum(negative, axis=-1, keepdims=True)
         noise_part = scale * _exp_weighted(noise_mask, s - ops.where(has_noise, noise, -MASKED_LOGIT))
@@ -186,7 +222,7 @@ def _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask
         return ops.where(noise_mask, noise_part, negative)
     # One exponential serves both terms: exp(s - bound), and the noise sum S_i = exp(L_i - bound).
     total = ops.exp(noise - bound)
-    exp_s = ops.exp(_logits(rows, cols) - bound)
+    exp_s = ops.exp(s - bound)
     positive = exp_s if shift == 0 else exp_s * math.exp(-shift)
     negative = _weighted(positive_mask, (-weight * total) / (positive + total))
     del positive
@@ -217,18 +253,16 @@ def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=No
     if is_weight(noise_mask) != is_weight(positive_mask):
         raise ValueError("`noise_mask` and `positive_mask` must both be boolean or both weights.")
 
-    def forward(rows, cols, s, noise_mask, positive_mask):
+    def value_fn(s, noise_mask, positive_mask):
         count, denominator = _count(positive_mask)
         noise, total, has_noise = _noise_forward(s, noise_mask, positive_mask, shift, bound)
         # The shift is added inside the softplus and taken back once per positive.
         value = (total - shift * ops.squeeze(count, -1)) / ops.squeeze(denominator, -1)
-        return value, (rows, cols, noise_mask, positive_mask, denominator, noise, has_noise)
+        return value, (denominator, noise, has_noise)
 
-    def backward(residuals, upstream):
-        rows, cols, noise_mask, positive_mask, denominator, noise, has_noise = residuals
+    def grad_fn(logits, masks, saved, upstream):
+        denominator, noise, has_noise = saved
         weight = _column(upstream) / denominator
-        grad = _noise_contrastive_grad(rows, cols, weight, noise, noise_mask, positive_mask, shift,
-                                       bound, has_noise)
-        return _to_embeddings(grad, rows, cols)
+        return (), _noise_contrastive_grad(logits(), weight, noise, *masks, shift, bound, has_noise)
 
-    return custom_vjp(forward, backward, differentiable=2)(*block, noise_mask, positive_mask)
+    return _reduce(block, (), (noise_mask, positive_mask), value_fn, grad_fn)

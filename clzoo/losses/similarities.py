@@ -9,13 +9,15 @@ from clzoo.losses import row_ops as R
 MAX_EXP_RANGE = 80.0
 
 
-
 class Similarities:
     """Anchor-by-embedding logits and the per-anchor reductions every loss builds from them.
 
-    Each reduction has a hand-written gradient (`clzoo.losses.row_ops`), so
-    a block's backward pass recomputes its logits and holds its masks and at
-    most three `(n, N)` float32 temporaries. Two exact ways to evaluate the same
+    Each reduction has a hand-written gradient (`clzoo.losses.row_ops`). With
+    `keep_logits=False` (blockwise losses) a block's backward pass recomputes
+    its logits and holds its masks and at most three `(n, N)` float32
+    temporaries; with `keep_logits=True` (the whole batch at once) it reuses
+    the forward logits, and the forward + backward pass costs three matmuls
+    of the logits' shape. Two exact ways to evaluate the same
     formulas: when the logits are known to lie in `[bound - 80, bound]`
     (unit vectors, temperature >= 0.025), one `exp(logits - bound)` serves
     each sum and pair term; otherwise row maxima are subtracted
@@ -25,15 +27,14 @@ class Similarities:
         rows: float32 `(n, D)` anchors divided by the temperature.
         cols: float32 `(N, D)` every embedding; the logits are `rows @ cols^T`.
         bound: None, or a float with `bound - 80 <= logits <= bound`.
+        keep_logits: keep the logits for the backward pass (time) instead of
+            recomputing them there (memory). Defaults to `False`.
     """
 
-    def __init__(self, rows, cols, bound=None):
+    def __init__(self, rows, cols, bound=None, keep_logits=False):
         self.rows, self.cols, self.bound = rows, cols, bound
         self.logits = ops.matmul(rows, ops.transpose(cols))
-
-    @property
-    def _block(self):
-        return self.rows, self.cols, self.logits
+        self._block = (None, None, self.logits) if keep_logits else (rows, cols, self.logits)
 
     def logsumexp(self, mask):
         """Row-wise `log sum_{j in mask} exp(s_ij)`, `(n, 1)`; very negative when the row is empty.
