@@ -230,7 +230,13 @@ def _noise_contrastive_grad(s, weight, noise, noise_mask, positive_mask, shift, 
     return ops.where(noise_mask, exp_s, negative)
 
 
-def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=None):
+def _complement_noise(not_self, positive_weight):
+    """Noise weights `v_in = 1 - w_in` off the anchor (SINCERE's multi-label form), derived on use."""
+    return ops.where(not_self, 1.0 - positive_weight, 0.0)
+
+
+def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=None,
+                           noise_from_positive=False):
     """Per row `sum_p w_ip l_ip / sum_p w_ip`, float32 `(n,)`, with the pair term
     `l_ip = -log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_n v_in exp(s_in)))`.
 
@@ -246,14 +252,24 @@ def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=No
         shift: Python float, subtracted from the positive's own logit in the
             denominator.
         bound: None or the logits' upper bound (module docstring).
+        noise_from_positive: `noise_mask` is then the boolean "not the anchor"
+            mask and the noise weights are `v = 1 - w` on it, derived in the
+            forward and backward passes instead of held as a float32 `(n, N)`
+            input (SINCERE's multi-label form).
 
     Returns:
         float32 `(n,)`, 0 for an anchor without positives (zero gradient).
     """
-    if is_weight(noise_mask) != is_weight(positive_mask):
+    if noise_from_positive and (is_weight(noise_mask) or not is_weight(positive_mask)):
+        raise ValueError("`noise_from_positive` takes a boolean `noise_mask` and weights.")
+    if not noise_from_positive and is_weight(noise_mask) != is_weight(positive_mask):
         raise ValueError("`noise_mask` and `positive_mask` must both be boolean or both weights.")
 
+    def noise_of(noise_mask, positive_mask):
+        return _complement_noise(noise_mask, positive_mask) if noise_from_positive else noise_mask
+
     def value_fn(s, noise_mask, positive_mask):
+        noise_mask = noise_of(noise_mask, positive_mask)
         count, denominator = _count(positive_mask)
         noise, total, has_noise = _noise_forward(s, noise_mask, positive_mask, shift, bound)
         # The shift is added inside the softplus and taken back once per positive.
@@ -263,6 +279,8 @@ def mean_noise_contrastive(block, noise_mask, positive_mask, shift=0.0, bound=No
     def grad_fn(logits, masks, saved, upstream):
         denominator, noise, has_noise = saved
         weight = _column(upstream) / denominator
-        return (), _noise_contrastive_grad(logits(), weight, noise, *masks, shift, bound, has_noise)
+        noise_mask = noise_of(*masks)
+        return (), _noise_contrastive_grad(logits(), weight, noise, noise_mask, masks[1], shift,
+                                           bound, has_noise)
 
     return _reduce(block, (), (noise_mask, positive_mask), value_fn, grad_fn)

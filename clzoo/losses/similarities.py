@@ -52,17 +52,20 @@ class Similarities:
         has_positive = ops.any(R.present(positive_mask), axis=-1)
         return R.mean_gap(row, self._block, positive_mask), has_positive
 
-    def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0):
+    def noise_contrastive(self, noise_mask, positive_mask, positive_shift=0.0,
+                          noise_from_positive=False):
         """`(anchor_loss, has_positive)`, `(n,)`: the mean over positives `p` of
         `-log(exp(s_ip - shift) / (exp(s_ip - shift) + sum_{n in N(i)} exp(s_in)))`.
 
         The SINCERE / InfoNCE form (`positive_shift=0`) and epsilon-SupInfoNCE's
         margin (`positive_shift=epsilon`). Boolean masks must be disjoint;
         both may instead be float32 weights (`v_in` in the noise sum, `w_ip`
-        in the mean over positives), which may overlap.
+        in the mean over positives), which may overlap. `noise_from_positive`:
+        `noise_mask` is the boolean "not the anchor" mask and the noise weights
+        are `1 - w` on it, derived rather than held (`row_ops.mean_noise_contrastive`).
         """
         value = R.mean_noise_contrastive(self._block, noise_mask, positive_mask,
-                                         float(positive_shift), self.bound)
+                                         float(positive_shift), self.bound, noise_from_positive)
         return value, ops.any(R.present(positive_mask), axis=-1)
 
     def decoupled(self, noise_mask, positive_mask):

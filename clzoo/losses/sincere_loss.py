@@ -1,7 +1,6 @@
 """SINCERE: Supervised Information Noise-Contrastive Estimation REvisited."""
 
 import keras
-from keras import ops
 
 from clzoo.losses import label_similarity as LS
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
@@ -19,10 +18,9 @@ def _anchor_terms(sims, masks):
 
 def _weighted_anchor_terms(sims, masks):
     """Positives weighted by `w_ip`; every other embedding is noise with weight `1 - w_in`."""
-    weight = masks.label_weight
-    # not_self, not just "not the anchor": an empty memory slot is no noise either.
-    noise = ops.where(masks.not_self, 1.0 - weight, 0.0)
-    return [sims.noise_contrastive(noise, weight)]
+    # not_self, not just "not the anchor": an empty memory slot is no noise either. The noise
+    # weights 1 - w are derived inside the reduction: no second float (n, N) buffer per block.
+    return [sims.noise_contrastive(masks.not_self, masks.label_weight, noise_from_positive=True)]
 
 
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,

@@ -173,3 +173,32 @@ def test_fit_with_multi_hot_labels(cls):
     after = model.evaluate(x, y, batch_size=16, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     assert after < before
+
+
+@pytest.mark.backends("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("kept", [True, False], ids=["kept_logits", "recomputed"])
+def test_noise_weights_derived_from_the_positive_weights_equal_explicit_ones(kept):
+    from clzoo.losses import row_ops
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(6, 4)).astype("float32") / 2
+    weight = rng.uniform(size=(6, 6)).astype("float32") * (1 - np.eye(6, dtype="float32"))
+    not_self = ~np.eye(6, dtype=bool)
+
+    def loss(noise_from_positive):
+        def fn(x):
+            block = (None, None, ops.matmul(x, ops.transpose(x))) if kept else (
+                x, x, ops.matmul(x, ops.transpose(x)))
+            noise = not_self if noise_from_positive else np.where(not_self, 1 - weight, 0)
+            return ops.sum(row_ops.mean_noise_contrastive(
+                block, ops.convert_to_tensor(noise), ops.convert_to_tensor(weight),
+                noise_from_positive=noise_from_positive))
+        return fn
+
+    derived, explicit = value_and_grad(loss(True), z), value_and_grad(loss(False), z)
+    np.testing.assert_array_equal(derived[0], explicit[0])
+    np.testing.assert_allclose(derived[1], explicit[1], rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="noise_from_positive"):
+        row_ops.mean_noise_contrastive((None, None, ops.convert_to_tensor(z @ z.T)),
+                                       ops.convert_to_tensor(weight), ops.convert_to_tensor(weight),
+                                       noise_from_positive=True)
