@@ -8,7 +8,10 @@ prints a JSON line: embeddings N = samples * views, chunk size, seconds of
 the pass (the first call, so tracing / compiling included for `--compiled`),
 and peak resident memory of the process in MiB (`resource.getrusage`), which
 includes the ~0.5-1 GiB of the framework itself; `baseline_mib` is the peak
-before the loss runs.
+before the loss runs. `floor_seconds` is the matmul floor of the pass:
+`3 * 2 * N^2 * dim` FLOPs (one forward and two backward products) at this
+backend's fp32 matmul rate, measured after the pass in the same process
+(`matmul_gflops`); `x_floor` is the pass's time over it.
 
 A sweep runs every configuration one after the other, each in its own
 process (never two at once), and prints a Markdown table:
@@ -91,6 +94,41 @@ def _pass(loss, y, z, compiled):
     return float(keras.ops.convert_to_numpy(value)), np.asarray(keras.ops.convert_to_numpy(grad))
 
 
+def matmul_gflops(dim, n=8192, repeats=5):
+    """This backend's fp32 matmul rate, GFLOP/s: the best of `repeats` compiled
+    `(n, dim) x (dim, n)` products (the shape of the loss's own products)."""
+    import keras
+
+    rng = np.random.default_rng(1)
+    a, b = (rng.normal(size=(n, dim)).astype("float32") for _ in range(2))
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        a, b = tf.constant(a), tf.constant(b)
+        product = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b, transpose_b=True)))
+        step = lambda: product().numpy()  # noqa: E731
+    elif keras.backend.backend() == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        product = jax.jit(lambda x, y: jnp.sum(x @ y.T))
+        step = lambda: product(a, b).block_until_ready()  # noqa: E731
+    else:
+        import torch
+
+        a, b = torch.tensor(a), torch.tensor(b)
+        step = lambda: float((a @ b.T).sum())  # noqa: E731
+    step()
+    best = min(_seconds(step) for _ in range(repeats))
+    return 2 * n * n * dim / best / 1e9
+
+
+def _seconds(step):
+    start = time.perf_counter()
+    step()
+    return time.perf_counter() - start
+
+
 def run_one(args):
     import keras
 
@@ -109,11 +147,14 @@ def run_one(args):
     start = time.perf_counter()
     value, grad = _pass(loss, y, z, args.compiled)
     seconds = time.perf_counter() - start
+    n = args.samples * args.views
+    floor = 3 * 2 * n * n * args.dim / (matmul_gflops(args.dim) * 1e9)  # after: its peak RSS is small
     print(json.dumps({
         "backend": keras.backend.backend(), "loss": args.loss,
         "embeddings": args.samples * args.views, "dim": args.dim, "chunk_size": args.chunk_size,
         "label_similarity": args.label_similarity,
         "compiled": args.compiled, "seconds": round(seconds, 1), "loss_value": value,
+        "floor_seconds": round(floor, 2), "x_floor": round(seconds / floor, 2),
         "grad_finite": bool(np.all(np.isfinite(grad))),
         "baseline_mib": round(baseline), "peak_mib": round(peak_mib()),
     }), flush=True)
@@ -167,12 +208,12 @@ def sweep(args):
                     print(json.dumps(record), flush=True)
                     rows.append(record)
     print(f"\nlabel_similarity: {args.label_similarity}")
-    print("\n| loss | backend | mode | chunk_size | seconds | peak RSS MiB | loss value |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| loss | backend | mode | chunk_size | seconds | x floor | peak RSS MiB | loss value |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         mode = "compiled" if r["compiled"] else "eager"
-        figures = (f"{r['error']} | | " if "error" in r
-                   else f"{r['seconds']} | {r['peak_mib']} | {r['loss_value']:.4f}")
+        figures = (f"{r['error']} | | | " if "error" in r else
+                   f"{r['seconds']} | {r['x_floor']} | {r['peak_mib']} | {r['loss_value']:.4f}")
         print(f"| {r['loss']} | {r['backend']} | {mode} | {r['chunk_size']} | {figures} |")
 
 
