@@ -15,7 +15,7 @@ def _split(n=30):
     return from_arrays(rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8), np.arange(n) % 3)
 
 
-def test_soft_target_batches_resume_at_any_step_and_targets_sum_to_one():
+def test_soft_target_stream_resumes_at_any_step_and_targets_sum_to_one():
     split = _split()
     views = ViewConfig(size=8, views=1)
     full = list(batches(split, "soft_targets", 6, seed=2, epochs=2, views=views,
