@@ -62,11 +62,12 @@ def train(train_split, targets, loss, args, seed):
     """Train encoder + head with `loss` on `targets` (ids or multi-hot rows per class); return the encoder."""
     keras.utils.set_random_seed(seed)
     table = tf.constant(targets)
-    data = clzoo.data.contrastive_dataset(train_split, batch_size=args.batch_size, seed=seed).map(
+    data = clzoo.data.batches(train_split, "views", args.batch_size, seed, args.epochs).map(
         lambda views, labels: (views, tf.gather(table, labels)))
     model = clzoo.models.ContrastiveModel(small_cnn(), clzoo.models.ProjectionHead((256,), 64))
     model.compile(optimizer=keras.optimizers.Adam(args.lr), loss=loss)
-    history = model.fit(data, epochs=args.epochs, verbose=0)
+    history = model.fit(data, epochs=args.epochs, steps_per_epoch=len(train_split) // args.batch_size,
+                        verbose=0)
     return model.encoder, history.history["loss"][-1]
 
 

@@ -27,7 +27,7 @@ def _subset(split, per_class):
 def run(args, overrides, train, test):
     import keras
 
-    from clzoo.data import training_batches
+    from clzoo.data import batches
     from clzoo.eval.embed import embed
     from clzoo.eval.knn import knn_accuracy
     from clzoo.train import load_recipe
@@ -39,7 +39,7 @@ def run(args, overrides, train, test):
     steps = len(train.labels) // recipe.training.batch_size
     model = build_model(recipe, views)
     model.compile(optimizer=build_optimizer(recipe, steps), loss=build_loss(recipe))
-    data = training_batches(train, views, recipe.training.batch_size, recipe.seed, args.epochs)
+    data = batches(train, "views", recipe.training.batch_size, recipe.seed, args.epochs, views=views)
     start = time.perf_counter()
     history = model.fit(data, epochs=args.epochs, steps_per_epoch=steps, verbose=0)
     seconds = time.perf_counter() - start

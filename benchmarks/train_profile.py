@@ -3,7 +3,7 @@
 For each recipe (TensorFlow backend, the recipe's model, loss and optimizer from
 `clzoo.train.builders`, one batch of the recipe's real views):
 
-- `view pipeline`: `clzoo.data.training_batches` alone, batches per second;
+- `view pipeline`: `clzoo.data.batches` alone, batches per second;
 - `encoder fwd+bwd`: the encoder's forward and backward pass on the batch's views
   (gradients of a random projection of the features w.r.t. the encoder weights);
 - `head + loss fwd+bwd`: the projection head and the loss on fixed features;
@@ -70,11 +70,11 @@ def _best(fn, steps, rounds):
 
 
 def _batch(recipe, split, views):
-    from clzoo.data import training_batches
+    from clzoo.data import batches
 
-    batches = training_batches(split, views, batch_size=recipe.training.batch_size,
-                               seed=recipe.seed, epochs=1)
-    return batches, next(iter(batches))
+    stream = batches(split, "views", batch_size=recipe.training.batch_size, seed=recipe.seed,
+                     epochs=1, views=views)
+    return stream, next(iter(stream))
 
 
 def _parts(recipe, split, steps, rounds):

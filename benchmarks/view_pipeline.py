@@ -4,7 +4,7 @@ Usage:
     python benchmarks/view_pipeline.py --data ../shared/data/cifar10 --batch-size 128 \
         --recipes supcon simclr stacked_randaugment asymmetric
 
-For each view recipe: images/s of `contrastive_dataset` alone (2 views per
+For each view recipe: images/s of `clzoo.data.batches` alone (2 views per
 image, decoded CIFAR-10 from the image folder's cache, 40 batches after 5 of
 warm-up), and images/s of the trainer (`train_on_batch` of the
 `sincere_cifar10_small` model, ResNet-20 + SINCERE, on one fixed batch, 10 steps
@@ -31,7 +31,7 @@ def main():
     import keras
 
     import clzoo
-    from clzoo.data import contrastive_dataset, load_split, view_recipe
+    from clzoo.data import batches, load_split, view_recipe
     from clzoo.train import build_model, load_recipe
 
     split = load_split(args.data, "train")
@@ -39,7 +39,8 @@ def main():
     trainer_rate = None
     for name in args.recipes:
         views = view_recipe(name, size=32, views=2)
-        dataset = iter(contrastive_dataset(split, views, batch_size=args.batch_size, seed=0))
+        epochs = -(-(5 + args.batches) // (len(split) // args.batch_size))  # enough batches
+        dataset = iter(batches(split, "views", args.batch_size, seed=0, epochs=epochs, views=views))
         for _ in range(5):
             batch = next(dataset)
         start = time.perf_counter()

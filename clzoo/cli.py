@@ -183,13 +183,17 @@ def _load_encoder(target, space="encoder"):
 
 
 def _check_data(data):
-    """Refuse a `--data` spec before any model is loaded or image decoded."""
+    """The `DataSource` of a `--data` spec, resolved once and passed down; a bad spec is refused
+    here, before any model is loaded or image decoded."""
     from clzoo.data.checks import check_data
+    from clzoo.data.sources import data_source
 
     try:
-        check_data(data)
+        source = data_source(data)
+        check_data(source)
     except ValueError as error:
         raise ValueError(f"--data {data!r}: {error}") from None
+    return source
 
 
 def _model_name(target, path):
@@ -215,11 +219,11 @@ def _eval(args):
         _default_output(args.model, path or Path(str(args.model)),
                         "eval" if args.space == "encoder" else "eval_projection"),
         args.overwrite, folder=True, what="the report folder (default --output)")
-    _check_data(args.data)
+    source = _check_data(args.data)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
         encoder, path = _load_encoder(args.model, args.space)
-    result = evaluate(encoder, args.data, metrics, output_dir=out, ks=args.k, shots=args.shots,
+    result = evaluate(encoder, source, metrics, output_dir=out, ks=args.k, shots=args.shots,
                       probe_epochs=args.probe_epochs, timings=timer, plan=True,
                       info={"model": _model_name(args.model, path), "space": args.space})
     m = result.metrics
@@ -243,10 +247,10 @@ def _embed(args):
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
     check_free(args.output, args.overwrite)
     _model_path(args.model, args.space)
-    _check_data(args.data)
+    source = _check_data(args.data)
     encoder, path = _load_encoder(args.model, args.space)
     splits = ("train", "test") if args.split == "both" else (args.split,)
-    table = embed_splits(encoder, args.data, splits, normalize=args.normalize)
+    table = embed_splits(encoder, source, splits, normalize=args.normalize)
     written = write_embeddings(args.output, table)
     paths = "with image paths" if "paths" in table else "no image paths (not an image folder)"
     print(f"wrote {written}: {len(table['labels'])} embeddings of dimension "
@@ -282,7 +286,6 @@ def _nested(metrics, keys):
 
 
 def _compare(args):
-    from clzoo.data import load_split
     from clzoo.eval import compare_results, evaluate, parse_metrics
     from clzoo.eval.plan import eval_plan, forward_rate
     from clzoo.files import atomic_write_text, check_output
@@ -292,9 +295,9 @@ def _compare(args):
     targets = (("A", args.model_a), ("B", args.model_b))
     for _, target in targets:  # every input checked before any evaluation
         _model_path(target, args.space)
-    _check_data(args.data)
+    source = _check_data(args.data)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
-    train, test = load_split(args.data, "train"), load_split(args.data, "test")
+    train, test = source.load("train"), source.load("test")
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
     print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
           + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
@@ -336,12 +339,11 @@ def _compare(args):
 
 
 def _show_views(args):
-    from clzoo.data import load_split, show_views
+    from clzoo.data import show_views
     from clzoo.files import check_output
 
     check_output(args.output, args.overwrite)
-    _check_data(args.data)
-    split = load_split(args.data, "train")
+    split = _check_data(args.data).load("train")
     path = show_views(split, args.output, recipe=args.recipe, images=args.images, views=args.views,
                       seed=args.seed)
     print(f"wrote {path}")
@@ -358,7 +360,6 @@ def _push(args):
 
 
 def _transfer(args):
-    from clzoo.data import load_split
     from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
     from clzoo.eval.plan import forward_rate, transfer_plan
     from clzoo.files import atomic_write_text, check_output
@@ -366,9 +367,9 @@ def _transfer(args):
 
     if args.output:
         check_output(args.output, args.overwrite)
-    _check_data(args.data)
+    source = _check_data(args.data)
     encoder = load_preset(args.preset)
-    train, test = load_split(args.data, "train"), load_split(args.data, "test")
+    train, test = source.load("train"), source.load("test")
     size = encoder.input_shape[1]
     if tuple(train.images.shape[1:3]) != (size, size):
         raise ValueError(f"The preset takes {size}x{size} images; {args.data} has "

@@ -1,16 +1,16 @@
 """Datasets, multi-view augmentation and tf.data pipelines."""
 
 from clzoo.data.cache import cache_dir
-from clzoo.data.pipeline import contrastive_dataset, eval_dataset, training_batches
+from clzoo.data.pipeline import eval_dataset
 from clzoo.data.preview import show_views
-from clzoo.data.sampler import balanced_contrastive_dataset, class_balanced_indices
-from clzoo.data.soft_targets import MixConfig, mixup, smooth_labels, soft_target_batches, soft_target_dataset
-from clzoo.data.sources import load_split
+from clzoo.data.sampler import class_balanced_indices
+from clzoo.data.soft_targets import MixConfig, smooth_labels
+from clzoo.data.sources import DataSource, data_source, load_split
 from clzoo.data.split import Split, from_arrays
+from clzoo.data.stream import KINDS, batches
 from clzoo.data.views import VIEW_RECIPES, ViewConfig, augment_view, multi_view, view_recipe
 
-__all__ = ["from_arrays", "show_views", "VIEW_RECIPES", "view_recipe", "balanced_contrastive_dataset",
-           "class_balanced_indices", "MixConfig", "smooth_labels", "soft_target_dataset",
-           "soft_target_batches", "mixup", "Split", "ViewConfig", "augment_view", "cache_dir",
-           "contrastive_dataset", "training_batches",
-           "eval_dataset", "load_split", "multi_view"]
+__all__ = ["from_arrays", "show_views", "VIEW_RECIPES", "view_recipe", "batches", "KINDS",
+           "class_balanced_indices", "MixConfig", "smooth_labels", "Split", "ViewConfig",
+           "augment_view", "cache_dir", "eval_dataset", "load_split", "DataSource", "data_source",
+           "multi_view"]

@@ -7,7 +7,7 @@ folder is written.
 
 from dataclasses import dataclass
 
-from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, parse_data_spec
+from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 
@@ -28,7 +28,8 @@ def check_data(data):
 
     Args:
         data: a `clzoo.data.load_split` spec: `"digits"`, a folder,
-            `"tfds:NAME"`, optionally ending in `@LABEL_SET`.
+            `"tfds:NAME"`, optionally ending in `@LABEL_SET`; or the
+            `clzoo.data.sources.DataSource` resolved from one.
 
     Returns:
         `DataSummary`.
@@ -47,7 +48,8 @@ def check_data(data):
     >>> len(check_data("digits").class_names)
     10
     """
-    source, label_set = parse_data_spec(data)
+    resolved = data_source(data)
+    data, source, label_set = resolved.spec, resolved.source, resolved.label_set
     count = None
     if source in EMBEDDED:
         names, count = tuple(str(i) for i in range(10)), DIGITS_TRAIN_IMAGES

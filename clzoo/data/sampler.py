@@ -1,14 +1,12 @@
-"""Class-balanced P x K batches in tf.data: P classes, K images of each, so every anchor has positives.
+"""Class-balanced P x K index batches in tf.data: P classes, K images of each, so every anchor has positives.
 
 Used for supervised contrastive losses on data with many classes (ImageNet-100,
 CIFAR-100), where a uniformly drawn batch often holds a class once and that
-anchor has no positive.
+anchor has no positive. `clzoo.data.batches(kind="balanced")` turns them into views.
 """
 
 import numpy as np
 import tensorflow as tf
-
-from clzoo.data.views import ViewConfig, multi_view
 
 
 def _check(labels, classes_per_batch, samples_per_class):
@@ -36,7 +34,7 @@ def _check(labels, classes_per_batch, samples_per_class):
     return labels, present
 
 
-def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0):
+def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0, start_step=0):
     """Endless `tf.data.Dataset` of index batches: P distinct classes x K samples each.
 
     Batch `s` depends only on `(seed, s)` (stateless draws): P classes drawn
@@ -50,9 +48,11 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
         samples_per_class: K, at most the image count of the smallest class
             (use K >= 2 so each anchor has a positive).
         seed: int.
+        start_step: the first batch `s` to yield (resuming). Defaults to `0`.
 
     Returns:
-        `tf.data.Dataset` of int64 `(P * K,)` indices into `labels`.
+        `tf.data.Dataset` of int64 `(P * K,)` indices into `labels`, batches
+        `start_step, start_step + 1, ...`.
 
     Raises:
         ValueError: P or K not a positive integer, P over the classes present,
@@ -86,35 +86,4 @@ def class_balanced_indices(labels, classes_per_batch, samples_per_class, seed=0)
         columns = tf.argsort(keys, axis=1)[:, :k]
         return tf.reshape(tf.gather(rows, columns, batch_dims=1), (p * k,))
 
-    return tf.data.Dataset.counter().map(draw)
-
-
-def balanced_contrastive_dataset(split, config=None, classes_per_batch=8, samples_per_class=4,
-                                 seed=0):
-    """Endless P x K batches of `(views, labels)` for `ContrastiveModel.fit` (pass `steps_per_epoch`).
-
-    Args:
-        split: `clzoo.data.Split`.
-        config: `ViewConfig`. Defaults to the SupCon CIFAR views.
-        classes_per_batch, samples_per_class: P and K; the batch holds P * K images.
-        seed: fixes the batches and every augmentation draw.
-
-    Returns:
-        `tf.data.Dataset` of `(float32 (P*K, views, size, size, 3), int32 (P*K,))`.
-    """
-    config = config or ViewConfig()
-    images = tf.convert_to_tensor(split.images)
-    labels = tf.convert_to_tensor(np.asarray(split.labels, dtype=np.int32))
-
-    def load(step, indices):
-        image_seeds = tf.random.experimental.stateless_split(
-            tf.stack([tf.cast(seed, tf.int64) + 1, step]), tf.shape(indices)[0])
-        views = tf.map_fn(lambda pair: multi_view(tf.gather(images, pair[0]), pair[1], config),
-                          (indices, image_seeds),
-                          fn_output_signature=tf.TensorSpec(
-                              (config.views, config.size, config.size, 3), tf.float32))
-        return views, tf.gather(labels, indices)
-
-    batches = class_balanced_indices(split.labels, classes_per_batch, samples_per_class, seed)
-    return batches.enumerate().map(load, num_parallel_calls=tf.data.AUTOTUNE,
-                                   deterministic=True).prefetch(tf.data.AUTOTUNE)
+    return tf.data.Dataset.counter(start=int(start_step)).map(draw)

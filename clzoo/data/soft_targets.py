@@ -1,26 +1,28 @@
-"""MixUp / CutMix / label-smoothing soft targets in tf.data (for `SoftTargetInfoNCELoss` and CE baselines).
+"""MixUp / CutMix / label-smoothing soft targets for `clzoo.data.batches(kind="soft_targets")`.
 
 The soft-target InfoNCE paper (Hugger & Uhlmann, sec. 4) trains with the
 DeiT / timm ImageNet recipe: MixUp (alpha 0.8) and CutMix (alpha 1.0), one
 of the two chosen at random for each batch (switch probability 0.5), on
 label-smoothed (0.1) one-hot targets. The mixing pairs each image with a
-random permutation of its batch and draws one weight per image. MixUp is
-Keras core's `MixUp` layer. CutMix is written here: Keras's `CutMix` sets
-the label weight from the continuous box area while its mask keeps whole
-pixels, so on 32x32 images targets and pixels disagree by a few percent;
-ours cuts an integer-pixel box (timm's rule: side `sqrt(1 - lam)` of the
-image, centre uniform, clipped at the border) and sets the weight from the
-pixels actually pasted. Smoothing is applied before mixing, as timm does.
+random permutation of its batch and draws one weight per image. Smoothing is
+applied before mixing, as timm does.
+
+MixUp is Keras core's `keras.layers.MixUp`, fed draws that depend on the step
+alone (`mixup_draws`), so a resumed run mixes as an uninterrupted one.
+CutMix is written here on purpose: `keras.layers.CutMix` (keras 3.15.1,
+`keras/src/layers/preprocessing/image_preprocessing/cut_mix.py`; KERAS_FACTS.md
+lists the layer) weights the labels by the continuous box area
+`(x1 - x0) * (y1 - y0) / (H * W)` while its mask keeps whole pixels, so on
+32x32 images targets and pixels disagree by a few percent. Ours cuts an
+integer-pixel box (timm's rule: side `sqrt(1 - lam)` of the image, centre
+uniform, clipped at the border) and weights the labels by the pixels actually
+pasted.
 """
 
 import dataclasses
 
 import keras
-import numpy as np
 import tensorflow as tf
-
-from clzoo.data.pipeline import shuffled_positions
-from clzoo.data.views import ViewConfig, augment_view
 
 
 @dataclasses.dataclass
@@ -104,190 +106,91 @@ def smooth_labels(labels, num_classes, epsilon):
     return one_hot * (1.0 - epsilon) + epsilon / num_classes
 
 
-def _checked(split, num_classes, mix):
-    """`(mix, num_classes, labels)` with defaults filled in; labels must lie in `[0, num_classes)`."""
-    num_classes = int(num_classes or len(split.class_names))
-    labels = np.asarray(split.labels)
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(
-            f"Labels must lie in [0, {num_classes}). Received: min={labels.min()}, max={labels.max()}"
-        )
-    return mix or MixConfig(), num_classes, labels
+class _DrawnMixUp(keras.layers.MixUp):
+    """`keras.layers.MixUp` that applies the weights and partners passed in with the batch.
 
-
-def soft_target_dataset(split, num_classes=None, batch_size=128, mix=None, views=None, seed=0,
-                        shuffle=True, drop_remainder=True):
-    """Batches of `(images, soft targets)` with MixUp / CutMix / label smoothing.
-
-    Args:
-        split: `clzoo.data.Split` (uint8 images, int labels).
-        num_classes: Defaults to `len(split.class_names)`.
-        batch_size: images per batch (mixing partners come from the same batch).
-        mix: `MixConfig`. Defaults to `MixConfig()`.
-        views: a `ViewConfig` for per-image augmentation before mixing (one
-            view is drawn), or None for none. Defaults to `None`.
-        seed: fixes shuffling, augmentation and mixing; a pipeline rebuilt
-            with the same seed yields the same batches.
-        shuffle, drop_remainder: as `contrastive_dataset`.
-
-    Returns:
-        `tf.data.Dataset` of `(float32 (batch, H, W, 3) in [0, 1],
-        float32 (batch, classes))`; every target row sums to 1.
-
-    Example:
-
-    >>> import clzoo
-    >>> split = clzoo.data.load_split("digits", "train")
-    >>> images, targets = next(iter(clzoo.data.soft_target_dataset(split, batch_size=8)))
-    >>> tuple(images.shape), tuple(targets.shape)
-    ((8, 32, 32, 3), (8, 10))
+    The stock layer draws them from its own seed generator, so a batch would
+    depend on how many came before it; `mixup_draws` makes them a function of
+    the step's seed, which keeps the stream resumable. The mixing is Keras's.
     """
-    mix, num_classes, labels = _checked(split, num_classes, mix)
-    if batch_size < 1 or (drop_remainder and batch_size > len(split)):
-        raise ValueError(f"`batch_size` must be in [1, {len(split)}]. Received: batch_size={batch_size!r}")
-    if views is not None and not isinstance(views, ViewConfig):
-        raise ValueError(f"`views` must be a ViewConfig or None. Received: {views!r}")
-    data = tf.data.Dataset.from_tensor_slices((split.images, labels))
-    if shuffle:
-        data = data.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
-    seeds = tf.data.Dataset.random(seed=seed + 1).batch(2)
 
-    def prepare(pair, image_seed):
-        image, label = pair
-        if views is not None:
-            image = augment_view(image, image_seed, views)
-        else:
-            image = tf.image.convert_image_dtype(image, tf.float32)
-        return image, label
-
-    data = tf.data.Dataset.zip((data, seeds)).map(prepare, num_parallel_calls=tf.data.AUTOTUNE,
-                                                  deterministic=True)
-    data = data.batch(batch_size, drop_remainder=drop_remainder)
-    mixup = keras.layers.MixUp(alpha=mix.mixup_alpha, seed=seed) if mix.mixup_alpha > 0 else None
-
-    def apply_mixup(images, targets):
-        out = mixup({"images": images, "labels": targets}, training=True)
-        return tf.cast(out["images"], tf.float32), tf.cast(out["labels"], tf.float32)
-
-    def mix_batch(step, batch):
-        images, batch_labels = batch
-        targets = smooth_labels(batch_labels, num_classes, mix.label_smoothing)
-        if mixup is None and mix.cutmix_alpha == 0:
-            return images, targets
-        batch_seed = tf.stack([tf.cast(seed, tf.int64), step])
-        draws = tf.random.stateless_uniform((2,), seed=batch_seed)
-
-        def apply_cutmix():
-            return cutmix(images, targets, batch_seed + 1, mix.cutmix_alpha)
-
-        if mixup is not None and mix.cutmix_alpha > 0:
-            mixed = tf.cond(draws[0] < mix.switch_prob, apply_cutmix,
-                            lambda: apply_mixup(images, targets))
-        else:
-            mixed = apply_mixup(images, targets) if mixup is not None else apply_cutmix()
-        return tf.cond(draws[1] < mix.mix_prob, lambda: mixed, lambda: (images, targets))
-
-    # Sequential map: the mixing layers draw from one seed generator in order.
-    data = data.enumerate().map(mix_batch)
-    return data.prefetch(tf.data.AUTOTUNE)
+    def get_random_transformation(self, data, training=True, seed=None):
+        # The layer converts every input to its float dtype; partners are small ints, exact in float32.
+        return {"mix_weight": data["mix_weight"],
+                "permutation_order": self.backend.cast(data["permutation_order"], "int32")}
 
 
-def mixup(images, targets, seed, alpha):
-    """MixUp with a random partner per image and one Beta(alpha, alpha) weight per image, stateless.
-
-    Same mixing as `keras.layers.MixUp`, but every draw comes from `seed`, so
-    a batch can be recomputed from its step alone (resumable training).
+def mixup_draws(seed, batch, alpha):
+    """MixUp's random draws for one batch, stateless: one Beta(alpha, alpha) weight and one partner per image.
 
     Args:
-        images: float `(B, H, W, C)`.
-        targets: float `(B, classes)`.
         seed: int tensor `(2,)`.
+        batch: int, images in the batch.
         alpha: positive float.
 
     Returns:
-        `(mixed images, mixed targets)`.
+        `(float32 (batch,) weights in [0, 1], int32 (batch,) permutation of range(batch))`.
     """
-    batch = tf.shape(images)[0]
     seeds = tf.random.split(tf.cast(seed, tf.int64), 3)
     g1 = tf.random.stateless_gamma((batch,), seeds[0], alpha)
     g2 = tf.random.stateless_gamma((batch,), seeds[1], alpha)
-    lam = g1 / tf.maximum(g1 + g2, 1e-12)
     partner = tf.random.experimental.stateless_shuffle(tf.range(batch), seeds[2])
-    return (lam[:, None, None, None] * images + (1.0 - lam[:, None, None, None]) * tf.gather(images, partner),
-            lam[:, None] * targets + (1.0 - lam[:, None]) * tf.gather(targets, partner))
+    return g1 / tf.maximum(g1 + g2, 1e-12), partner
 
 
-def soft_target_batches(split, num_classes=None, batch_size=128, mix=None, views=None, seed=0,
-                        epochs=1, start_step=0):
-    """The whole soft-target training run as one stream of batches, resumable at any step.
-
-    As `soft_target_dataset` (label smoothing, then MixUp or CutMix per
-    batch), with the data order of `training_batches`: every draw is a
-    function of `(seed, epoch, position)` or `(seed, step)`, so a run resumed
-    at `start_step` sees the batches an uninterrupted one would. MixUp here is
-    the stateless `mixup`.
+def apply_mixup(layer, images, targets, weight, partner):
+    """`weight * x + (1 - weight) * x[partner]` for images and targets, through `keras.layers.MixUp`.
 
     Args:
-        split, num_classes, batch_size, mix, views, seed: as `soft_target_dataset`.
-        epochs: epochs in the whole run. Defaults to `1`.
-        start_step: global step to start from.
+        layer: a `_DrawnMixUp` built outside the tf.data function.
+        images: float32 `(B, H, W, C)`.
+        targets: float32 `(B, classes)`.
+        weight: float32 `(B,)`; partner: int32 `(B,)`, from `mixup_draws`.
 
     Returns:
-        `tf.data.Dataset` of `(float32 (batch, H, W, 3) in [0, 1],
-        float32 (batch, classes))`, `epochs * (N // batch_size) - start_step` batches.
-
-    Raises:
-        ValueError: for labels outside `[0, num_classes)`, a batch size outside
-            `[1, N]` or `start_step` out of range.
-
-    Example:
-
-    >>> import clzoo
-    >>> split = clzoo.data.load_split("digits", "train")
-    >>> ds = clzoo.data.soft_target_batches(split, batch_size=100, epochs=2, start_step=3)
-    >>> int(ds.cardinality())
-    25
+        `(float32 (B, H, W, C), float32 (B, classes))`.
     """
-    mix, num_classes, labels = _checked(split, num_classes, mix)
-    if views is not None and not isinstance(views, ViewConfig):
-        raise ValueError(f"`views` must be a ViewConfig or None. Received: {views!r}")
-    stream, total = shuffled_positions(len(split), batch_size, seed, epochs, start_step)
-    images = tf.constant(split.images)
-    label_tensor = tf.constant(labels.astype(np.int32))
+    out = layer({"images": images, "labels": targets, "mix_weight": weight,
+                 "permutation_order": partner}, training=True)
+    return tf.cast(out["images"], tf.float32), tf.cast(out["labels"], tf.float32)
 
-    def load(epoch, position, index):
-        image = tf.gather(images, index)
-        if views is not None:
-            image = augment_view(image, tf.stack([epoch * 1_000_003 + seed, position]), views)
-        else:
-            image = tf.image.convert_image_dtype(image, tf.float32)
-        return image, tf.gather(label_tensor, index)
 
-    data = stream.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    data = data.batch(batch_size, drop_remainder=True)
+def soft_target_mixer(mix, num_classes, seed):
+    """`mix_batch(step, (images, labels)) -> (images, soft targets)` for `clzoo.data.batches`.
+
+    Label smoothing, then with probability `mix.mix_prob` MixUp or CutMix
+    (CutMix with probability `mix.switch_prob` when both are on). Every draw
+    comes from `(seed, step)`, so a batch depends on its global step alone.
+
+    Args:
+        mix: `MixConfig`.
+        num_classes: int.
+        seed: int.
+
+    Returns:
+        a function of `(int64 step, (float32 (B, H, W, 3), int32 (B,)))`.
+    """
+    layer = _DrawnMixUp(name="drawn_mix_up") if mix.mixup_alpha > 0 else None
 
     def mix_batch(step, batch):
-        batch_images, batch_labels = batch
-        targets = smooth_labels(batch_labels, num_classes, mix.label_smoothing)
-        if mix.mixup_alpha == 0 and mix.cutmix_alpha == 0:
-            return batch_images, targets
+        images, labels = batch
+        targets = smooth_labels(labels, num_classes, mix.label_smoothing)
+        if layer is None and mix.cutmix_alpha == 0:
+            return images, targets
         step_seed = tf.stack([tf.cast(seed, tf.int64) + 7, step])
         draws = tf.random.stateless_uniform((2,), seed=step_seed)
 
-        def apply_cutmix():
-            return cutmix(batch_images, targets, step_seed + 1, mix.cutmix_alpha)
+        def with_cutmix():
+            return cutmix(images, targets, step_seed + 1, mix.cutmix_alpha)
 
-        def apply_mixup():
-            return mixup(batch_images, targets, step_seed + 2, mix.mixup_alpha)
+        def with_mixup():
+            weight, partner = mixup_draws(step_seed + 2, tf.shape(images)[0], mix.mixup_alpha)
+            return apply_mixup(layer, images, targets, weight, partner)
 
-        if mix.mixup_alpha > 0 and mix.cutmix_alpha > 0:
-            mixed = tf.cond(draws[0] < mix.switch_prob, apply_cutmix, apply_mixup)
+        if layer is not None and mix.cutmix_alpha > 0:
+            mixed = tf.cond(draws[0] < mix.switch_prob, with_cutmix, with_mixup)
         else:
-            mixed = apply_mixup() if mix.mixup_alpha > 0 else apply_cutmix()
-        return tf.cond(draws[1] < mix.mix_prob, lambda: mixed, lambda: (batch_images, targets))
+            mixed = with_mixup() if layer is not None else with_cutmix()
+        return tf.cond(draws[1] < mix.mix_prob, lambda: mixed, lambda: (images, targets))
 
-    steps = tf.data.Dataset.range(int(start_step), total + int(start_step))
-    data = tf.data.Dataset.zip((steps, data)).map(mix_batch, num_parallel_calls=tf.data.AUTOTUNE,
-                                                  deterministic=True)
-    data = data.apply(tf.data.experimental.assert_cardinality(total))
-    return data.prefetch(tf.data.AUTOTUNE)
+    return mix_batch

@@ -13,11 +13,13 @@ import os
 import stat
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from clzoo.data.cache import cache_dir, discard, read_npz
+from clzoo.data.label_sets import LABEL_SETS, derive_label_set
 from clzoo.data.split import Split
 from clzoo.files import atomic_write
 
@@ -29,7 +31,7 @@ CACHE_SAMPLE = 4096  # bytes hashed from the start and from the end of each imag
 
 
 def load_split(data, split="train", on_unreadable="error"):
-    """Load a split of a dataset given by a spec string.
+    """Load a split of a dataset given by a spec string (or a `DataSource` resolved from one).
 
     Args:
         data: one of
@@ -67,22 +69,64 @@ def load_split(data, split="train", on_unreadable="error"):
     >>> train.images.shape[1:], train.images.dtype
     ((32, 32, 3), dtype('uint8'))
     """
-    if split not in ("train", "test"):
-        raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
-    if on_unreadable not in ("error", "skip"):
-        raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
-    source, label_set = parse_data_spec(data)
-    if label_set == "cifar100_coarse":
-        return _load_tfds("cifar100", split, coarse_key="coarse_label")
-    if label_set is not None:
-        from clzoo.data.label_sets import derive_label_set
+    return data_source(data).load(split, on_unreadable)
 
-        return derive_label_set(load_split(source, split, on_unreadable), label_set)
-    if source in EMBEDDED:
-        return _load_digits(split)
-    if source.startswith("tfds:"):
-        return _load_tfds(source[len("tfds:"):], split)
-    return _load_folder(source.removeprefix("folder:"), split, on_unreadable)
+
+@dataclass(frozen=True)
+class DataSource:
+    """A data spec resolved once: what `load_split` reads, kept by a command and passed down.
+
+    Build it with `data_source(spec)` (which raises for a bad spec, as
+    `parse_data_spec`); every later `load` reads the same source without
+    parsing the spec again.
+
+    Attributes:
+        spec: the spec as given (str), for messages and reports.
+        source: `"digits"`, `"tfds:NAME"` or a folder path (`"folder:PATH"` kept as given).
+        label_set: a name of `clzoo.data.label_sets.LABEL_SETS`, or None.
+    """
+
+    spec: str
+    source: str
+    label_set: str = None
+
+    def __str__(self):
+        return self.spec
+
+    def load(self, split="train", on_unreadable="error"):
+        """The `Split` named `split` (`"train"` or `"test"`); arguments and errors as `load_split`."""
+        if split not in ("train", "test"):
+            raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
+        if on_unreadable not in ("error", "skip"):
+            raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
+        if self.label_set == "cifar100_coarse":
+            return _load_tfds("cifar100", split, coarse_key="coarse_label")
+        if self.label_set is not None:
+            return derive_label_set(data_source(self.source).load(split, on_unreadable), self.label_set)
+        if self.source in EMBEDDED:
+            return _load_digits(split)
+        if self.source.startswith("tfds:"):
+            return _load_tfds(self.source[len("tfds:"):], split)
+        return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable)
+
+
+def data_source(data):
+    """Resolve a data spec (as `load_split` takes it) to a `DataSource`; a `DataSource` is returned as is.
+
+    Raises:
+        ValueError: as `parse_data_spec`.
+
+    Example:
+
+    >>> from clzoo.data.sources import data_source
+    >>> source = data_source("digits")
+    >>> source.label_set is None, source.load("test").images.shape
+    (True, (360, 32, 32, 3))
+    """
+    if isinstance(data, DataSource):
+        return data
+    source, label_set = parse_data_spec(data)
+    return DataSource(str(data), source, label_set)
 
 
 def parse_data_spec(data):
@@ -103,8 +147,6 @@ def parse_data_spec(data):
     >>> parse_data_spec("tfds:cifar10@cifar2"), parse_data_spec("digits")
     (('tfds:cifar10', 'cifar2'), ('digits', None))
     """
-    from clzoo.data.label_sets import LABEL_SETS
-
     data = str(data)
     if "@" not in data or Path(data.removeprefix("folder:")).expanduser().exists():
         return data, None

@@ -176,7 +176,8 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
             `clzoo.eval.projection_encoder(model)`).
         data: one of
             - a dataset spec for `clzoo.data.load_split` (`"digits"`, a
-              folder, `"tfds:name"`): its train and test splits;
+              folder, `"tfds:name"`), or the `clzoo.data.sources.DataSource`
+              resolved from one: its train and test splits;
             - `(train, test)`: two `clzoo.data.Split`s, or two `(images,
               labels)` pairs (uint8 `(N, H, W, 3)`, int `(N,)`; the
               `keras.datasets` `load_data()` form);
@@ -209,13 +210,14 @@ def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=Tr
     >>> clzoo.eval.evaluate(encoder, (train, test), "ncc", verbose=False).metrics["ncc"]
     {'accuracy': 1.0}
     """
+    from clzoo.data.sources import DataSource
     from clzoo.eval.embed import embed
     from clzoo.eval.splits import resolve_data
 
     names = parse_metrics(metrics)
     plan = kwargs.pop("plan", False)
     timer = _timer(kwargs.pop("timings", None), verbose, 3 + len(names) + (output_dir is not None))
-    with timer.step("load_data", str(data) if isinstance(data, (str, Path)) else ""):
+    with timer.step("load_data", str(data) if isinstance(data, (str, Path, DataSource)) else ""):
         train, test, description = resolve_data(data, train, class_names)
     size = encoder.input_shape[1]
     if plan and verbose:

@@ -76,7 +76,8 @@ def resolve_data(data, train=None, class_names=None):
     """`(train_split, test_split, description)` of what `evaluate` was given.
 
     Args:
-        data: a data spec string / path (`clzoo.data.load_split`), a pair
+        data: a data spec string / path (`clzoo.data.load_split`) or the
+            `clzoo.data.sources.DataSource` resolved from one, a pair
             `(train, test)` of `Split`s or of `(images, labels)` arrays (the
             `keras.datasets` `load_data()` form), or one `Split` / `(images,
             labels)`: the test set, with `train` given.
@@ -87,11 +88,13 @@ def resolve_data(data, train=None, class_names=None):
     Raises:
         ValueError: an unrecognised `data`, or a test set without `train`.
     """
-    from clzoo.data import Split, load_split
+    from clzoo.data import Split
+    from clzoo.data.sources import DataSource, data_source
 
-    if isinstance(data, (str, Path)):
-        train = _as_split(train, "train") if train is not None else load_split(str(data), "train")
-        return train, load_split(str(data), "test"), str(data)
+    if isinstance(data, (str, Path, DataSource)):
+        source = data_source(str(data) if isinstance(data, Path) else data)
+        train = _as_split(train, "train") if train is not None else source.load("train")
+        return train, source.load("test"), source.spec
     if isinstance(data, Split) or _is_arrays(data):
         if train is None:
             raise ValueError("`data` is one set of images: pass the training set as `train=`, or "

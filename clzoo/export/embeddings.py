@@ -35,7 +35,8 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
 
     Args:
         encoder: `keras.Model`, float images in [0, 1] `(B, H, W, 3)` -> `(B, D)`.
-        data: a dataset spec of `clzoo.data.load_split` (`"digits"`, a folder, `"tfds:name"`).
+        data: a dataset spec of `clzoo.data.load_split` (`"digits"`, a folder, `"tfds:name"`),
+            or the `clzoo.data.sources.DataSource` resolved from one (read once per split).
         splits: which splits, in row order. Defaults to `("train", "test")`.
         normalize: L2-normalize each embedding. Defaults to `False` (raw features).
         batch_size: images per forward pass.
@@ -50,14 +51,15 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
     Raises:
         ValueError: an unknown split name, and as `clzoo.data.load_split`.
     """
-    from clzoo.data import load_split
+    from clzoo.data.sources import data_source
     from clzoo.eval.embed import embed
 
     if not splits or any(s not in ("train", "test") for s in splits):
         raise ValueError(f"`splits` must name 'train' and/or 'test'. Received: {splits!r}")
+    source = data_source(data)
     parts = []
     for name in splits:
-        split = load_split(data, name)
+        split = source.load(name)
         features = embed(encoder, split.images, batch_size=batch_size, size=encoder.input_shape[1],
                          normalize=normalize, verbose=verbose)
         parts.append((name, features, split))

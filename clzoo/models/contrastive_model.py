@@ -151,9 +151,9 @@ class ContrastiveModel(keras.Model):
     def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
         """Keras' `fit`; `shuffle` defaults to True for arrays and False for datasets.
 
-        clzoo's pipelines (`contrastive_dataset`, `training_batches`) shuffle
-        themselves, and Keras ignores `shuffle` for a `tf.data.Dataset` or
-        generator with a warning; so it is only passed on where it applies.
+        clzoo's pipeline (`clzoo.data.batches`) shuffles itself, and Keras
+        ignores `shuffle` for a `tf.data.Dataset` or generator with a
+        warning; so it is only passed on where it applies.
         String, ragged or complex labels are refused first, not deep inside
         Keras' data adapters. Every other argument is `keras.Model.fit`'s.
 

@@ -1,8 +1,8 @@
 """Repeatable runs: the same recipe and seed on a CPU give the same weights and metrics.
 
 Keras' `set_random_seed` seeds Python, NumPy and the backend, so initial
-weights repeat; every augmentation draw in `clzoo.data.training_batches` comes
-from a stateless seed `(seed, epoch, position)`. What remains is the order of
+weights repeat; every augmentation draw in `clzoo.data.batches` comes from a
+stateless seed `(seed, epoch, position)` or `(seed, step)`. What remains is the order of
 floating-point reductions inside the backend's kernels:
 
 - TensorFlow: `tf.config.experimental.enable_op_determinism()` picks

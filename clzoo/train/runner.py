@@ -9,8 +9,8 @@ import keras
 import numpy as np
 
 from clzoo.compat import prebuild_for_multi_worker
-from clzoo.data import load_split
 from clzoo.data.checks import check_data
+from clzoo.data.sources import data_source
 from clzoo.files import atomic_write
 from clzoo.models import flip_averaged
 from clzoo.saving import load_model
@@ -62,7 +62,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
-    _check_before_work(recipe, place)
+    source = _check_before_work(recipe, place)
     if run.guard(recipe, resume) == "finished":
         if verbose:
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
@@ -71,7 +71,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split, test_split = _load_data(recipe.data)
+    train_split, test_split = _load_data(source)
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     encoder = task.encoder(model)
@@ -100,9 +100,12 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
 
 
 def _check_before_work(recipe, place):
-    """The checks that need the data spec or the strategy; nothing is decoded or written."""
+    """The checks that need the data spec or the strategy; nothing is decoded or written.
+
+    Returns the spec resolved to a `DataSource`, which the run reads its splits from."""
     try:
-        data = check_data(recipe.data)
+        source = data_source(recipe.data)
+        data = check_data(source)
     except ValueError as error:
         raise RecipeError([f"data = {recipe.data!r}: {error}"]) from None
     batch = recipe.training.batch_size
@@ -111,14 +114,15 @@ def _check_before_work(recipe, place):
                            f"over the {place.replicas} replicas"])
     if data.train_images is not None and batch > data.train_images:
         raise _batch_too_large(batch, data.train_images, recipe.data)
+    return source
 
 
-def _load_data(data):
-    """Both splits; a split that cannot be read is a `RecipeError` naming `data` (one line)."""
+def _load_data(source):
+    """Both splits of a `DataSource`; one that cannot be read is a `RecipeError` naming the spec."""
     try:
-        return load_split(data, "train"), load_split(data, "test")
+        return source.load("train"), source.load("test")
     except ValueError as error:
-        raise RecipeError([f"data = {data!r}: {error}"]) from None
+        raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
 
 
 def _batch_too_large(batch, images, data):

@@ -9,7 +9,7 @@
 import keras
 import numpy as np
 
-from clzoo.data import MixConfig, soft_target_batches, training_batches
+from clzoo.data import MixConfig, batches
 from clzoo.eval.calibration import reliability
 from clzoo.eval.embed import predict_images
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
@@ -37,8 +37,8 @@ class ContrastiveTask:
 
     def batches(self, split, recipe, views, start_step):
         spec = recipe.training
-        return training_batches(split, views, spec.batch_size, recipe.seed, spec.epochs,
-                                start_step)
+        return batches(split, "views", spec.batch_size, recipe.seed, spec.epochs, start_step,
+                       views=views)
 
     def extra_metrics(self, model, recipe, views, test):
         return {}
@@ -57,9 +57,8 @@ class SoftTargetTask:
 
     def batches(self, split, recipe, views, start_step):
         spec = recipe.training
-        return soft_target_batches(split, len(split.class_names), spec.batch_size,
-                                   MixConfig(**recipe.mix), views, recipe.seed, spec.epochs,
-                                   start_step)
+        return batches(split, "soft_targets", spec.batch_size, recipe.seed, spec.epochs,
+                       start_step, views=views, mix=MixConfig(**recipe.mix))
 
     def extra_metrics(self, model, recipe, views, test):
         """The trained classifier itself on the `test` split: top-1 and ECE (15 bins)."""

@@ -40,7 +40,8 @@ train = clzoo.data.load_split(DATA, "train")
 test = clzoo.data.load_split(DATA, "test")
 views = clzoo.data.ViewConfig(flip=False, crop_scale=(0.5, 1.0), jitter=(0.4, 0.4, 0.0, 0.0),
                               grayscale_p=0.0)
-dataset = clzoo.data.contrastive_dataset(train, views, batch_size=128)
+# The whole run as one stream of batches; every draw is seeded, so a run repeats.
+dataset = clzoo.data.batches(train, "views", batch_size=128, epochs=EPOCHS, views=views)
 print(train.images.shape, len(train.class_names), "classes")
 
 # %% [markdown]
@@ -55,7 +56,7 @@ model = clzoo.models.ContrastiveModel(
     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=64),
 )
 model.compile(optimizer=keras.optimizers.AdamW(2e-3), loss=clzoo.losses.SINCERELoss(temperature=0.1))
-history = model.fit(dataset, epochs=EPOCHS)
+history = model.fit(dataset, epochs=EPOCHS, steps_per_epoch=len(train) // 128)
 
 # %% [markdown]
 # ## Evaluate the frozen encoder

@@ -58,7 +58,7 @@ classes = len(train.class_names)
 mix = clzoo.data.MixConfig(mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1)
 views = clzoo.data.ViewConfig(views=1, crop_scale=(0.5, 1.0), jitter_p=0.0, grayscale_p=0.0,
                               flip=not DATA.startswith("digits"))  # digits are not mirrored
-dataset = clzoo.data.soft_target_dataset(train, classes, batch_size=128, mix=mix, views=views)
+dataset = clzoo.data.batches(train, "soft_targets", batch_size=128, epochs=EPOCHS, views=views, mix=mix)
 images, targets = next(iter(dataset))
 print(images.shape, targets.shape, "row sums:", np.unique(np.round(targets.numpy().sum(1), 5)))
 
@@ -80,7 +80,7 @@ for name, loss in losses.items():
     model = clzoo.models.build_classifier(clzoo.models.get_encoder("resnet20"), classes)
     schedule = keras.optimizers.schedules.CosineDecay(1e-3, EPOCHS * (len(train) // 128))
     model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.05), loss=loss)
-    model.fit(dataset, epochs=EPOCHS, verbose=0 if TINY else 1)
+    model.fit(dataset, epochs=EPOCHS, steps_per_epoch=len(train) // 128, verbose=0 if TINY else 1)
     test_images = clzoo.data.eval_dataset(test.images, size=32)
     probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(test_images, verbose=0)))
     rel = clzoo.eval.reliability(probabilities, test.labels)

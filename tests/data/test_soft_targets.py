@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from clzoo.data import MixConfig, soft_target_dataset
+from clzoo.data import MixConfig, batches
 from clzoo.data.split import Split
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
@@ -17,7 +17,7 @@ def _split(n=16, classes=None):
 
 
 def _batches(split, **kwargs):
-    return [(x.numpy(), y.numpy()) for x, y in soft_target_dataset(split, **kwargs)]
+    return [(x.numpy(), y.numpy()) for x, y in batches(split, "soft_targets", **kwargs)]
 
 
 def _partners(targets, labels):
@@ -96,6 +96,6 @@ def test_bad_settings():
         MixConfig(mixup_alpha=-1)
     split = _split(8)
     with pytest.raises(ValueError, match="Labels must lie in"):
-        soft_target_dataset(split, num_classes=4)
+        batches(split, "soft_targets", batch_size=4, num_classes=4)
     with pytest.raises(ValueError, match="batch_size"):
-        soft_target_dataset(split, batch_size=9)
+        batches(split, "soft_targets", batch_size=9)

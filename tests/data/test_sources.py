@@ -3,7 +3,7 @@ import pytest
 from PIL import Image
 
 import clzoo
-from clzoo.data import load_split
+from clzoo.data import DataSource, data_source, load_split
 from tests.data.image_folders import write_image_folder
 
 
@@ -113,6 +113,26 @@ def test_mixed_sizes(tmp_path):
 def test_bad_split_name():
     with pytest.raises(ValueError, match="split='val'"):
         load_split("digits", "val")
+
+
+def test_a_data_source_is_resolved_once_and_loads_what_load_split_loads(tmp_path, monkeypatch):
+    root = write_image_folder(tmp_path / "data")
+    source = data_source(str(root))
+    assert source == DataSource(str(root), str(root), None) and data_source(source) is source
+    monkeypatch.setattr(clzoo.data.sources, "parse_data_spec", None)  # no second parse from here on
+    np.testing.assert_array_equal(source.load("train").images, load_split(source, "train").images)
+    assert source.load("test").class_names == ["cat", "dog"] and str(source) == str(root)
+    with pytest.raises(ValueError, match="split='val'"):
+        source.load("val")
+
+
+def test_a_bad_spec_fails_as_it_does_in_load_split(tmp_path):
+    for spec in (str(tmp_path / "my@dta"), "digits@cifar3"):
+        with pytest.raises(ValueError) as resolved:
+            data_source(spec)
+        with pytest.raises(ValueError) as loaded:
+            load_split(spec)
+        assert str(resolved.value) == str(loaded.value)
 
 
 def test_tfds_name_offline_with_mock_data():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from clzoo import cli
-from clzoo.data import VIEW_RECIPES, ViewConfig, contrastive_dataset, show_views, view_recipe
+from clzoo.data import VIEW_RECIPES, ViewConfig, batches, show_views, view_recipe
 from clzoo.data.split import Split
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
@@ -17,7 +17,7 @@ def _split(n=8, size=32):
 
 
 def _batch(split, config, seed=0):
-    x, _ = next(iter(contrastive_dataset(split, config, batch_size=len(split), seed=seed, shuffle=False)))
+    x, _ = next(iter(batches(split, "views", len(split), seed=seed, views=config, shuffle=False)))
     return x.numpy()
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from clzoo.data import ViewConfig, contrastive_dataset, load_split
+from clzoo.data import ViewConfig, batches, load_split
 from clzoo.data.split import Split
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
@@ -13,8 +13,8 @@ def _split(n=16, seed=0):
     return Split(images, (np.arange(n) % 4).astype(np.int32), ["a", "b", "c", "d"])
 
 
-def _first_batch(split, **kwargs):
-    x, y = next(iter(contrastive_dataset(split, **kwargs)))
+def _first_batch(split, config=None, **kwargs):
+    x, y = next(iter(batches(split, "views", views=config, **kwargs)))
     return x.numpy(), y.numpy()
 
 
@@ -103,4 +103,4 @@ def test_bad_view_config(kwargs, match):
 
 def test_batch_larger_than_dataset():
     with pytest.raises(ValueError, match="batch_size"):
-        contrastive_dataset(_split(4), batch_size=8)
+        batches(_split(4), "views", batch_size=8)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from clzoo.data import ViewConfig, from_arrays, training_batches
+from clzoo.data import ViewConfig, batches, from_arrays
 from clzoo.train import load_recipe, train
 from clzoo.train.callbacks import checkpoint_progress
 from tests.train.tiny_data import write_tiny_digits
@@ -29,27 +29,27 @@ def tiny_recipe(data):
             "eval": {"knn_k": [1, 5], "knn_headline_k": 5, "metrics": ["knn"]}}
 
 
-def test_training_batches_resume_at_any_step_gives_the_same_batches():
+def test_view_batches_resume_at_any_step_gives_the_same_batches():
     rng = np.random.default_rng(0)
     split = from_arrays(rng.integers(0, 255, (23, 8, 8, 3), dtype=np.uint8), np.arange(23) % 3)
     config = ViewConfig(size=8)
-    full = list(training_batches(split, config, batch_size=5, seed=7, epochs=3).as_numpy_iterator())
+    full = list(batches(split, "views", 5, seed=7, epochs=3, views=config).as_numpy_iterator())
     assert len(full) == 3 * (23 // 5)
     for start in (1, 4, 5, 11):
-        resumed = list(training_batches(split, config, batch_size=5, seed=7, epochs=3,
-                                        start_step=start).as_numpy_iterator())
+        resumed = list(batches(split, "views", 5, seed=7, epochs=3, start_step=start,
+                               views=config).as_numpy_iterator())
         assert len(resumed) == len(full) - start
         for (xa, ya), (xb, yb) in zip(full[start:], resumed):
             np.testing.assert_array_equal(xa, xb)
             np.testing.assert_array_equal(ya, yb)
     # Epochs visit the images in different orders; each epoch is a permutation without repeats.
     assert not np.array_equal(full[0][1], full[4][1]) or not np.array_equal(full[0][0], full[4][0])
-    other_seed = list(training_batches(split, config, batch_size=5, seed=8).as_numpy_iterator())
+    other_seed = list(batches(split, "views", 5, seed=8, views=config).as_numpy_iterator())
     assert not np.array_equal(other_seed[0][0], full[0][0])
     with pytest.raises(ValueError, match="start_step"):
-        training_batches(split, config, batch_size=5, epochs=3, start_step=13)
+        batches(split, "views", 5, epochs=3, start_step=13, views=config)
     with pytest.raises(ValueError, match="batch_size"):
-        training_batches(split, config, batch_size=24)
+        batches(split, "views", 24, views=config)
 
 
 def _steps_logged(path):

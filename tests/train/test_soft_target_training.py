@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from clzoo.data import MixConfig, ViewConfig, from_arrays, mixup, soft_target_batches
+from clzoo.data import MixConfig, ViewConfig, batches, from_arrays
 from clzoo.train import load_recipe, train
 from tests.train.tiny_data import write_tiny_digits
 
@@ -15,14 +15,15 @@ def _split(n=30):
     return from_arrays(rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8), np.arange(n) % 3)
 
 
-def test_soft_target_batches_resume_at_any_step_and_targets_sum_to_one():
+def test_soft_target_stream_resumes_at_any_step_and_targets_sum_to_one():
     split = _split()
     views = ViewConfig(size=8, views=1)
-    full = list(soft_target_batches(split, 3, 6, MixConfig(), views, seed=2, epochs=2).as_numpy_iterator())
+    full = list(batches(split, "soft_targets", 6, seed=2, epochs=2, views=views,
+                        mix=MixConfig()).as_numpy_iterator())
     assert len(full) == 10
     for start in (1, 5, 7):
-        resumed = list(soft_target_batches(split, 3, 6, MixConfig(), views, seed=2, epochs=2,
-                                           start_step=start).as_numpy_iterator())
+        resumed = list(batches(split, "soft_targets", 6, seed=2, epochs=2, start_step=start,
+                               views=views, mix=MixConfig()).as_numpy_iterator())
         for (xa, ta), (xb, tb) in zip(full[start:], resumed):
             np.testing.assert_array_equal(xa, xb)
             np.testing.assert_array_equal(ta, tb)
@@ -31,24 +32,6 @@ def test_soft_target_batches_resume_at_any_step_and_targets_sum_to_one():
     # Mixed: most rows are neither one-hot nor only label-smoothed one-hot.
     smoothed = {0.9 + 0.1 / 3, 0.1 / 3}
     assert np.mean([not set(np.round(row, 5)) <= {round(v, 5) for v in smoothed} for row in targets]) > 0.5
-
-
-def test_stateless_mixup_mixes_images_and_targets_with_one_weight_per_image():
-    rng = np.random.default_rng(1)
-    images = rng.uniform(size=(16, 4, 4, 3)).astype("float32")
-    targets = np.eye(16, dtype="float32")  # each image its own class: the weights can be read off
-    mixed, mixed_targets = (np.asarray(a) for a in mixup(images, targets, np.array([3, 4]), 0.8))
-    again = np.asarray(mixup(images, targets, np.array([3, 4]), 0.8)[0])
-    np.testing.assert_array_equal(mixed, again)  # a pure function of the seed
-    for i in range(16):
-        row = mixed_targets[i]
-        np.testing.assert_allclose(row.sum(), 1.0, atol=1e-6)
-        if row.max() > 1 - 1e-6:  # its partner is itself
-            np.testing.assert_allclose(mixed[i], images[i], atol=1e-5)
-            continue
-        lam = row[i]
-        partner = int(np.argmax(np.where(np.arange(16) == i, -1.0, row)))
-        np.testing.assert_allclose(mixed[i], lam * images[i] + (1 - lam) * images[partner], atol=1e-5)
 
 
 @pytest.mark.large
