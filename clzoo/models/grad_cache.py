@@ -54,7 +54,8 @@ def folded_images(model, x):
             "`encoder_chunk_size` (GradCache) splits the batch into sub-batches when the training "
             "step is traced, so the batch size must be known then; on TensorFlow pass a "
             "tf.data.Dataset batched with drop_remainder=True (clzoo.data.contrastive_dataset does), "
-            f"not NumPy arrays. Received: x.shape={tuple(shape)}")
+            "or arrays whose length is a multiple of batch_size. "
+            f"Received: x.shape={tuple(shape)}")
     return ops.reshape(x, (-1,) + tuple(shape[2:]))
 
 
