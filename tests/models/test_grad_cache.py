@@ -168,3 +168,31 @@ def test_config_round_trip_keeps_the_chunk_size():
     assert clone.encoder_chunk_size == CHUNK
     assert clzoo.models.ContrastiveModel.from_config(_model(_encoder(None)).get_config()
                                                      ).encoder_chunk_size is None
+
+
+@pytest.mark.backends("tensorflow")
+@pytest.mark.parametrize("bad, message", [(0, "greater than 0"), (-8, "greater than 0"),
+                                          (2.5, "valid integer"), ("8", "valid integer")])
+def test_recipe_key_refuses_what_is_not_a_positive_int(bad, message):
+    from clzoo.train.recipe import RecipeError, validate_recipe
+
+    with pytest.raises(RecipeError, match=f"model.encoder_chunk_size = .*{message}"):
+        validate_recipe({"model": {"encoder_chunk_size": bad}})
+    with pytest.raises(RecipeError, match="encoder_chunk_size .*needs task contrastive"):
+        validate_recipe({"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"},
+                         "model": {"encoder_chunk_size": 8}})
+
+
+@pytest.mark.backends("tensorflow")
+def test_recipe_key_reaches_the_model_the_task_builds():
+    from types import SimpleNamespace
+    from pathlib import Path
+
+    from clzoo.train.recipe import load_recipe
+    from clzoo.train.tasks import TASKS
+
+    path = Path(__file__).parents[2] / "recipes" / "supcon" / "cifar10_gradcache.yaml"
+    recipe = load_recipe(str(path), ["model.encoder_chunk_size=64"])
+    views = SimpleNamespace(size=SIZE, views=VIEWS)
+    model = TASKS.get("contrastive")().build_model(recipe, views, num_classes=10)
+    assert model.encoder_chunk_size == 64
