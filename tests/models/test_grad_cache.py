@@ -196,3 +196,30 @@ def test_recipe_key_reaches_the_model_the_task_builds():
     views = SimpleNamespace(size=SIZE, views=VIEWS)
     model = TASKS.get("contrastive")().build_model(recipe, views, num_classes=10)
     assert model.encoder_chunk_size == 64
+
+
+@pytest.mark.large
+@pytest.mark.backends("tensorflow")  # its processes pick their own backends: once is enough
+@pytest.mark.parametrize("mode", ["mirrored", "data_parallel"])
+def test_two_devices_with_grad_cache_match_one_unchunked_device(mode):
+    """TF MirroredStrategy (2 logical CPUs, 2 local samples = 4 images per replica, sub-batches of
+    3 and 1) and JAX DataParallel (2 host devices): same losses, weights and queue as the
+    unchunked step on one device on the same global batch."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(here.parents[1]))
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, str(here / "grad_cache_distributed_check.py"), mode],
+                         cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    result = json.loads(next(line for line in out.stdout.splitlines()
+                             if line.startswith("RESULT "))[len("RESULT "):])
+    assert result["replicas"] == 2
+    np.testing.assert_allclose(result["multi"]["loss"], result["single"]["loss"], rtol=1e-5)
+    for a, b in zip(result["multi"]["variables"], result["single"]["variables"]):
+        np.testing.assert_allclose(a, b, atol=2e-5)
