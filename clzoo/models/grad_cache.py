@@ -80,7 +80,27 @@ def _add(total, part):
 
 
 def train_step(model, *args):
-    """One GradCache training step of `model` (Keras' `train_step` signature of the backend)."""
+    """One GradCache training step of a `ContrastiveModel` with `encoder_chunk_size` set.
+
+    Args:
+        model: the `ContrastiveModel` (compiled; `model.encoder_chunk_size` = M images).
+        *args: Keras' `train_step` arguments on the backend: `(data,)` on TensorFlow and
+            PyTorch, `(state, data)` on JAX; `data` is `(x, y)` or `(x, y, sample_weight)`
+            with `x` float `(batch, views, H, W, C)`.
+
+    Returns:
+        what Keras' own `train_step` returns there: the logs dict (TensorFlow, PyTorch) or
+        `(logs, state)` (JAX).
+
+    Raises:
+        ValueError: from `folded_images` (not one 5-d tensor, or a batch size unknown when
+            the step is traced), or an unsupported backend.
+
+    Example (what `fit` runs; see `ContrastiveModel` for a `fit` call):
+
+    >>> chunk_bounds(12, 5)
+    [(0, 5), (5, 10), (10, 12)]
+    """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return _tf_train_step(model, *args)
@@ -100,6 +120,15 @@ def _loss_and_log(model, x, y, y_pred, sample_weight):
     return model.optimizer.scale_loss(loss) if model.optimizer is not None else loss
 
 
+def _tf_after(dependencies, images):
+    """`images` read only once `dependencies` exist: in a graph, TensorFlow would otherwise run the
+    sub-batches side by side and hold all their activations at once (no memory saved)."""
+    import tensorflow as tf
+
+    with tf.control_dependencies([d for d in dependencies if d is not None]):
+        return tf.identity(images)
+
+
 def _tf_train_step(model, data):
     import tensorflow as tf
 
@@ -108,7 +137,10 @@ def _tf_train_step(model, data):
     bounds = chunk_bounds(images.shape[0], model.encoder_chunk_size)
     state = own_state(model)
     saved = [tf.identity(v.value) for v in state]
-    y_pred = tf.stop_gradient(_unfold(x, [embed(model, images[a:b]) for a, b in bounds]))
+    parts = []
+    for a, b in bounds:
+        parts.append(tf.stop_gradient(embed(model, _tf_after(parts[-1:], images[a:b]))))
+    y_pred = _unfold(x, parts)
     for variable, value in zip(state, saved):  # pass 3 must see the statistics pass 1 saw
         variable.assign(value)
     weights = model.trainable_weights
@@ -118,8 +150,9 @@ def _tf_train_step(model, data):
     cached, *grads = tape.gradient(loss, [y_pred] + weights)
     cached = tf.reshape(cached, (images.shape[0], -1))
     for a, b in bounds:
+        part_images = _tf_after([cached] + grads, images[a:b])
         with tf.GradientTape() as tape:
-            part = embed(model, images[a:b])
+            part = embed(model, part_images)
         grads = _add(grads, tape.gradient(part, weights, output_gradients=cached[a:b]))
     model.optimizer.apply_gradients(zip(grads, weights))
     return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
