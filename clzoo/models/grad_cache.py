@@ -200,7 +200,10 @@ def _jax_train_step(model, state, data):
     bounds = chunk_bounds(images.shape[0], model.encoder_chunk_size)
     parts, current = [], non_trainable
     for a, b in bounds:
-        part, current = _stateless_embed(model, trainable, current, images[a:b])
+        # optimization_barrier: XLA may not start a sub-batch before the previous one is done, which
+        # would hold several sub-batches' activations at once (as `_tf_after` on TensorFlow).
+        part_images, _ = jax.lax.optimization_barrier((images[a:b], parts[-1:]))
+        part, current = _stateless_embed(model, trainable, current, part_images)
         parts.append(part)
     y_pred = jax.lax.stop_gradient(_unfold(x, parts))
 
@@ -219,8 +222,10 @@ def _jax_train_step(model, state, data):
     cached = ops.reshape(cached, (images.shape[0], -1))
     grads = list(grads)
     for a, b in bounds:
-        def run(weights, a=a, b=b, start=current):
-            return _stateless_embed(model, weights, start, images[a:b])
+        part_images, grads, cached = jax.lax.optimization_barrier((images[a:b], grads, cached))
+
+        def run(weights, part_images=part_images, start=current):
+            return _stateless_embed(model, weights, start, part_images)
         _, backward, current = jax.vjp(run, trainable, has_aux=True)
         grads = _add(grads, backward(cached[a:b])[0])
     trainable, optimizer_vars = model.optimizer.stateless_apply(optimizer_vars, grads, trainable)
