@@ -56,3 +56,32 @@ def restore_jax_state(model, state):
     model._jax_state = dict(zip(keys, state))
     model._jax_state_synced = False
     model.jax_state_sync()
+
+
+def unscale_loss_for_distribution(loss):
+    """`loss` times the number of `tf.distribute` replicas (Keras' `compute_loss` divided by it).
+
+    The value `fit`'s loss tracker logs (Keras' trainers do the same through
+    `keras.src.losses.loss.unscale_loss_for_distribution`, which has no public
+    name); used by GradCache's own training step.
+    """
+    from keras.src.losses.loss import unscale_loss_for_distribution as unscale
+
+    return unscale(loss)
+
+
+def jax_scale_loss(model, loss, optimizer_variables):
+    """`model.optimizer.scale_loss(loss)` inside a stateless JAX step (a `LossScaleOptimizer` reads
+    its scale from `optimizer_variables`), as Keras' `JAXTrainer.compute_loss_and_updates` does."""
+    if model.optimizer is None:
+        return loss
+    mapping = list(zip(model.optimizer.variables, optimizer_variables))
+    with keras.StatelessScope(state_mapping=mapping):
+        return model.optimizer.scale_loss(loss)
+
+
+def jax_update_metrics(model, metrics_variables, unscaled_loss, x, y, y_pred, sample_weight):
+    """`(logs, metrics_variables)` after one JAX train step: the loss tracker and compiled metrics
+    updated statelessly (`JAXTrainer._update_metrics_variables`, private in Keras 3.15)."""
+    return model._update_metrics_variables(metrics_variables, unscaled_loss, x, y, y_pred,
+                                           sample_weight)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from clzoo.losses.arguments import validate_positive_int
+from clzoo.models import grad_cache
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
@@ -75,11 +76,33 @@ class ContrastiveModel(keras.Model):
             A loss compiled with `temperature="learnable"` reads this layer;
             when the model has none, `compile` adopts the loss's own layer
             (which needs the model not yet built). Defaults to `None`.
+        encoder_chunk_size: None, or M: GradCache (Gao et al. 2021) in
+            `fit`: embed the batch's `batch * views` images in sub-batches
+            of M images without keeping activations, take the loss and its
+            gradient with respect to the `(batch, views, dim)` embeddings,
+            then re-run each sub-batch with gradients and back-propagate its
+            cached embedding gradients (`clzoo.models.grad_cache`). Peak
+            activation memory is that of M images instead of the batch, for
+            one extra forward pass. Weight gradients equal the full-batch
+            ones when nothing in encoder or head depends on the sub-batch:
+            batch norm in training mode does, as each sub-batch is then
+            normalized with its own statistics and the moving statistics
+            are updated once per sub-batch (ghost batch norm with M images);
+            use a GroupNorm / LayerNorm encoder, batch norm in inference
+            mode (`trainable=False`), or M equal to the batch for
+            full-batch statistics. With `momentum`, the key encoder still
+            embeds the whole batch at once (forward only, no activations
+            kept). On TensorFlow the batch size must be static (a dataset
+            batched with `drop_remainder=True`). `evaluate` and `predict`
+            are unchanged. Defaults to `None`.
 
     Raises:
-        ValueError: `queue_size` not None or a positive integer; `momentum`
-            without `queue_size` or outside `[0, 1)`; `queue_size` with a
-            projection head that has no `output_dim`.
+        ValueError: `queue_size` or `encoder_chunk_size` not None or a
+            positive integer; `momentum` without `queue_size` or outside
+            `[0, 1)`; `queue_size` with a projection head that has no
+            `output_dim`. In `fit` with `encoder_chunk_size`: `x` that is
+            not one `(batch, views, H, W, C)` tensor, or a TensorFlow batch
+            size unknown when the step is traced.
 
     Example:
 
@@ -90,19 +113,38 @@ class ContrastiveModel(keras.Model):
     >>> tuple(model(np.zeros((2, 2, 32, 32, 3), "float32")).shape)
     (2, 2, 16)
 
+    GradCache on a batch of 8 samples x 2 views, 4 images per sub-batch
+    (a dataset batched with `drop_remainder=True`, so the batch size is
+    static on TensorFlow too):
+
+    >>> import tensorflow as tf
+    >>> model = clzoo.models.ContrastiveModel(
+    ...     clzoo.models.cifar_resnet("resnet20"),
+    ...     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=16),
+    ...     encoder_chunk_size=4)
+    >>> model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
+    >>> data = tf.data.Dataset.from_tensor_slices(
+    ...     (np.random.rand(8, 2, 32, 32, 3).astype("float32"), np.arange(8) % 2))
+    >>> history = model.fit(data.batch(8, drop_remainder=True), verbose=0)
+    >>> len(history.history["loss"])
+    1
+
     Reference:
     - [Khosla et al., Supervised Contrastive Learning, 2020, sec. 3.1
       (encoder + projection network) and 3.2 (multiviewed batch)](https://arxiv.org/abs/2004.11362)
     - [He et al., Momentum Contrast (MoCo), 2020, sec. 3.2 (queue and
       momentum key encoder)](https://arxiv.org/abs/1911.05722)
+    - [Gao et al., Scaling Deep Contrastive Learning Batch Size under Memory
+      Limited Setup, 2021 (GradCache)](https://arxiv.org/abs/2101.06983)
     """
 
     def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
-                 learnable_temperature=None, **kwargs):
+                 learnable_temperature=None, encoder_chunk_size=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.projection_head = projection_head
         self.queue_size = validate_positive_int(queue_size, "queue_size")
+        self.encoder_chunk_size = validate_positive_int(encoder_chunk_size, "encoder_chunk_size")
         if momentum is not None and self.queue_size is None:
             raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
                              f"Received: momentum={momentum!r}, queue_size=None")
@@ -170,6 +212,12 @@ class ContrastiveModel(keras.Model):
         """`keras.Model.evaluate`, with the label check of `fit`."""
         check_labels(x, y, "evaluate")
         return super().evaluate(x, y, *args, **kwargs)
+
+    def train_step(self, *args):
+        """Keras' training step, or GradCache's (`clzoo.models.grad_cache`) with `encoder_chunk_size`."""
+        if self.encoder_chunk_size is None:
+            return super().train_step(*args)
+        return grad_cache.train_step(self, *args)
 
     def make_train_function(self, force=False):
         """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
@@ -249,6 +297,7 @@ class ContrastiveModel(keras.Model):
                 self.projection_head),
             "queue_size": self.queue_size,
             "momentum": self.momentum,
+            "encoder_chunk_size": self.encoder_chunk_size,
         })
         layer = getattr(self, "learnable_temperature", None)
         if layer is not None:

@@ -58,6 +58,11 @@ class ModelSpec(_Section):
     # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).
     queue_size: PositiveInt | None = Field(None, le=1_000_000)
     momentum: float | None = Field(None, ge=0, lt=1)
+    # GradCache (Gao et al. 2021): embed each batch in sub-batches of this many images (views
+    # included) without keeping activations, then back-propagate sub-batch by sub-batch. Same
+    # gradients with less memory and one extra forward pass; batch norm statistics become
+    # per sub-batch (see clzoo.models.ContrastiveModel). Task contrastive only.
+    encoder_chunk_size: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _momentum_needs_queue(self):
@@ -213,6 +218,13 @@ class Recipe(_Section):
         if self.task != "contrastive" or not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
             raise ValueError("model.queue_size needs task contrastive and an embedding loss "
                              f"(not {self.loss.name} / task {self.task})")
+        return self
+
+    @model_validator(mode="after")
+    def _chunking_needs_contrastive_task(self):
+        if self.model.encoder_chunk_size is not None and self.task != "contrastive":
+            raise ValueError("model.encoder_chunk_size (GradCache) needs task contrastive "
+                             f"(not task {self.task})")
         return self
 
     def to_dict(self):

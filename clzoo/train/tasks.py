@@ -28,6 +28,7 @@ class ContrastiveTask:
         head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
         model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
+                                 encoder_chunk_size=spec.encoder_chunk_size,
                                  name="contrastive_model")
         model.build((None, views.views, views.size, views.size, 3))
         return model
