@@ -199,3 +199,47 @@ def test_soft_target_is_refused_over_two_processes(tmp_path):
         assert _error_lines(err) == ["error: task = 'soft_target': not supported over several JAX "
                                      "processes (2); use task contrastive, or one process"], err[-3000:]
     assert not (tmp_path / "run").exists()
+
+
+def test_write_once_keeps_only_the_chiefs_file(tmp_path, monkeypatch):
+    from clzoo.train.distribute import Placement, write_once
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    written = []
+
+    def write(path):
+        written.append(path)
+        Path(path).write_text("model")
+
+    target = tmp_path / "run" / "encoder.keras"
+    assert write_once(Placement("data_parallel", is_chief=False), target, write) is None
+    assert written == []  # no collective saves: the other processes do nothing
+    other = Placement("data_parallel", is_chief=False, processes=2, collective_saves=True)
+    assert write_once(other, target, write, suffix=".keras") is None
+    assert len(written) == 1 and str(tmp_path / "tmp") in written[0] and written[0].endswith(".keras")
+    assert not target.exists() and not list((tmp_path / "tmp").iterdir())  # throwaway deleted
+    chief = Placement("data_parallel", processes=2, collective_saves=True)
+    assert write_once(chief, target, write, suffix=".keras") == target
+    assert target.read_text() == "model" and sorted(p.name for p in target.parent.iterdir()) == [
+        "encoder.keras"]
+
+
+def test_a_throwaway_checkpoint_saves_but_leaves_the_path_alone(tmp_path):
+    import keras
+
+    from clzoo.train.callbacks import AtomicCheckpoint
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    saved = []
+    model.save = lambda path, _save=model.save: (saved.append(path), _save(path))[1]
+    checkpoint = AtomicCheckpoint(tmp_path / "checkpoint.keras", throwaway=True)
+    checkpoint.set_model(model)
+    checkpoint.on_train_begin()
+    checkpoint.on_epoch_end(0)
+    assert len(saved) == 1 and not Path(saved[0]).exists()  # it did save (the collective), then deleted
+    assert not list(tmp_path.iterdir()) and checkpoint.saved_step == 0
