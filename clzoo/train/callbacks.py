@@ -3,7 +3,9 @@
 import contextlib
 import json
 import math
+import os
 import signal
+import tempfile
 import threading
 import time
 import zipfile
@@ -112,6 +114,10 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         saving: context manager factory wrapped around each save (e.g.
             `portable_batch_norm(model)`). Optional.
         enabled: False on non-chief workers of a multi-worker run.
+        throwaway: save anyway, into a temporary folder deleted at once,
+            leaving `path` alone: the non-chief processes of a JAX run over
+            several processes, where `model.save` is a collective that every
+            process must call (`Placement.collective_saves`).
         single_replica: also store the running epoch loss (its metric
             variables are per replica when there are several).
         probe: a batch of model inputs whose outputs must be finite. Optional.
@@ -121,7 +127,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
     """
 
     def __init__(self, path, nan_guard=None, every_steps=None, saving=None, enabled=True,
-                 single_replica=True, probe=None):
+                 single_replica=True, probe=None, throwaway=False):
         super().__init__()
         if every_steps is not None and (isinstance(every_steps, bool) or int(every_steps) < 1):
             raise ValueError(f"`every_steps` must be a positive integer or None. "
@@ -131,6 +137,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         self.every_steps = int(every_steps) if every_steps else None
         self.saving = saving or (lambda: contextlib.nullcontext())
         self.enabled = enabled
+        self.throwaway = throwaway
         self.single_replica = single_replica
         self.probe = probe
         self.saved_epoch = None
@@ -170,7 +177,11 @@ class AtomicCheckpoint(keras.callbacks.Callback):
                 archive.writestr(PROGRESS_FILE, json.dumps(progress))
 
         try:
-            atomic_write(self.path, write, suffix=".keras")
+            if self.throwaway:
+                with tempfile.TemporaryDirectory(prefix="clzoo-throwaway-") as folder:
+                    write(os.path.join(folder, "checkpoint.keras"))
+            else:
+                atomic_write(self.path, write, suffix=".keras")
         except OSError as error:
             kept = f"step {self.saved_step}" if self.saved_step is not None else "the previous one"
             raise CheckpointWriteError(

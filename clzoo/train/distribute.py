@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 import keras
@@ -9,6 +10,9 @@ import keras
 from clzoo.compat import batch_norm_layers
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
+# What `keras.distribution.initialize()` reads on JAX (`--strategy multi_worker`).
+JAX_CLUSTER_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                         "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
 @dataclass
@@ -23,6 +27,10 @@ class Placement:
             (worker 0 of a multi-worker run; always True otherwise).
         devices: device names, for the run's environment record.
         strategy: the `tf.distribute.Strategy` on TensorFlow, else None.
+        processes: processes taking part (several under `jax.distributed`).
+        collective_saves: True when saving a model gathers arrays from every
+            process (JAX over several processes): every process must call
+            `model.save`, and only the chief keeps the file (`write_once`).
     """
 
     name: str
@@ -30,13 +38,15 @@ class Placement:
     is_chief: bool = True
     devices: list = field(default_factory=list)
     strategy: object = None
+    processes: int = 1
+    collective_saves: bool = False
 
     def scope(self):
         return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
 
     def describe(self):
         return {"strategy": self.name, "replicas": self.replicas, "devices": self.devices,
-                "is_chief": self.is_chief}
+                "is_chief": self.is_chief, "processes": self.processes}
 
 
 def _tf_devices(tf):
@@ -64,18 +74,48 @@ def _tensorflow(name):
     return Placement("one_device", 1, True, [device], tf.distribute.OneDeviceStrategy(device))
 
 
+def _jax_cluster():
+    """Check the `KERAS_DISTRIBUTION_*` variables, then join the cluster (`jax.distributed`).
+
+    All three set: a cluster of our own (the coordinator is the first
+    address). None set: JAX's own detection (Cloud TPU, SLURM, ...), which
+    fails with a one-line error elsewhere. A partial or malformed set is
+    refused before anything waits on a coordinator.
+    """
+    given = {key: os.environ[key] for key in JAX_CLUSTER_VARIABLES if os.environ.get(key)}
+    missing = [key for key in JAX_CLUSTER_VARIABLES if key not in given]
+    if given and missing:
+        raise ValueError(f"--strategy multi_worker on JAX needs all of {', '.join(JAX_CLUSTER_VARIABLES)} "
+                         f"or none of them; missing {', '.join(missing)}. Received: "
+                         + ", ".join(f"{key}={value!r}" for key, value in given.items()))
+    if given:
+        count, index = (given[key].strip() for key in JAX_CLUSTER_VARIABLES[1:])
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError("KERAS_DISTRIBUTION_NUM_PROCESSES must be a positive integer. "
+                             f"Received: KERAS_DISTRIBUTION_NUM_PROCESSES={count!r}")
+        if not index.isdigit() or int(index) >= int(count):
+            raise ValueError(f"KERAS_DISTRIBUTION_PROCESS_ID must be an integer from 0 to "
+                             f"{int(count) - 1}. Received: KERAS_DISTRIBUTION_PROCESS_ID={index!r}")
+    try:
+        keras.distribution.initialize()
+    except (ValueError, RuntimeError) as error:  # e.g. no cluster variables and none detected
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--strategy multi_worker on JAX could not join the cluster ({first}); "
+                         f"set {', '.join(JAX_CLUSTER_VARIABLES)} on every process "
+                         "(README: Several hosts on JAX)") from None
+
+
 def _jax(name):
     import jax
 
     if name == "multi_worker":
-        # Multi-host JAX: the coordinator address and process ids come from the
-        # environment (keras.distribution.initialize reads them).
-        keras.distribution.initialize()
-    devices = jax.devices()
+        _jax_cluster()
+    devices, processes = jax.devices(), jax.process_count()
     if name in ("mirrored", "multi_worker") or (name == "auto" and len(devices) > 1):
         keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
         return Placement("data_parallel", len(devices), jax.process_index() == 0,
-                         [str(d) for d in devices])
+                         [str(d) for d in devices], processes=processes,
+                         collective_saves=processes > 1)
     keras.distribution.set_distribution(None)
     return Placement("one_device", 1, True, [str(devices[0])])
 
@@ -88,12 +128,16 @@ def placement(name="auto"):
     over the logical CPU devices when there are none; `multi_worker` is
     `MultiWorkerMirroredStrategy` configured by `TF_CONFIG`. JAX: `auto` and
     `mirrored` use `keras.distribution.DataParallel` over all devices when
-    there are several; `multi_worker` first calls
-    `keras.distribution.initialize()`. PyTorch: one device only.
+    there are several; `multi_worker` first joins the processes named by
+    `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator first),
+    `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`
+    (`keras.distribution.initialize()`), then uses `DataParallel` over every
+    process's devices. PyTorch: one device only.
 
     Raises:
-        ValueError: for an unknown name, `multi_worker` without `TF_CONFIG`,
-            or a multi-device strategy on the torch backend.
+        ValueError: for an unknown name, `multi_worker` without `TF_CONFIG`
+            (TensorFlow) or with a partial / malformed `KERAS_DISTRIBUTION_*`
+            set (JAX), or a multi-device strategy on the torch backend.
     """
     if name not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={name!r}")
@@ -131,3 +175,58 @@ def portable_batch_norm(model):
     finally:
         for layer in flagged:
             layer.synchronized = True
+
+
+def write_once(place, path, write_fn, suffix=""):
+    """`atomic_write(path, write_fn)` on the chief; the other processes write a throwaway copy.
+
+    Under `place.collective_saves` (JAX over several processes) `model.save`
+    gathers every array across processes, so a save that only the chief
+    called would wait forever. Every process calls this; the non-chief ones
+    run `write_fn` into a temporary folder (outside the run folder) that is
+    deleted at once. Without collective saves non-chief processes do nothing.
+
+    Returns:
+        `path` on the chief, else None.
+
+    Example:
+        >>> write_once(place, run / "encoder.keras", encoder.save, suffix=".keras")
+    """
+    from clzoo.files import atomic_write
+
+    if place.is_chief:
+        return atomic_write(path, write_fn, suffix=suffix)
+    if place.collective_saves:
+        with tempfile.TemporaryDirectory(prefix="clzoo-throwaway-") as folder:
+            write_fn(os.path.join(folder, "throwaway" + suffix))
+    return None
+
+
+def finish_together(place):
+    """Wait until every process gets here (JAX over several processes; else returns at once).
+
+    A process that exits while another still works takes the `jax.distributed`
+    cluster down with it (the coordinator lives in process 0), so the
+    non-chief processes wait here while the chief evaluates, and the chief
+    calls it when done (also on error, from a `finally`).
+    """
+    if place.processes > 1 and keras.backend.backend() == "jax":
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("clzoo: run finished")
+
+
+@contextlib.contextmanager
+def chief_alone(place):
+    """Run the block on this process only (the chief's final evaluation), then `finish_together`.
+
+    Under JAX over several processes the global `DataParallel` distribution
+    would place new variables on every process's devices; it is cleared for
+    the block, so a model loaded inside lives on this process alone.
+    """
+    if place.processes > 1 and keras.backend.backend() == "jax":
+        keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        finish_together(place)

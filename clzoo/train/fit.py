@@ -103,8 +103,10 @@ class _Callbacks:
 def _callbacks(model, run, plan, place, done, monitor, probe=None):
     chief = place.is_chief
     nan_guard, signals = StopOnNaN(), StopOnSignal()
+    # Under collective saves every process saves (the save gathers arrays); only the chief keeps it.
     checkpoint = AtomicCheckpoint(run.checkpoint, nan_guard, every_steps=plan.checkpoint_every_steps,
-                                  saving=lambda: portable_batch_norm(model), enabled=chief,
+                                  saving=lambda: portable_batch_norm(model),
+                                  enabled=chief or place.collective_saves, throwaway=not chief,
                                   single_replica=place.replicas == 1, probe=probe)
     throughput = Throughput(plan.batch_size)
     history = JSONLinesHistory(run / "history.jsonl", enabled=chief)

@@ -11,12 +11,18 @@ import numpy as np
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
 from clzoo.data.sources import data_source
-from clzoo.files import atomic_write
 from clzoo.models import flip_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.determinism import seed_everything
-from clzoo.train.distribute import placement, portable_batch_norm, synchronize_batch_norm
+from clzoo.train.distribute import (
+    chief_alone,
+    finish_together,
+    placement,
+    portable_batch_norm,
+    synchronize_batch_norm,
+    write_once,
+)
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
@@ -83,20 +89,28 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step),
                            run, plan, place, verbose,
                            _knn_monitor(recipe, train_split, test_split, place, encoder))
+    _save_encoder(run, encoder, recipe, model, place)
     if not place.is_chief:
+        finish_together(place)  # wait for the chief's evaluation: it hosts the JAX coordinator
         return None
+    with chief_alone(place):
+        # Evaluate the saved file, outside the strategy (all of it runs on this process).
+        saved = load_model(run / "encoder.keras")
+        metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
+                                run / "encoder.keras", verbose)
+        metrics.update(task.extra_metrics(model, recipe, views, test_split))
+        metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
+                                  done if resuming else None))
+        run.write_metrics(metrics)
+    return metrics
+
+
+def _save_encoder(run, encoder, recipe, model, place):
+    """`encoder.keras`, written once: by the chief, while the others (JAX over several
+    processes) take part in the collective save and drop their copy."""
     with portable_batch_norm(model):
         shipped = flip_averaged(encoder) if recipe.model.test_time_flip else encoder
-        atomic_write(run / "encoder.keras", shipped.save, suffix=".keras")
-    # Evaluate the saved file, outside the strategy (all of it runs on this process).
-    saved = load_model(run / "encoder.keras")
-    metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
-                            run / "encoder.keras", verbose)
-    metrics.update(task.extra_metrics(model, recipe, views, test_split))
-    metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
-                              done if resuming else None))
-    run.write_metrics(metrics)
-    return metrics
+        write_once(place, run / "encoder.keras", shipped.save, suffix=".keras")
 
 
 def _check_before_work(recipe, place):
@@ -108,6 +122,10 @@ def _check_before_work(recipe, place):
         data = check_data(source)
     except ValueError as error:
         raise RecipeError([f"data = {recipe.data!r}: {error}"]) from None
+    if place.collective_saves and recipe.task == "soft_target":
+        # Its final classifier metrics run the trained (cross-process) model on the chief alone.
+        raise RecipeError([f"task = {recipe.task!r}: not supported over several JAX processes "
+                           f"({place.processes}); use task contrastive, or one process"])
     batch = recipe.training.batch_size
     if batch % place.replicas:
         raise RecipeError([f"training.batch_size = {batch}: the global batch must divide evenly "
@@ -207,7 +225,7 @@ def _knn_monitor(recipe, train_split, test, place, encoder):
     spec = recipe.eval
     if not spec.monitor_every:
         return None
-    if place.name == "multi_worker":
+    if place.name == "multi_worker" or place.processes > 1:
         print("note: the online kNN monitor is off under multi_worker (each worker would "
               "embed on its own); the final report still runs on the chief.")
         return None
