@@ -190,8 +190,8 @@ def test_recipe_key_refuses_what_is_not_a_positive_int(bad, message):
 
 @pytest.mark.backends("tensorflow")
 def test_recipe_key_reaches_the_model_the_task_builds():
-    from types import SimpleNamespace
     from pathlib import Path
+    from types import SimpleNamespace
 
     from clzoo.train.recipe import load_recipe
     from clzoo.train.tasks import TASKS
