@@ -212,8 +212,10 @@ def finish_together(place):
     cluster down with it (the coordinator lives in process 0), so the
     non-chief processes wait here while the chief evaluates, and the chief
     calls it when done (also on error, from a `finally`). The wait is a
-    barrier of the coordination service, not a device collective: gloo gives
-    up on a collective after 30 s, far shorter than an evaluation.
+    barrier of the coordination service with an explicit timeout, not a
+    device collective: a gloo collective whose communicator is not set up yet
+    gives up after 30 s (seen with `sync_global_devices` before any other
+    collective), far shorter than an evaluation.
     """
     if place.processes <= 1 or keras.backend.backend() != "jax":
         return

@@ -243,3 +243,32 @@ def test_a_throwaway_checkpoint_saves_but_leaves_the_path_alone(tmp_path):
     checkpoint.on_epoch_end(0)
     assert len(saved) == 1 and not Path(saved[0]).exists()  # it did save (the collective), then deleted
     assert not list(tmp_path.iterdir()) and checkpoint.saved_step == 0
+
+
+WAIT_FOR_THE_CHIEF = """\
+import sys, time
+from clzoo.train.distribute import finish_together, placement
+place = placement("multi_worker")
+import keras
+keras.ops.sum(keras.ops.ones((4,)))  # the backend (and its gloo links) up on both processes
+started = time.monotonic()
+if place.is_chief:
+    time.sleep(40)  # a final evaluation longer than gloo's 30 s set-up timeout
+finish_together(place)
+print("waited", round(time.monotonic() - started), flush=True)
+"""
+
+
+@pytest.mark.large
+def test_the_other_processes_wait_for_a_long_final_evaluation(tmp_path):
+    port = _free_port()
+    pair = [subprocess.Popen([sys.executable, "-c", WAIT_FOR_THE_CHIEF], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=_env(tmp_path / f"tmp{i}",
+                                      KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                                      KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                                      KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+            for i in range(2)]
+    for code, out, err in _finish_all(pair, timeout=300):
+        assert code == 0, err[-3000:]
+        assert int(out.split()[-1]) >= 40  # both left only when the chief was done
