@@ -202,18 +202,32 @@ def write_once(place, path, write_fn, suffix=""):
     return None
 
 
+FINISH_TIMEOUT_S = 24 * 3600  # the chief's final evaluation (kNN, probes) can take long
+
+
 def finish_together(place):
     """Wait until every process gets here (JAX over several processes; else returns at once).
 
     A process that exits while another still works takes the `jax.distributed`
     cluster down with it (the coordinator lives in process 0), so the
     non-chief processes wait here while the chief evaluates, and the chief
-    calls it when done (also on error, from a `finally`).
+    calls it when done (also on error, from a `finally`). The wait is a
+    barrier of the coordination service with an explicit timeout, not a
+    device collective: a gloo collective whose communicator is not set up yet
+    gives up after 30 s (seen with `sync_global_devices` before any other
+    collective), far shorter than an evaluation.
     """
-    if place.processes > 1 and keras.backend.backend() == "jax":
+    if place.processes <= 1 or keras.backend.backend() != "jax":
+        return
+    from jax._src import distributed  # the client jax.distributed.initialize() made
+
+    client = distributed.global_state.client
+    if client is None:  # joined by other means (e.g. a TPU runtime): a device collective then
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices("clzoo: run finished")
+        return
+    client.wait_at_barrier("clzoo: run finished", timeout_in_ms=FINISH_TIMEOUT_S * 1000)
 
 
 @contextlib.contextmanager

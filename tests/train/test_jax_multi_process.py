@@ -243,3 +243,67 @@ def test_a_throwaway_checkpoint_saves_but_leaves_the_path_alone(tmp_path):
     checkpoint.on_epoch_end(0)
     assert len(saved) == 1 and not Path(saved[0]).exists()  # it did save (the collective), then deleted
     assert not list(tmp_path.iterdir()) and checkpoint.saved_step == 0
+
+
+WAIT_FOR_THE_CHIEF = """\
+import sys, time
+from clzoo.train.distribute import finish_together, placement
+place = placement("multi_worker")
+import keras
+keras.ops.sum(keras.ops.ones((4,)))  # the backend (and its gloo links) up on both processes
+started = time.monotonic()
+if place.is_chief:
+    time.sleep(40)  # a final evaluation longer than gloo's 30 s set-up timeout
+finish_together(place)
+print("waited", round(time.monotonic() - started), flush=True)
+"""
+
+
+@pytest.mark.large
+def test_the_other_processes_wait_for_a_long_final_evaluation(tmp_path):
+    port = _free_port()
+    pair = [subprocess.Popen([sys.executable, "-c", WAIT_FOR_THE_CHIEF], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=_env(tmp_path / f"tmp{i}",
+                                      KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                                      KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                                      KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+            for i in range(2)]
+    for code, out, err in _finish_all(pair, timeout=300):
+        assert code == 0, err[-3000:]
+        assert int(out.split()[-1]) >= 40  # both left only when the chief was done
+
+
+def _pair(recipe, output, root, *extra):
+    port = _free_port()
+    return [_start([recipe, "--output", output, "--strategy", "multi_worker", "-q", *extra],
+                   _env(root / f"tmp{i}", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                        KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+            for i in range(2)]
+
+
+@pytest.mark.large
+def test_two_processes_killed_and_resumed_end_as_one_process(runs, tmp_path):
+    """kill -9 of both processes after the first checkpoint, then `--resume` on both (one run
+    folder that both read): the same losses and weights as the uninterrupted single process."""
+    import time
+
+    root = runs[0]
+    run = tmp_path / "run"
+    pair = _pair(root / "recipe.yaml", run, tmp_path)
+    deadline = time.monotonic() + 300
+    while not (run / "checkpoint.keras").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for process in pair:
+        process.kill()
+    _finish_all(pair)
+    assert (run / "checkpoint.keras").exists() and not (run / "metrics.json").exists()
+    for code, _out, err in _finish_all(_pair(root / "recipe.yaml", run, tmp_path, "--resume")):
+        assert code == 0, err[-3000:]
+    assert json.loads((run / "metrics.json").read_text())["resumed_from_step"] in (4, 8)  # epoch ends
+    single = root / "single"
+    np.testing.assert_allclose(_losses(run, "steps.jsonl"), _losses(single, "steps.jsonl"), atol=1e-5)
+    encoder = _largest_differences(single / "encoder.keras", run / "encoder.keras")
+    assert max(encoder.values()) < 1e-5, encoder
+    checkpoint = _largest_differences(single / "checkpoint.keras", run / "checkpoint.keras")
+    assert max(checkpoint.values()) < 1e-4, checkpoint
