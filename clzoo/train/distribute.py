@@ -189,8 +189,13 @@ def write_once(place, path, write_fn, suffix=""):
     Returns:
         `path` on the chief, else None.
 
-    Example:
-        >>> write_once(place, run / "encoder.keras", encoder.save, suffix=".keras")
+    Example (one process: the chief writes, atomically):
+
+    >>> import pathlib, tempfile, types
+    >>> place = types.SimpleNamespace(is_chief=True, collective_saves=False)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "note.txt"
+    >>> write_once(place, path, lambda tmp: pathlib.Path(tmp).write_text("hi")).read_text()
+    'hi'
     """
     from clzoo.files import atomic_write
 
