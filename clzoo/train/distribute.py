@@ -192,6 +192,7 @@ def write_once(place, path, write_fn, suffix=""):
     Example (one process: the chief writes, atomically):
 
     >>> import pathlib, tempfile, types
+    >>> from clzoo.train.distribute import write_once
     >>> place = types.SimpleNamespace(is_chief=True, collective_saves=False)
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "note.txt"
     >>> write_once(place, path, lambda tmp: pathlib.Path(tmp).write_text("hi")).read_text()
