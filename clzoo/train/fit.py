@@ -18,6 +18,8 @@ from clzoo.train.callbacks import (
 )
 from clzoo.train.distribute import portable_batch_norm
 
+PROBE_SAMPLES = 32  # samples of the first batch that AtomicCheckpoint runs to check outputs are finite
+
 
 class TrainingDiverged(RuntimeError):
     """Raised when the loss becomes NaN or infinite during training."""
@@ -62,7 +64,10 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     batches = batches_from(done) if done < plan.epochs * plan.steps else None
     probe = None
     if batches is not None and place.replicas == 1 and place.is_chief:
-        probe = next(iter(batches.take(1)))[0]  # a new iterator: the fit still sees every batch
+        # a new iterator (the fit still sees every batch); a few samples, since the check runs
+        # eagerly and unchunked: a whole GradCache-sized batch took 15 GiB at 16,384 images
+        probe = keras.tree.map_structure(lambda t: t[:PROBE_SAMPLES],
+                                         next(iter(batches.take(1)))[0])
     parts = _callbacks(model, run, plan, place, done, monitor, probe)
     started = time.perf_counter()
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)

@@ -97,3 +97,29 @@ def test_an_output_folder_that_cannot_be_written_gives_one_line_and_exit_1(tmp_p
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(err) == 1 and "Permission denied" in err[0] and str(locked / "run") in err[0]
     assert not locked.exists()
+
+
+def test_the_finite_output_check_runs_a_few_samples_not_the_whole_batch(monkeypatch):
+    # The check runs the model eagerly and unchunked: the whole first batch of a GradCache run
+    # (16,384 images) took 15 GiB at the end of the first epoch.
+    from types import SimpleNamespace
+
+    import tensorflow as tf
+
+    from clzoo.train import fit
+
+    seen = {}
+
+    def capture(model, run, plan, place, done, monitor, probe=None):
+        seen["probe"] = probe
+        raise KeyboardInterrupt  # stop before fit: only the probe is under test
+
+    monkeypatch.setattr(fit, "_callbacks", capture)
+    x = np.arange(200 * 2 * 3, dtype="float32").reshape(200, 2, 3)
+    batches = tf.data.Dataset.from_tensor_slices((x, np.zeros(200, "int32"))).batch(100)
+    model = SimpleNamespace(optimizer=SimpleNamespace(iterations=0))
+    plan = SimpleNamespace(epochs=1, steps=2)
+    place = SimpleNamespace(replicas=1, is_chief=True)
+    with pytest.raises(KeyboardInterrupt):
+        fit.resumable_fit(model, lambda step: batches, None, plan, place)
+    np.testing.assert_array_equal(seen["probe"], x[:fit.PROBE_SAMPLES])
