@@ -5,11 +5,20 @@ from pathlib import Path
 
 import numpy as np
 import reproduce_margins as margins
+from convergence import check_convergence
 
 
 def _cells(grid, key):
     return [(seed, folder) for config, seed, folder in grid
             if config.key == key and (folder / "cell.json").exists()]
+
+
+def curve_label(key, seed, curve):
+    """The legend entry of one loss curve, its status re-read from the curve by today's rule (a
+    cell's saved `converged` flag may come from an older rule)."""
+    status = check_convergence(curve)
+    state = "converged" if status.converged else "not converged"
+    return f"{key} (seed {seed}, {state}: last 20% took {status.ratio:.1%})"
 
 
 def plot_claim(grid, key_a, key_b, path, space="projection"):
@@ -33,7 +42,7 @@ def plot_claim(grid, key_a, key_b, path, space="projection"):
             cell = json.loads((folder / "cell.json").read_text())
             curve = cell["loss_curve"]
             left.plot(range(1, len(curve) + 1), curve, color=color, alpha=0.8,
-                      label=f"{key} (seed {seed}, {'converged' if cell['converged'] else 'not converged'})")
+                      label=curve_label(key, seed, curve))
             values = margins.per_image_margins(folder, space)
             if values is not None:
                 pooled.append(values)

@@ -166,6 +166,18 @@ def test_convergence_reads_the_trend_not_single_noisy_epochs():
     assert status.window == 20
 
 
+def test_plot_legend_reads_convergence_from_the_curve_not_a_saved_flag():
+    # A cell saved by an older rule says "not converged"; the legend must agree with the table,
+    # which re-checks every curve.
+    import reproduce_plots
+
+    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
+    flat = [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+    assert "seed 3, converged: last 20% took" in reproduce_plots.curve_label("sincere", 3, flat)
+    falling = [v - 0.006 * max(0, i - 79) for i, v in enumerate(flat)]
+    assert "not converged: last 20% took 3.0%" in reproduce_plots.curve_label("sincere", 3, falling)
+
+
 @pytest.mark.parametrize("direction, low, high, expected", [
     (">", 0.1, 0.3, "agrees"), (">", -0.3, -0.1, "disagrees"), ("<", -0.3, -0.1, "agrees"),
     (">", -0.1, 0.2, "not resolved (interval spans 0)"), ("=", -0.1, 0.2, "agrees (no difference)"),
