@@ -166,6 +166,20 @@ def test_convergence_reads_the_trend_not_single_noisy_epochs():
     assert status.window == 20
 
 
+def test_saved_stages_are_re_read_by_todays_rule(tmp_path):
+    # A stage written by older code says "not converged" for a curve today's rule calls flat: the
+    # ladder (skip, climb) and --list must follow the curve; a record without one keeps its flag.
+    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
+    flat = [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+    stage = tmp_path / "sincere_seed1" / "e100" / "stage.json"
+    stage.parent.mkdir(parents=True)
+    stage.write_text(json.dumps({"epochs": 100, "converged": False, "losses": flat}))
+    assert reproduce._rechecked(json.loads(stage.read_text()))["converged"]
+    assert not reproduce._failed_elsewhere(tmp_path / "sincere_seed0", 100)
+    assert reproduce._rechecked({"epochs": 40, "converged": False}) == {"epochs": 40,
+                                                                       "converged": False}
+
+
 def test_plot_legend_reads_convergence_from_the_curve_not_a_saved_flag():
     # A cell saved by an older rule says "not converged"; the legend must agree with the table,
     # which re-checks every curve.
