@@ -83,3 +83,14 @@ def _trend(values):
     slope = (sum((x - mean_x) * (y - mean_y) for x, y in enumerate(values))
              / sum((x - mean_x) ** 2 for x in range(n)))
     return slope, mean_y + slope * (n - 1 - mean_x)
+
+
+def rechecked(record):
+    """A saved stage or cell (`dict`) with `converged` and `window_share` re-read from its loss
+    curve (`losses` or `loss_curve`) by today's rule: records written by older code carry the
+    older rule's flag. A record without a curve is returned as it is."""
+    curve = record.get("losses") or record.get("loss_curve")
+    if not curve:
+        return record
+    status = check_convergence(curve)
+    return dict(record, converged=status.converged, window_share=status.ratio)

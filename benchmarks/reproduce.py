@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reproduce_margins as margins  # noqa: E402  (benchmarks/reproduce_margins.py)
 import reproduce_plots  # noqa: E402  (benchmarks/reproduce_plots.py)
 import reproduce_report  # noqa: E402  (benchmarks/reproduce_report.py)
-from convergence import check_convergence  # noqa: E402  (benchmarks/convergence.py)
+from convergence import check_convergence, rechecked  # noqa: E402  (benchmarks/convergence.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -193,7 +193,7 @@ def run_stage(config, seed, scale, data, folder, epochs):
     stage = Path(folder) / f"e{epochs}"
     done = stage / "stage.json"
     if done.exists():
-        return _rechecked(_json(done))
+        return rechecked(_json(done))
     stage.mkdir(parents=True, exist_ok=True)
     run = stage / "run"
     if not (run / "metrics.json").exists():
@@ -212,7 +212,7 @@ def _failed_elsewhere(folder, epochs):
     """A sibling seed of the same configuration finished `epochs` without converging."""
     stem = Path(folder).name.rsplit("_seed", 1)[0]
     for sibling in Path(folder).parent.glob(f"{stem}_seed*/e{epochs}/stage.json"):
-        if sibling.parent.parent != Path(folder) and not _rechecked(_json(sibling))["converged"]:
+        if sibling.parent.parent != Path(folder) and not rechecked(_json(sibling))["converged"]:
             return True
     return False
 
@@ -238,7 +238,7 @@ def run_cell(config, seed, scale, paths, folder):
     folder = Path(folder)
     done = folder / "cell.json"
     if done.exists():
-        cell = _rechecked(_json(done))
+        cell = rechecked(_json(done))
         if cell["converged"] or cell["epochs"] >= scale.ladder(config)[-1]:
             return cell  # finished; a cell at an earlier sitting's cap climbs on
     folder.mkdir(parents=True, exist_ok=True)
@@ -306,16 +306,6 @@ def _report_extras(metrics):
     if "loss_gap" in metrics:
         out["loss_gap"], out["loss_gap_bound"] = metrics["loss_gap"]["gap"], metrics["loss_gap"]["bound"]
     return out
-
-
-def _rechecked(record):
-    """A saved stage or cell with `converged` re-read from its loss curve by today's rule (records
-    written by older code carry the older rule's flag); records without a curve are kept."""
-    curve = record.get("losses") or record.get("loss_curve")
-    if not curve:
-        return record
-    status = check_convergence(curve)
-    return dict(record, converged=status.converged, window_share=status.ratio)
 
 
 def _json(path):
@@ -416,7 +406,7 @@ def _pairs(grid):
 def _list(grid, scale):
     for config, seed, folder in grid:
         state = "done" if (folder / "cell.json").exists() else "todo"
-        stages = [f"e{e}:" + ("converged" if _rechecked(_json(p))["converged"] else "not converged")
+        stages = [f"e{e}:" + ("converged" if rechecked(_json(p))["converged"] else "not converged")
                   if (p := folder / f"e{e}" / "stage.json").exists() else f"e{e}:-"
                   for e in scale.ladder(config)]
         print(f"{state}  {config.key:15s} seed {seed}  {' '.join(stages)}  {folder}")

@@ -13,7 +13,7 @@ import time
 import warnings
 
 import numpy as np
-from convergence import check_convergence  # benchmarks/convergence.py (a sibling, on sys.path)
+from convergence import rechecked  # benchmarks/convergence.py (a sibling, on sys.path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,10 +393,7 @@ def merge(saved, finished, pairs, scale):
     saved = saved or {"cells": [], "pairs": {}}
     cells = {(c["config"], c["seed"]): c for c in saved["cells"]}
     cells.update({(c["config"], c["seed"]): c for c in finished})
-    for cell in cells.values():  # one rule for every cell, whenever it was trained
-        if cell.get("loss_curve"):
-            status = check_convergence(cell["loss_curve"])
-            cell.update(converged=status.converged, window_share=status.ratio)
+    cells = {key: rechecked(cell) for key, cell in cells.items()}  # one rule, whenever trained
     merged = {k: dict(v) for k, v in saved.get("pairs", {}).items()}
     for claim, by_seed in pairs.items():
         merged.setdefault(claim, {}).update(by_seed)

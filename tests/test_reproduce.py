@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import reproduce  # noqa: E402  (benchmarks/reproduce.py)
 import reproduce_report  # noqa: E402
-from convergence import check_convergence  # noqa: E402
+from convergence import check_convergence, rechecked  # noqa: E402
 
 
 def _folder(root, per_class):
@@ -174,9 +174,9 @@ def test_saved_stages_are_re_read_by_todays_rule(tmp_path):
     stage = tmp_path / "sincere_seed1" / "e100" / "stage.json"
     stage.parent.mkdir(parents=True)
     stage.write_text(json.dumps({"epochs": 100, "converged": False, "losses": flat}))
-    assert reproduce._rechecked(json.loads(stage.read_text()))["converged"]
+    assert rechecked(json.loads(stage.read_text()))["converged"]
     assert not reproduce._failed_elsewhere(tmp_path / "sincere_seed0", 100)
-    assert reproduce._rechecked({"epochs": 40, "converged": False}) == {"epochs": 40,
+    assert rechecked({"epochs": 40, "converged": False}) == {"epochs": 40,
                                                                        "converged": False}
 
 
