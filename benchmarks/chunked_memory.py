@@ -95,32 +95,14 @@ def _pass(loss, y, z, compiled):
 
 
 def matmul_gflops(dim, n=8192, repeats=5):
-    """This backend's fp32 matmul rate, GFLOP/s: the best of `repeats` compiled
-    `(n, dim) x (dim, n)` products (the shape of the loss's own products)."""
-    import keras
+    """This backend's fp32 matmul rate, GFLOP/s: the best of `repeats` compiled steps of three
+    `(n, dim) x (dim, n)` products (the shape of the loss's own; `loss_speed.matmul_floor_step`)."""
+    from loss_speed import matmul_floor_step  # benchmarks/loss_speed.py (a sibling, on sys.path)
 
-    rng = np.random.default_rng(1)
-    a, b = (rng.normal(size=(n, dim)).astype("float32") for _ in range(2))
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        a, b = tf.constant(a), tf.constant(b)
-        product = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b, transpose_b=True)))
-        step = lambda: product().numpy()  # noqa: E731
-    elif keras.backend.backend() == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        product = jax.jit(lambda x, y: jnp.sum(x @ y.T))
-        step = lambda: product(a, b).block_until_ready()  # noqa: E731
-    else:
-        import torch
-
-        a, b = torch.tensor(a), torch.tensor(b)
-        step = lambda: float((a @ b.T).sum())  # noqa: E731
+    step = matmul_floor_step(n, dim)
     step()
     best = min(_seconds(step) for _ in range(repeats))
-    return 2 * n * n * dim / best / 1e9
+    return 3 * 2 * n * n * dim / best / 1e9
 
 
 def _seconds(step):

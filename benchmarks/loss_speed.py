@@ -52,8 +52,10 @@ def _timed_grad(loss, y, z, xla=False):
     return step
 
 
-def _floor(n, dim, xla=False):
-    """A step of three `(n, dim) x (dim, n)` products, each summed so none is dead code."""
+def matmul_floor_step(n, dim, xla=False):
+    """A step (no arguments) of three `(n, dim) x (dim, n)` fp32 products, compiled as the losses
+    are here and each summed so none is dead code: `3 * 2 * n**2 * dim` FLOPs. Also used by
+    `chunked_memory.py`."""
     rng = np.random.default_rng(1)
     a, b = (rng.normal(size=(n, dim)).astype("float32") for _ in range(2))
     if keras.backend.backend() == "tensorflow":
@@ -99,7 +101,7 @@ def main():
           "| --- | --- | --- | --- | --- | --- |")
     for batch in args.batch:
         n = batch * args.views
-        floor = _median_ms(_floor(n, args.dim, args.xla), args.repeats)
+        floor = _median_ms(matmul_floor_step(n, args.dim, args.xla), args.repeats)
         for name, loss in [("SINCERELoss", clzoo.losses.SINCERELoss()),
                            ("SupConLoss", clzoo.losses.SupConLoss())]:
             z = rng.normal(size=(batch, args.views, args.dim)).astype("float32")
