@@ -68,26 +68,24 @@ def _reduce(block, lead, masks, value_fn, grad_fn):
             `logits()` gives `s` (kept, or recomputed on first use).
     """
     rows, cols, s = block
-    n_lead, n_masks = len(lead), len(masks)
+    kept = rows is None
+    sources = (s,) if kept else (rows, cols)  # what gives `s` back in the backward pass
+    n_lead, n_sources, n_masks = len(lead), len(sources), len(masks)
+    logits_at = n_lead + (0 if kept else 2)
 
     def forward(*inputs):
-        head, tail = inputs[:n_lead], inputs[n_lead:]
-        kept = rows is None
-        logits = tail[0] if kept else tail[2]
-        value, saved = value_fn(*head, logits, *tail[1 if kept else 3:])
-        return value, ((logits,) if kept else tuple(tail[:2])) + tuple(tail[-n_masks:]) + saved
+        logits, given_masks = inputs[logits_at], inputs[logits_at + 1:]
+        value, saved = value_fn(*inputs[:n_lead], logits, *given_masks)
+        return value, inputs[n_lead:n_lead + n_sources] + given_masks + saved
 
     def backward(residuals, upstream):
-        sources, rest = (residuals[:1], residuals[1:]) if rows is None else (residuals[:2], residuals[2:])
-        logits = (lambda: sources[0]) if rows is None else (lambda: _logits(*sources))
+        sources, rest = residuals[:n_sources], residuals[n_sources:]
+        logits = (lambda: sources[0]) if kept else (lambda: _logits(*sources))
         lead_grads, grad_s = grad_fn(logits, rest[:n_masks], rest[n_masks:], upstream)
-        if rows is None:
-            return (*lead_grads, grad_s)
-        return (*lead_grads, *_to_embeddings(grad_s, *sources))
+        return (*lead_grads, grad_s) if kept else (*lead_grads, *_to_embeddings(grad_s, *sources))
 
-    inputs = (s,) if rows is None else (rows, cols, s)
-    differentiable = n_lead + (1 if rows is None else 2)
-    return custom_vjp(forward, backward, differentiable)(*lead, *inputs, *masks)
+    inputs = (s,) if kept else (rows, cols, s)
+    return custom_vjp(forward, backward, n_lead + n_sources)(*lead, *inputs, *masks)
 
 
 def is_weight(mask):
