@@ -59,6 +59,25 @@ if INSTALLED_WHEEL and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is 
                             f"{CLZOO_FROM}; the suite must test the installed package.")
 
 
+def _jax_fast_compiles():
+    """The jax lane compiles thousands of tiny programs (each eager op is one; ~20 ms apiece at
+    XLA's default LLVM level). Level 0 halves that. It changes machine code, not the HLO: no
+    fast-math, the same float semantics. Only this process: child processes (training runs,
+    multi-process checks) get the user's XLA_FLAGS back, and with them the default level."""
+    given = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = f"{given or ''} --xla_backend_optimization_level=0".strip()
+    import jax
+
+    jax.devices()  # the CPU client reads XLA_FLAGS once, here
+    if given is None:
+        del os.environ["XLA_FLAGS"]
+    else:
+        os.environ["XLA_FLAGS"] = given
+
+
+if os.environ.get("KERAS_BACKEND") == "jax" and not os.environ.get("CLZOO_TEST_XLA_DEFAULT"):
+    _jax_fast_compiles()
+
 import keras  # noqa: E402
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -82,12 +101,27 @@ def backends_of(item):
     return names
 
 
+def _check_groups_hold(config, items):
+    """Tests sharing an expensive module fixture carry one `xdist_group`; `--dist loadgroup`
+    keeps them on one worker by suffixing their node ids. Where the installed pytest ignores the
+    suffix (pytest 9 with pytest-xdist 3.8, pytest-xdist #1386), every worker builds the fixture
+    again: refuse instead of running slowly without a word."""
+    if getattr(config.option, "loadgroup", False):
+        grouped = [item for item in items if item.get_closest_marker("xdist_group")]
+        if grouped and "@" not in grouped[0].nodeid:
+            raise pytest.UsageError(f"--dist loadgroup has no effect with pytest {pytest.__version__} "
+                                    "(pytest-xdist #1386): pip install 'pytest<9'")
+
+
 @pytest.hookimpl(trylast=True)  # after folder rules (tests/losses/conftest.py) have marked their items
 def pytest_collection_modifyitems(config, items):
+    _check_groups_hold(config, items)
     kept = [item for item in items if LANE in backends_of(item)]
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if LANE not in backends_of(item)])
-        items[:] = kept
+    # Large tests first (a stable sort: each module's order holds): xdist then hands out the long
+    # runs while there is short work left to balance them, instead of one worker finishing alone.
+    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("large") is None)
 
 
 @pytest.fixture(autouse=True)

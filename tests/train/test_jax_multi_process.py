@@ -34,6 +34,7 @@ views: {{size: 8, flip: false, grayscale_p: 0.0}}
 training: {{epochs: 3, batch_size: 16, learning_rate: 0.05, log_every_steps: 1}}
 eval: {{report: false, knn_k: [5], knn_headline_k: 5}}
 """
+RUNS = "jax_processes"  # xdist group of the tests that share the `runs` fixture (built once)
 CLUSTER = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
            "KERAS_DISTRIBUTION_PROCESS_ID")
 
@@ -110,6 +111,7 @@ def _largest_differences(left, right):
     return {name: float(np.max(np.abs(a[name] - b[name]), initial=0.0)) for name in a}
 
 
+@pytest.mark.xdist_group(RUNS)
 @pytest.mark.large
 def test_both_processes_succeed_and_the_run_is_written_once(runs):
     root, (code, _out, err), pair = runs
@@ -131,6 +133,7 @@ def test_both_processes_succeed_and_the_run_is_written_once(runs):
     assert len(environment["devices"]) == 2
 
 
+@pytest.mark.xdist_group(RUNS)
 @pytest.mark.large
 def test_two_processes_match_one_process_on_the_same_global_batch(runs):
     root, *_ = runs
@@ -282,6 +285,7 @@ def _pair(recipe, output, root, *extra):
             for i in range(2)]
 
 
+@pytest.mark.xdist_group(RUNS)
 @pytest.mark.large
 def test_two_processes_killed_and_resumed_end_as_one_process(runs, tmp_path):
     """kill -9 of both processes after the first checkpoint, then `--resume` on both (one run

@@ -43,8 +43,16 @@ def test_a_signal_checkpoints_and_the_run_resumes(tmp_path, which):
                               "--set", "eval.baselines=[]"],
                              env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode != 0 and "differs" in resumed.stderr  # the recipe is pinned
-    resumed = subprocess.run([sys.executable, "-m", "clzoo.cli", "train", "--resume", str(run)],
-                             env=env, capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming at step {step}" in resumed.stdout
-    assert (run / "metrics.json").exists()
+    # Resumed, it trains on from the checkpoint's step (a signal stops it again; the resumed run
+    # trained to the end, metrics and weights equal to an uninterrupted run, is test_resume.py's).
+    process = subprocess.Popen([sys.executable, "-m", "clzoo.cli", "train", "--resume", str(run)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while _steps_logged(run / "steps.jsonl") < step + 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(which)
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 128 + which, (out, err)
+    assert f"resuming at step {step}" in out and "Traceback" not in err
+    assert checkpoint_progress(run / "checkpoint.keras")["step"] >= step + 2
+    assert not (run / "metrics.json").exists()
