@@ -9,6 +9,11 @@ matmul floor timed in the same run and compiled the same way: three
 `(N, D) x (D, N)` products (`N = batch * views`), the one forward and two backward
 products no exact loss over all pairs can skip. `--xla` compiles TensorFlow with XLA
 (`jit_compile=True`, as `fit(jit_compile=True)` does); JAX always runs under `jax.jit`.
+
+`--chunk-sizes 512 1024` adds rows of the chunked losses (`chunk_size`). `--textbook` adds a
+yardstick row: SupCon L_out written as the formula (`textbook_supcon`: full logits, masked
+log-softmax, mean over positives), compiled the same way, i.e. what the backend's compiler makes
+of the plain N x N computation.
 """
 
 import argparse
@@ -50,6 +55,24 @@ def _timed_grad(loss, y, z, xla=False):
         return t.grad
 
     return step
+
+
+def textbook_supcon(y, z, temperature=0.1):
+    """SupCon L_out (Khosla et al. 2020, eq. 2) as the formula reads, for `(B, V, D)` views:
+    no chunking, no custom gradient, no kept logits."""
+    ops = keras.ops
+    batch, views = ops.shape(z)[0], ops.shape(z)[1]
+    flat = ops.reshape(z, (batch * views, -1))
+    flat = flat / ops.norm(flat, axis=1, keepdims=True)
+    labels = ops.repeat(ops.convert_to_tensor(y), views)  # flat rows are sample-major
+    n = batch * views
+    not_self = ops.logical_not(ops.cast(ops.eye(n), "bool"))
+    logits = ops.where(not_self, ops.matmul(flat, ops.transpose(flat)) / temperature, -1e9)
+    log_p = logits - ops.logsumexp(logits, axis=1, keepdims=True)
+    positive = ops.logical_and(ops.equal(labels[:, None], labels[None, :]), not_self)
+    mean_log_p = ops.sum(ops.where(positive, log_p, 0.0), axis=1) / ops.sum(
+        ops.cast(positive, "float32"), axis=1)
+    return -ops.mean(mean_log_p)
 
 
 def matmul_floor_step(n, dim, xla=False):
@@ -94,20 +117,32 @@ def main():
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--xla", action="store_true", help="TensorFlow: jit_compile=True")
+    parser.add_argument("--chunk-sizes", type=int, nargs="*", default=[],
+                        help="also time the chunked losses at these chunk sizes")
+    parser.add_argument("--textbook", action="store_true",
+                        help="also time SupCon written as the formula (a yardstick)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"backend={keras.backend.backend()} views={args.views} dim={args.dim} xla={args.xla}")
-    print("| loss | batch | N | ms / forward+backward | floor ms (3 matmuls) | x floor |\n"
-          "| --- | --- | --- | --- | --- | --- |")
+    print("| loss | chunk | batch | N | ms / forward+backward | floor ms (3 matmuls) | x floor |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
     for batch in args.batch:
         n = batch * args.views
         floor = _median_ms(matmul_floor_step(n, args.dim, args.xla), args.repeats)
-        for name, loss in [("SINCERELoss", clzoo.losses.SINCERELoss()),
-                           ("SupConLoss", clzoo.losses.SupConLoss())]:
+        for name, chunk, loss in _candidates(args.chunk_sizes, args.textbook):
             z = rng.normal(size=(batch, args.views, args.dim)).astype("float32")
             y = rng.integers(0, 10, size=batch).astype("int32")
             ms = _median_ms(_timed_grad(loss, y, z, args.xla), args.repeats)
-            print(f"| {name} | {batch} | {n} | {ms:.1f} | {floor:.1f} | {ms / floor:.2f} |", flush=True)
+            print(f"| {name} | {chunk or '-'} | {batch} | {n} | {ms:.1f} | {floor:.1f} | "
+                  f"{ms / floor:.2f} |", flush=True)
+
+
+def _candidates(chunk_sizes, textbook):
+    """(name, chunk size, loss(y, z)) of every row to time."""
+    rows = [(name, chunk, getattr(clzoo.losses, name)(chunk_size=chunk))
+            for chunk in [None, *chunk_sizes] for name in ("SINCERELoss", "SupConLoss")]
+    return rows + ([("SupCon, textbook formula", None, textbook_supcon)] if textbook else [])
+
 
 if __name__ == "__main__":
     main()
