@@ -58,8 +58,10 @@ def _timed_grad(loss, y, z, xla=False):
 
 
 def textbook_supcon(y, z, temperature=0.1):
-    """SupCon L_out (Khosla et al. 2020, eq. 2) as the formula reads, for `(B, V, D)` views:
-    no chunking, no custom gradient, no kept logits."""
+    """SupCon L_out (Khosla et al. 2020, eq. 2) as the formula reads: no chunking, no custom
+    gradient, no kept logits. `y`: `(B,)` int labels; `z`: `(B, V, D)` float32 views (each
+    normalized here). Returns the float32 scalar mean over the `B * V` anchors, equal to
+    `clzoo.losses.SupConLoss(temperature)` (`tests/test_loss_speed.py`)."""
     ops = keras.ops
     batch, views = ops.shape(z)[0], ops.shape(z)[1]
     flat = ops.reshape(z, (batch * views, -1))

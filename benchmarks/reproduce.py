@@ -193,7 +193,7 @@ def run_stage(config, seed, scale, data, folder, epochs):
     stage = Path(folder) / f"e{epochs}"
     done = stage / "stage.json"
     if done.exists():
-        return rechecked(_json(done))
+        return _saved(done)
     stage.mkdir(parents=True, exist_ok=True)
     run = stage / "run"
     if not (run / "metrics.json").exists():
@@ -212,7 +212,7 @@ def _failed_elsewhere(folder, epochs):
     """A sibling seed of the same configuration finished `epochs` without converging."""
     stem = Path(folder).name.rsplit("_seed", 1)[0]
     for sibling in Path(folder).parent.glob(f"{stem}_seed*/e{epochs}/stage.json"):
-        if sibling.parent.parent != Path(folder) and not rechecked(_json(sibling))["converged"]:
+        if sibling.parent.parent != Path(folder) and not _saved(sibling)["converged"]:
             return True
     return False
 
@@ -238,7 +238,7 @@ def run_cell(config, seed, scale, paths, folder):
     folder = Path(folder)
     done = folder / "cell.json"
     if done.exists():
-        cell = rechecked(_json(done))
+        cell = _saved(done)
         if cell["converged"] or cell["epochs"] >= scale.ladder(config)[-1]:
             return cell  # finished; a cell at an earlier sitting's cap climbs on
     folder.mkdir(parents=True, exist_ok=True)
@@ -310,6 +310,11 @@ def _report_extras(metrics):
 
 def _json(path):
     return json.loads(Path(path).read_text())
+
+
+def _saved(path):
+    """A saved `stage.json` / `cell.json`, its convergence re-read from its curve by today's rule."""
+    return rechecked(_json(path))
 
 
 def _parse(argv):
@@ -406,7 +411,7 @@ def _pairs(grid):
 def _list(grid, scale):
     for config, seed, folder in grid:
         state = "done" if (folder / "cell.json").exists() else "todo"
-        stages = [f"e{e}:" + ("converged" if rechecked(_json(p))["converged"] else "not converged")
+        stages = [f"e{e}:" + ("converged" if _saved(p)["converged"] else "not converged")
                   if (p := folder / f"e{e}" / "stage.json").exists() else f"e{e}:-"
                   for e in scale.ladder(config)]
         print(f"{state}  {config.key:15s} seed {seed}  {' '.join(stages)}  {folder}")

@@ -63,7 +63,8 @@ def _jax_fast_compiles():
     """The jax lane compiles thousands of tiny programs (each eager op is one; ~20 ms apiece at
     XLA's default LLVM level). Level 0 halves that. It changes machine code, not the HLO: no
     fast-math, the same float semantics. Only this process: child processes (training runs,
-    multi-process checks) get the user's XLA_FLAGS back, and with them the default level."""
+    multi-process checks) get the user's XLA_FLAGS back, and with them the default level.
+    `CLZOO_TEST_XLA_DEFAULT=1` runs the lane at the default level instead."""
     given = os.environ.get("XLA_FLAGS")
     os.environ["XLA_FLAGS"] = f"{given or ''} --xla_backend_optimization_level=0".strip()
     import jax

@@ -151,16 +151,26 @@ def test_convergence_rule():
         check_convergence([1.0, 0.5, float("nan"), 0.2, 0.1])
 
 
+def _flat_noisy_curve():
+    """100 epochs of a decayed loss with epoch-to-epoch noise of +-1% of its drop."""
+    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
+    return [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+
+
+def _still_falling(curve):
+    """`curve` falling a further 3% of its drop across its last 20 epochs."""
+    return [v - 0.006 * max(0, i - 79) for i, v in enumerate(curve)]
+
+
 def test_convergence_reads_the_trend_not_single_noisy_epochs():
     # A flattened curve with epoch-to-epoch noise of +-1% of its drop (a contrastive loss's
     # sampled views): converged, though its window's highest and lowest epochs are 2% apart.
-    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
-    flat = [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+    flat = _flat_noisy_curve()
     status = check_convergence(flat)
     assert status.converged and abs(status.ratio) < 0.005
     assert (flat[-21] - min(flat[-20:])) / (flat[0] - min(flat)) > 0.02  # end points would fail it
     # The same noise on a curve still falling 3% of its drop across the window: not converged.
-    falling = [v - 0.006 * max(0, i - 79) for i, v in enumerate(flat)]
+    falling = _still_falling(flat)
     status = check_convergence(falling)
     assert not status.converged and status.ratio == pytest.approx(0.03, abs=0.005)
     assert status.window == 20
@@ -169,8 +179,7 @@ def test_convergence_reads_the_trend_not_single_noisy_epochs():
 def test_saved_stages_are_re_read_by_todays_rule(tmp_path):
     # A stage written by older code says "not converged" for a curve today's rule calls flat: the
     # ladder (skip, climb) and --list must follow the curve; a record without one keeps its flag.
-    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
-    flat = [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+    flat = _flat_noisy_curve()
     stage = tmp_path / "sincere_seed1" / "e100" / "stage.json"
     stage.parent.mkdir(parents=True)
     stage.write_text(json.dumps({"epochs": 100, "converged": False, "losses": flat}))
@@ -185,10 +194,9 @@ def test_plot_legend_reads_convergence_from_the_curve_not_a_saved_flag():
     # which re-checks every curve.
     import reproduce_plots
 
-    noise = [0.04 * (-1) ** (i + 1) for i in range(100)]
-    flat = [1.0 + 4.0 * 0.9 ** i + e for i, e in enumerate(noise)]
+    flat = _flat_noisy_curve()
     assert "seed 3, converged: last 20% took" in reproduce_plots.curve_label("sincere", 3, flat)
-    falling = [v - 0.006 * max(0, i - 79) for i, v in enumerate(flat)]
+    falling = _still_falling(flat)
     assert "not converged: last 20% took 3.0%" in reproduce_plots.curve_label("sincere", 3, falling)
 
 
