@@ -8,14 +8,14 @@ from clzoo.models.contrastive_model import ContrastiveModel
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
-from clzoo.models.registry import ENCODERS, get_encoder, list_encoders
+from clzoo.models.registry import ENCODERS, check_encoder_options, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.models.test_time_flip import HorizontalFlip, flip_averaged
 
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
            "HorizontalFlip", "MemoryQueue", "MomentumEncoder", "ProjectionHead", "airbench_net",
-           "build_classifier", "cifar_resnet", "flip_averaged", "get_encoder", "hub_resnet",
-           "list_encoders", "vit"]
+           "build_classifier", "check_encoder_options", "cifar_resnet", "flip_averaged",
+           "get_encoder", "hub_resnet", "list_encoders", "vit"]
 
 
 def __getattr__(name):

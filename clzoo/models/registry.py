@@ -1,6 +1,7 @@
 """One registry of encoders by name: `get_encoder("resnet18")`, `list_encoders()`."""
 
 import functools
+import inspect
 
 from clzoo.models import backbones
 from clzoo.models.airbench import ARCHITECTURES as AIRBENCH
@@ -13,6 +14,7 @@ _CIFAR_DESCRIPTIONS = {
     "resnet34": "CIFAR-stem ResNet-34, 512-d, 21.3M params",
     "resnet50": "CIFAR-stem ResNet-50 (bottleneck, SupCon's CIFAR encoder), 2048-d, 23.5M params",
     "resnet20": "He et al. CIFAR ResNet-20, 64-d, 0.27M params (trains on a CPU)",
+    "resnet8": "He et al. CIFAR ResNet-8 (n=1), 64-d, 0.08M params (tiny data, smoke tests)",
     "resnet10_narrow": "narrow ResNet-10, 256-d, 1.2M params (trains on a CPU)",
 }
 
@@ -58,3 +60,46 @@ def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     (None, 64)
     """
     return ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs)
+
+
+# Set by the caller (a recipe's views.size, the saved model's name), never an option.
+_NOT_OPTIONS = ("input_shape", "name")
+
+
+def check_encoder_options(architecture, options):
+    """Refuse builder keyword arguments that `architecture` does not take, or of another type.
+
+    `options` are the extra keyword arguments of `get_encoder` (a recipe's
+    `model.encoder_options`), e.g. `{"num_layers": 2}` for `"vit_small_patch4"`. A value must
+    have its default's type (an int where the default is an int; a float default takes an int
+    too); values themselves are checked by the builder.
+
+    Raises:
+        ValueError: naming the option, the architecture and what it takes.
+
+    Example:
+
+    >>> import clzoo
+    >>> clzoo.models.check_encoder_options("vit_small_patch4", {"num_layers": 2})
+    >>> clzoo.models.check_encoder_options("resnet20", {"depth": 8})
+    Traceback (most recent call last):
+    ...
+    ValueError: resnet20 takes no option 'depth'; it takes: mean, std.
+    """
+    from clzoo.registry import did_you_mean
+
+    params = {n: p for n, p in inspect.signature(ENCODERS.get(architecture)).parameters.items()
+              if n not in _NOT_OPTIONS and p.kind is p.POSITIONAL_OR_KEYWORD}
+    for key, value in options.items():
+        if key not in params:
+            known = ", ".join(params) or "none"
+            raise ValueError(f"{architecture} takes no option {key!r}; it takes: {known}."
+                             + did_you_mean(key, params))
+        default = params[key].default
+        wanted = ((int, float) if isinstance(default, float) else
+                  (list, tuple) if isinstance(default, tuple) else type(default))
+        if default not in (None, inspect.Parameter.empty) and (
+                not isinstance(value, wanted) or isinstance(value, bool) != isinstance(default, bool)):
+            kind = type(default).__name__
+            raise ValueError(f"{architecture} option {key!r} takes {'an' if kind[0] in 'aeiou' else 'a'} "
+                             f"{kind} like its default {default!r}, not {value!r}.")

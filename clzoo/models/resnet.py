@@ -22,6 +22,8 @@ ARCHITECTURES = {
     "resnet50": ((3, 4, 6, 3), (64, 128, 256, 512)),
     # He et al. 2016 CIFAR ResNet-20 (0.27M parameters).
     "resnet20": ((3, 3, 3), (16, 32, 64)),
+    # He et al.'s 6n+2 family at n=1 (0.08M parameters; CRD's resnet8): tiny data, smoke tests.
+    "resnet8": ((1, 1, 1), (16, 32, 64)),
     # Narrow ResNet-10 that trains CIFAR-10 on a laptop CPU in minutes.
     "resnet10_narrow": ((1, 1, 1, 1), (32, 64, 128, 256)),
 }
@@ -81,7 +83,8 @@ def cifar_resnet(
 
     Args:
         architecture: a name in `ARCHITECTURES` (`"resnet18"`, `"resnet34"`,
-            `"resnet50"` (bottleneck blocks), `"resnet20"`, `"resnet10_narrow"`).
+            `"resnet50"` (bottleneck blocks), `"resnet20"`, `"resnet8"`,
+            `"resnet10_narrow"`).
             Defaults to `"resnet18"`.
         input_shape: `(height, width, channels)` of the input images.
             Defaults to `(32, 32, 3)`.

@@ -70,7 +70,7 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
     if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
         keras.utils.set_random_seed(int(recipe.seed))
         random_encoder = get_encoder(recipe.model.architecture, input_shape=(size, size, 3),
-                                     name="encoder")
+                                     name="encoder", **recipe.model.encoder_options)
     rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
                             verbose=verbose)

@@ -47,6 +47,9 @@ class _Section(BaseModel):
 
 class ModelSpec(_Section):
     architecture: str = "resnet20"  # a name of clzoo.models.list_encoders()
+    # the architecture's own builder arguments, e.g. {num_layers: 2} for vit_small_patch4
+    # (clzoo.models.check_encoder_options); the image size comes from views.size
+    encoder_options: dict[str, int | float | str | bool | list[float]] = {}
     head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
     head_batch_norm: bool = False
     embedding_dim: PositiveInt = 128
@@ -68,6 +71,16 @@ class ModelSpec(_Section):
     def _momentum_needs_queue(self):
         if self.momentum is not None and self.queue_size is None:
             raise ValueError("momentum (the key encoder) needs a queue: set model.queue_size")
+        return self
+
+    @model_validator(mode="after")
+    def _options_fit_the_encoder(self):
+        from clzoo.models.registry import check_encoder_options
+
+        try:
+            check_encoder_options(self.architecture, self.encoder_options)
+        except ValueError as error:
+            raise ValueError(f"encoder_options: {error}") from None
         return self
 
     @field_validator("architecture")

@@ -23,7 +23,7 @@ class ContrastiveTask:
     def build_model(self, recipe, views, num_classes):
         spec = recipe.model
         encoder = get_encoder(spec.architecture, input_shape=(views.size, views.size, 3),
-                              name="encoder")
+                              name="encoder", **spec.encoder_options)
         # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
         head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
@@ -49,7 +49,7 @@ class ContrastiveTask:
 class SoftTargetTask:
     def build_model(self, recipe, views, num_classes):
         encoder = get_encoder(recipe.model.architecture, input_shape=(views.size, views.size, 3),
-                              name="encoder")
+                              name="encoder", **recipe.model.encoder_options)
         return build_classifier(encoder, num_classes,
                                 hidden_dims=tuple(recipe.model.classifier_hidden_dims))
 

@@ -10,6 +10,7 @@ pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (t
 
 @pytest.mark.parametrize("architecture, width, params", [
     ("resnet20", 64, (260_000, 280_000)),
+    ("resnet8", 64, (75_000, 80_000)),
     ("resnet18", 512, (11_100_000, 11_250_000)),
 ])
 def test_cifar_resnet_shapes_and_size(architecture, width, params):

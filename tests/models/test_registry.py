@@ -10,7 +10,7 @@ pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (t
 
 pytest.importorskip("keras_hub")
 
-EXPECTED_DIM = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet20": 64,
+EXPECTED_DIM = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet20": 64, "resnet8": 64,
                 "resnet10_narrow": 256, "hub_resnet18": 512, "hub_resnet50": 2048,
                 "vit_small_patch4": 192, "airbench": 256, "airbench_half": 128}
 # Small enough to save and train a step on every backend in the test budget.

@@ -67,6 +67,9 @@ BAD = [  # (override, the key the message must name, a fragment of the reason)
     ("eval.baselines=[pixels]", "eval.baselines", "raw_pixels"),
     ("eval.monitor_every=-1", "eval.monitor_every", "greater than or equal to 0"),
     ("model.architecture=resnet21", "model.architecture", "Did you mean 'resnet20'"),
+    ("model.encoder_options={depth: 8}", "encoder_options", "resnet20 takes no option 'depth'"),
+    ("model.encoder_options={name: x}", "encoder_options", "takes no option 'name'"),
+    ("model.encoder_options={mean: 0.5}", "encoder_options", "like its default"),
     ("model.embedding_dim=0", "model.embedding_dim", "greater than 0"),
     ("model.head_hidden_dims=[0]", "model.head_hidden_dims", "greater than 0"),
     ("loss.name=SupConLos", "SupConLos", "Did you mean 'SupConLoss'"),
@@ -178,3 +181,18 @@ def test_typed_overrides_are_used_as_given_not_reparsed(tmp_path):
     assert load_recipe(None, ["training.epochs=3"]).training.epochs == 3
     with pytest.raises(RecipeError, match="training.epochs"):
         load_recipe(None, [("training.epochs", "3")])  # typed means typed: a str is refused
+
+
+def test_encoder_options_reach_the_encoder_and_its_random_init_baseline():
+    import clzoo
+    from clzoo.train.builders import views_from_config
+    from clzoo.train.tasks import TASKS
+
+    options = "model.encoder_options={num_layers: 1, hidden_dim: 48, mlp_dim: 96}"
+    recipe = load_recipe(None, ["model.architecture=vit_small_patch4", options, "views.size=8"])
+    model = TASKS.get("contrastive")().build_model(recipe, views_from_config(recipe.views), 4)
+    small = clzoo.models.get_encoder("vit_small_patch4", (8, 8, 3), num_layers=1, hidden_dim=48,
+                                     mlp_dim=96)
+    default = clzoo.models.get_encoder("vit_small_patch4", (8, 8, 3))
+    assert model.encoder.count_params() == small.count_params() < default.count_params() / 10
+    assert model.encoder.output_shape == (None, 48)
