@@ -108,7 +108,7 @@ def test_parser_constants_match_the_registries():
 def _tiny_recipe(tmp_path):
     data = write_tiny_digits(tmp_path / "data", train=64, test=32)
     recipe = {"name": "tiny", "data": data,
-              "model": {"architecture": "resnet20", "embedding_dim": 16},
+              "model": {"architecture": "resnet8", "embedding_dim": 16},
               "views": {"size": 8, "flip": False, "grayscale_p": 0.0},
               "training": {"epochs": 2, "batch_size": 32, "learning_rate": 0.05},
               "eval": {"knn_k": [1, 5], "knn_headline_k": 5, "metrics": ["knn"]}}

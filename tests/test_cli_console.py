@@ -60,7 +60,7 @@ def run(data, env, tmp_path_factory):
     """`clzoo train` of a one-epoch ResNet-20 (BatchNormalization inside) on the tiny digits."""
     root = tmp_path_factory.mktemp("train")
     recipe = {"name": "tiny", "data": data,
-              "model": {"architecture": "resnet20", "embedding_dim": 8},
+              "model": {"architecture": "resnet8", "embedding_dim": 8},
               "views": {"size": 8, "flip": False, "grayscale_p": 0.0},
               "training": {"epochs": 1, "batch_size": 16, "learning_rate": 0.05},
               "eval": {"knn_k": [1], "knn_headline_k": 1, "metrics": ["knn"], "baselines": []}}

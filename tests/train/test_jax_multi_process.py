@@ -1,8 +1,8 @@
 """`clzoo train` over two JAX processes (`jax.distributed`, gloo CPU collectives) against one process.
 
-Both runs use the installed console script on the same recipe and global batch: a ViT (LayerNorm
-only, so no batch-norm statistics differ) with InfoNCE and a memory queue of 48 keys, 64 images,
-batch 16. The two processes join a coordinator on 127.0.0.1 and train under
+Both runs use the installed console script on the same recipe and global batch: a one-layer ViT
+(LayerNorm only, so no batch-norm statistics differ) with InfoNCE and a memory queue of 48 keys,
+64 images, batch 16. The two processes join a coordinator on 127.0.0.1 and train under
 `keras.distribution.DataParallel` over one CPU device each, so each sees half of every batch while
 the loss sees the global one (its negatives come from both processes) and the queue enqueues the
 global batch. Process 1 writes to its own run folder, which must stay empty: every file is written
@@ -28,7 +28,8 @@ CLZOO = str(Path(sys.executable).with_name("clzoo"))  # the installed console sc
 RECIPE = """\
 name: jax_processes
 data: {data}
-model: {{architecture: vit_small_patch4, embedding_dim: 16, queue_size: 48}}
+model: {{architecture: vit_small_patch4, embedding_dim: 16, queue_size: 48,
+        encoder_options: {{num_layers: 1, hidden_dim: 48, mlp_dim: 96}}}}
 loss: {{name: InfoNCELoss}}
 views: {{size: 8, flip: false, grayscale_p: 0.0}}
 training: {{epochs: 3, batch_size: 16, learning_rate: 0.05, log_every_steps: 1}}
@@ -73,7 +74,9 @@ def _finish_all(processes, timeout=600):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, long_evaluation):
+    """One process and two on the same recipe. `long_evaluation` is asked for first so that its
+    idle 40 s pass while these train (its test only collects the outputs)."""
     root = tmp_path_factory.mktemp("jax_processes")
     data = write_tiny_digits(root / "data", train=64, test=32)
     recipe = root / "recipe.yaml"
@@ -262,19 +265,31 @@ print("waited", round(time.monotonic() - started), flush=True)
 """
 
 
+@pytest.fixture(scope="module")
+def long_evaluation(tmp_path_factory):
+    """The two processes of `WAIT_FOR_THE_CHIEF`, started and left running (a sleep and a
+    barrier wait use no CPU), their output in files (a pipe nobody reads could fill);
+    `test_the_other_processes_wait_for_a_long_final_evaluation` reads it."""
+    root, port = tmp_path_factory.mktemp("long_evaluation"), _free_port()
+    pair = []
+    for i in range(2):
+        with open(root / f"{i}.out", "w") as out, open(root / f"{i}.err", "w") as err:
+            pair.append((subprocess.Popen(
+                [sys.executable, "-c", WAIT_FOR_THE_CHIEF], stdout=out, stderr=err,
+                env=_env(root / f"tmp{i}", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                         KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i))),
+                root / f"{i}.out", root / f"{i}.err"))
+    yield pair
+    for process, *_ in pair:
+        process.kill()
+
+
+@pytest.mark.xdist_group(RUNS)
 @pytest.mark.large
-def test_the_other_processes_wait_for_a_long_final_evaluation(tmp_path):
-    port = _free_port()
-    pair = [subprocess.Popen([sys.executable, "-c", WAIT_FOR_THE_CHIEF], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=_env(tmp_path / f"tmp{i}",
-                                      KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                                      KERAS_DISTRIBUTION_NUM_PROCESSES="2",
-                                      KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
-            for i in range(2)]
-    for code, out, err in _finish_all(pair, timeout=300):
-        assert code == 0, err[-3000:]
-        assert int(out.split()[-1]) >= 40  # both left only when the chief was done
+def test_the_other_processes_wait_for_a_long_final_evaluation(long_evaluation):
+    for process, out, err in long_evaluation:
+        assert process.wait(timeout=300) == 0, err.read_text()[-3000:]
+        assert int(out.read_text().split()[-1]) >= 40  # both left only when the chief was done
 
 
 def _pair(recipe, output, root, *extra):

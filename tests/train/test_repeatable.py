@@ -12,7 +12,7 @@ from clzoo.train.determinism import seed_everything
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
 TINY = ["data=digits", "training.epochs=1", "training.batch_size=128", "views.size=16",
-        "model.embedding_dim=16", "eval.knn_k=[1,5]", "eval.knn_headline_k=5",
+        "model.architecture=resnet8", "model.embedding_dim=16", "eval.knn_k=[1,5]", "eval.knn_headline_k=5",
         "eval.metrics=[knn,probe]"]
 
 

@@ -21,7 +21,7 @@ from tests.train.tiny_data import write_tiny_digits
 
 def tiny_recipe(data):
     return {"name": "tiny", "data": data,
-            "model": {"architecture": "resnet20", "embedding_dim": 16},
+            "model": {"architecture": "resnet8", "embedding_dim": 16},
             "views": {"size": 8, "flip": False, "crop_scale": [0.6, 1.0],
                       "jitter": [0.4, 0.4, 0.0, 0.0], "grayscale_p": 0.0},
             "training": {"epochs": 3, "batch_size": 32, "learning_rate": 0.05,

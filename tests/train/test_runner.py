@@ -12,7 +12,7 @@ from clzoo.train.callbacks import AtomicCheckpoint, StopOnNaN
 from clzoo.train.results import read_eval, read_run
 
 TINY = ["data=digits", "training.epochs=2", "training.batch_size=128",
-        "model.architecture=resnet20", "model.embedding_dim=16", "eval.knn_k=[1,5]",
+        "model.architecture=resnet8", "model.embedding_dim=16", "eval.knn_k=[1,5]",
         "eval.knn_headline_k=5", "views.flip=false", "eval.metrics=[knn]"]
 
 
