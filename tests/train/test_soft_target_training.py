@@ -39,7 +39,8 @@ def test_soft_target_stream_resumes_at_any_step_and_targets_sum_to_one():
 def test_soft_target_recipe_trains_a_classifier(loss, tmp_path):
     data = write_tiny_digits(tmp_path / "data")
     config = load_recipe(None, [
-        f"data={data}", "task=soft_target", f"loss.name={loss}", "views.size=8", "views.views=1",
+        f"data={data}", "task=soft_target", f"loss.name={loss}", "model.architecture=resnet8",
+        "views.size=8", "views.views=1",
         "views.flip=false", "views.jitter_p=0.0", "views.grayscale_p=0.0", "mix.mixup_alpha=0.8",
         "mix.cutmix_alpha=1.0", "mix.label_smoothing=0.1", "training.epochs=8",
         "training.batch_size=16", "training.optimizer=adamw", "training.learning_rate=3e-3",
