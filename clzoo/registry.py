@@ -8,6 +8,7 @@ description, the paper it comes from, ...). `get(name)` returns the factory,
 """
 
 import difflib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,38 @@ def did_you_mean(name, known):
     """`" Did you mean 'x'?"` for the closest of `known`, or `""` when none is close."""
     close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def check_kwargs(fn, kwargs, section, owner=None, skip=("self", "name", "dtype")):
+    """Refuse keyword arguments that `fn` (a class, function or partial) does not take.
+
+    Args:
+        fn: what the arguments are for; its signature gives the known names.
+        kwargs: the given keyword arguments (a recipe section's keys).
+        section: the recipe key they come from, for the message (`"loss"`, `"encoder_options"`).
+        owner: the name in the message; defaults to `fn.__name__`.
+        skip: parameters that are never given this way (`name` and `dtype` are no recipe keys).
+
+    Raises:
+        ValueError: naming the unknown argument, the section and the known ones (did-you-mean).
+
+    Example:
+
+    >>> from clzoo.registry import check_kwargs
+    >>> check_kwargs(lambda size=1: size, {"sise": 2}, "views", owner="ViewConfig")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown views argument 'sise' of ViewConfig; known: size. Did you mean 'size'?
+    """
+    params = inspect.signature(fn).parameters
+    extra = list(getattr(fn, "extra_arguments", ()))  # taken through **kwargs, e.g. learnable temperature
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not extra:
+        return
+    known = [n for n, p in params.items() if n not in skip and p.kind is not p.VAR_KEYWORD] + extra
+    for key in kwargs:
+        if key not in known:
+            raise ValueError(f"unknown {section} argument {key!r} of {owner or fn.__name__}; known: "
+                             f"{', '.join(known) or 'none'}." + did_you_mean(key, known))
 
 
 class Registry:

@@ -7,7 +7,7 @@ from clzoo.models import backbones
 from clzoo.models.airbench import ARCHITECTURES as AIRBENCH
 from clzoo.models.airbench import airbench_net
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
-from clzoo.registry import Registry
+from clzoo.registry import Registry, check_kwargs
 
 _CIFAR_DESCRIPTIONS = {
     "resnet18": "CIFAR-stem ResNet-18 (SupCon / SINCERE CIFAR encoder), 512-d, 11.2M params",
@@ -62,20 +62,17 @@ def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     return ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs)
 
 
-# Set by the caller (a recipe's views.size, the saved model's name), never an option.
-_NOT_OPTIONS = ("input_shape", "name")
-
-
 def check_encoder_options(architecture, options):
     """Refuse builder keyword arguments that `architecture` does not take, or of another type.
 
     `options` are the extra keyword arguments of `get_encoder` (a recipe's
-    `model.encoder_options`), e.g. `{"num_layers": 2}` for `"vit_small_patch4"`. A value must
-    have its default's type (an int where the default is an int; a float default takes an int
-    too); values themselves are checked by the builder.
+    `model.encoder_options`), e.g. `{"num_layers": 2}` for `"vit_small_patch4"`;
+    `input_shape` and `name` are set by the caller, never options. A value must have its
+    default's type (an int where the default is an int; a float default takes an int too, a
+    tuple default a list); values themselves are checked by the builder.
 
     Raises:
-        ValueError: naming the option, the architecture and what it takes.
+        ValueError: naming `encoder_options`, the option, the architecture and what it takes.
 
     Example:
 
@@ -84,22 +81,25 @@ def check_encoder_options(architecture, options):
     >>> clzoo.models.check_encoder_options("resnet20", {"depth": 8})
     Traceback (most recent call last):
     ...
-    ValueError: resnet20 takes no option 'depth'; it takes: mean, std.
+    ValueError: unknown encoder_options argument 'depth' of resnet20; known: mean, std.
     """
-    from clzoo.registry import did_you_mean
-
-    params = {n: p for n, p in inspect.signature(ENCODERS.get(architecture)).parameters.items()
-              if n not in _NOT_OPTIONS and p.kind is p.POSITIONAL_OR_KEYWORD}
+    builder = ENCODERS.get(architecture)
+    check_kwargs(builder, options, "encoder_options", owner=architecture, skip=("input_shape", "name"))
+    params = inspect.signature(builder).parameters
     for key, value in options.items():
-        if key not in params:
-            known = ", ".join(params) or "none"
-            raise ValueError(f"{architecture} takes no option {key!r}; it takes: {known}."
-                             + did_you_mean(key, params))
         default = params[key].default
-        wanted = ((int, float) if isinstance(default, float) else
-                  (list, tuple) if isinstance(default, tuple) else type(default))
-        if default not in (None, inspect.Parameter.empty) and (
-                not isinstance(value, wanted) or isinstance(value, bool) != isinstance(default, bool)):
-            kind = type(default).__name__
-            raise ValueError(f"{architecture} option {key!r} takes {'an' if kind[0] in 'aeiou' else 'a'} "
-                             f"{kind} like its default {default!r}, not {value!r}.")
+        if not _same_kind(value, default):
+            raise ValueError(f"encoder_options {key!r} of {architecture} takes a value like its "
+                             f"default {default!r}, not {value!r}.")
+
+
+def _same_kind(value, default):
+    """`value` fits where `default` stands: anything for None, numbers for a float, a list or
+    tuple for a tuple, else the default's own type (bool and int kept apart)."""
+    if default is None or default is inspect.Parameter.empty:
+        return True
+    if isinstance(value, bool) != isinstance(default, bool):
+        return False
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, (list, tuple) if isinstance(default, tuple) else type(default))

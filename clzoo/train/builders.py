@@ -1,10 +1,10 @@
-"""Build a recipe's parts by name: views, loss and optimizer (the model comes from its task)."""
-
-import inspect
+"""Build a recipe's parts by name: views, encoder, loss and optimizer (the model comes from its task)."""
 
 import keras
 
 from clzoo.data import ViewConfig, view_recipe
+from clzoo.models import get_encoder
+from clzoo.registry import check_kwargs
 
 
 def views_from_config(spec):
@@ -20,26 +20,6 @@ def views_from_config(spec):
         return ViewConfig(**spec)
     base = view_recipe(name, size=spec.get("size"), views=spec.get("views", 2)).to_dict()
     return ViewConfig(**{**base, **spec})
-
-
-def check_kwargs(cls, kwargs, section):
-    """Refuse keyword arguments that `cls` does not take (`name` and `dtype` are not recipe keys).
-
-    Raises:
-        ValueError: naming the unknown argument, the section and the known ones (did-you-mean).
-    """
-    from clzoo.registry import did_you_mean
-
-    params = inspect.signature(cls).parameters
-    extra = list(getattr(cls, "extra_arguments", ()))  # taken through **kwargs, e.g. learnable temperature
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not extra:
-        return
-    known = [n for n, p in params.items()
-             if n not in ("self", "name", "dtype") and p.kind is not p.VAR_KEYWORD] + extra
-    for key in kwargs:
-        if key not in known:
-            raise ValueError(f"unknown {section} argument {key!r} of {cls.__name__}; known: "
-                             f"{', '.join(known)}." + did_you_mean(key, known))
 
 
 def loss_class(name):
@@ -61,6 +41,13 @@ def _soft_target_cross_entropy(label_smoothing=0.0, reduction="sum_over_batch_si
     """Keras' categorical cross-entropy on logits: the soft-target baseline."""
     return keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=label_smoothing,
                                                 reduction=reduction)
+
+
+def build_encoder(recipe, size):
+    """The recipe's untrained encoder (`model.architecture` with its `model.encoder_options`) for
+    `(size, size, 3)` images in [0, 1], named "encoder"."""
+    return get_encoder(recipe.model.architecture, input_shape=(size, size, 3), name="encoder",
+                       **recipe.model.encoder_options)
 
 
 def build_loss(recipe):

@@ -8,7 +8,7 @@ report under `eval/` uses.
 
 import keras
 
-from clzoo.models import get_encoder
+from clzoo.train.builders import build_encoder
 from clzoo.train.results import SUMMARY_KEYS
 
 
@@ -69,8 +69,7 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
     random_encoder = None
     if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
         keras.utils.set_random_seed(int(recipe.seed))
-        random_encoder = get_encoder(recipe.model.architecture, input_shape=(size, size, 3),
-                                     name="encoder", **recipe.model.encoder_options)
+        random_encoder = build_encoder(recipe, size)
     rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
                             verbose=verbose)

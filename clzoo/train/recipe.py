@@ -77,10 +77,7 @@ class ModelSpec(_Section):
     def _options_fit_the_encoder(self):
         from clzoo.models.registry import check_encoder_options
 
-        try:
-            check_encoder_options(self.architecture, self.encoder_options)
-        except ValueError as error:
-            raise ValueError(f"encoder_options: {error}") from None
+        check_encoder_options(self.architecture, self.encoder_options)
         return self
 
     @field_validator("architecture")
@@ -106,7 +103,8 @@ class LossSpec(BaseModel):
 
     @model_validator(mode="after")
     def _builds(self):
-        from clzoo.train.builders import check_kwargs, loss_class
+        from clzoo.registry import check_kwargs
+        from clzoo.train.builders import loss_class
 
         cls = loss_class(self.name)
         check_kwargs(cls, self.kwargs, "loss")
@@ -214,7 +212,7 @@ class Recipe(_Section):
     @classmethod
     def _mix_builds(cls, spec):
         from clzoo.data import MixConfig
-        from clzoo.train.builders import check_kwargs
+        from clzoo.registry import check_kwargs
 
         check_kwargs(MixConfig, spec, "mix")
         MixConfig(**spec)

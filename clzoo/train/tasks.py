@@ -12,8 +12,9 @@ import numpy as np
 from clzoo.data import MixConfig, batches
 from clzoo.eval.calibration import reliability
 from clzoo.eval.embed import predict_images
-from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier, get_encoder
+from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier
 from clzoo.registry import Registry
+from clzoo.train.builders import build_encoder
 
 TASKS = Registry("task")
 
@@ -22,8 +23,7 @@ TASKS = Registry("task")
 class ContrastiveTask:
     def build_model(self, recipe, views, num_classes):
         spec = recipe.model
-        encoder = get_encoder(spec.architecture, input_shape=(views.size, views.size, 3),
-                              name="encoder", **spec.encoder_options)
+        encoder = build_encoder(recipe, views.size)
         # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
         head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
@@ -48,8 +48,7 @@ class ContrastiveTask:
 @TASKS.register("soft_target", description="encoder + classifier on MixUp / CutMix soft targets")
 class SoftTargetTask:
     def build_model(self, recipe, views, num_classes):
-        encoder = get_encoder(recipe.model.architecture, input_shape=(views.size, views.size, 3),
-                              name="encoder", **recipe.model.encoder_options)
+        encoder = build_encoder(recipe, views.size)
         return build_classifier(encoder, num_classes,
                                 hidden_dims=tuple(recipe.model.classifier_hidden_dims))
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clzoo.train import DEFAULTS, RecipeError, load_recipe, train
@@ -67,8 +68,8 @@ BAD = [  # (override, the key the message must name, a fragment of the reason)
     ("eval.baselines=[pixels]", "eval.baselines", "raw_pixels"),
     ("eval.monitor_every=-1", "eval.monitor_every", "greater than or equal to 0"),
     ("model.architecture=resnet21", "model.architecture", "Did you mean 'resnet20'"),
-    ("model.encoder_options={depth: 8}", "encoder_options", "resnet20 takes no option 'depth'"),
-    ("model.encoder_options={name: x}", "encoder_options", "takes no option 'name'"),
+    ("model.encoder_options={depth: 8}", "encoder_options", "argument 'depth' of resnet20"),
+    ("model.encoder_options={name: x}", "encoder_options", "argument 'name' of resnet20"),
     ("model.encoder_options={mean: 0.5}", "encoder_options", "like its default"),
     ("model.embedding_dim=0", "model.embedding_dim", "greater than 0"),
     ("model.head_hidden_dims=[0]", "model.head_hidden_dims", "greater than 0"),
@@ -183,16 +184,29 @@ def test_typed_overrides_are_used_as_given_not_reparsed(tmp_path):
         load_recipe(None, [("training.epochs", "3")])  # typed means typed: a str is refused
 
 
-def test_encoder_options_reach_the_encoder_and_its_random_init_baseline():
+def test_encoder_options_reach_the_encoder_and_its_random_init_baseline(monkeypatch):
     import clzoo
+    import clzoo.eval.baselines
+    from clzoo.data import from_arrays
     from clzoo.train.builders import views_from_config
+    from clzoo.train.evaluation import baselines
     from clzoo.train.tasks import TASKS
 
     options = "model.encoder_options={num_layers: 1, hidden_dim: 48, mlp_dim: 96}"
-    recipe = load_recipe(None, ["model.architecture=vit_small_patch4", options, "views.size=8"])
-    model = TASKS.get("contrastive")().build_model(recipe, views_from_config(recipe.views), 4)
+    recipe = load_recipe(None, ["model.architecture=vit_small_patch4", options, "views.size=8",
+                                "eval.baselines=[random_init]"])
+    views = views_from_config(recipe.views)
     small = clzoo.models.get_encoder("vit_small_patch4", (8, 8, 3), num_layers=1, hidden_dim=48,
-                                     mlp_dim=96)
-    default = clzoo.models.get_encoder("vit_small_patch4", (8, 8, 3))
-    assert model.encoder.count_params() == small.count_params() < default.count_params() / 10
-    assert model.encoder.output_shape == (None, 48)
+                                     mlp_dim=96).count_params()
+    assert small < clzoo.models.get_encoder("vit_small_patch4", (8, 8, 3)).count_params() / 10
+    for task in ("contrastive", "soft_target"):
+        model = TASKS.get(task)().build_model(recipe, views, 4)
+        encoder = TASKS.get(task)().encoder(model)
+        assert encoder.count_params() == small and encoder.output_shape == (None, 48), task
+    seen = []
+    monkeypatch.setattr(clzoo.eval.baselines, "baseline_metrics",
+                        lambda train, test, encoder, **kwargs: seen.append(encoder) or
+                        {"random_init": {}})
+    split = from_arrays(np.zeros((4, 8, 8, 3), np.uint8), np.arange(4) % 2)
+    baselines(recipe, split, split, 8, probe=False, verbose=0)
+    assert seen[0].count_params() == small
