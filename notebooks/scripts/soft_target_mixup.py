@@ -43,6 +43,7 @@ CIFAR10_FOLDER = os.environ.get("CLZOO_CIFAR10", "cifar10")
 DATA = "digits" if TINY else (CIFAR10_FOLDER if os.path.isdir(CIFAR10_FOLDER) else "tfds:cifar10")
 DATA = os.environ.get("CLZOO_NOTEBOOK_DATA", DATA)  # smaller settings: see the top
 EPOCHS = int(os.environ.get("CLZOO_NOTEBOOK_EPOCHS", 1 if TINY else 15))
+ENCODER = "resnet8" if TINY else "resnet20"  # tiny settings: the 6n+2 CIFAR ResNet at n=1
 
 # %% [markdown]
 # ## Soft targets
@@ -77,7 +78,7 @@ losses = {
 results = {}
 for name, loss in losses.items():
     keras.utils.set_random_seed(0)
-    model = clzoo.models.build_classifier(clzoo.models.get_encoder("resnet20"), classes)
+    model = clzoo.models.build_classifier(clzoo.models.get_encoder(ENCODER), classes)
     schedule = keras.optimizers.schedules.CosineDecay(1e-3, EPOCHS * (len(train) // 128))
     model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.05), loss=loss)
     model.fit(dataset, epochs=EPOCHS, steps_per_epoch=len(train) // 128, verbose=0 if TINY else 1)
