@@ -199,13 +199,16 @@ def _jax_after(dependencies, images):
     chained only by barriers ran all their forward passes first and kept every sub-batch's
     activations (the compiled step's scratch was as large as the unchunked one's). A `lax.scan`
     over sub-batches holds one at a time but ran ResNet-20 about 20x slower on CPU. One element
-    of each dependency, times 0, added to the images orders them without either cost.
+    of each dependency, turned into an exact 0, added to the images orders them without either
+    cost. The 0 is `(x != x) * 0`, never `x * 0`: a NaN or inf in one sub-batch's gradient must
+    not turn the next sub-batch's images into NaN.
     """
     leaves = [leaf for leaf in keras.tree.flatten(dependencies) if leaf is not None]
     if not leaves:
         return images
     token = sum(ops.cast(ops.reshape(leaf, (-1,))[0], images.dtype) for leaf in leaves)
-    return images + ops.stop_gradient(token) * 0.0
+    token = ops.stop_gradient(token)
+    return images + ops.cast(ops.not_equal(token, token), images.dtype) * 0.0
 
 
 def _jax_train_step(model, state, data):

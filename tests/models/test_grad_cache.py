@@ -178,6 +178,21 @@ def test_jax_step_holds_one_sub_batch_of_activations():
     assert chunked < full / 3, f"GradCache step scratch {chunked:.1f} MiB vs unchunked {full:.1f}"
 
 
+@pytest.mark.backends("jax")
+def test_a_non_finite_sub_batch_gradient_leaves_the_next_sub_batch_images_exact():
+    # The JAX step orders sub-batches by a data dependence on the previous one's arrays; it must
+    # add an exact 0 even when those hold NaN or inf (x * 0 would be NaN).
+    import jax
+
+    from clzoo.models.grad_cache import _jax_after
+
+    images = np.random.default_rng(0).uniform(size=(4, 8, 8, 3)).astype("float32")
+    for bad in (np.nan, np.inf, -np.inf, 1.0):
+        gradient = np.full((4, 16), bad, "float32")
+        out = jax.jit(_jax_after)([gradient, None], images)
+        np.testing.assert_array_equal(np.asarray(out), images)
+
+
 @pytest.mark.parametrize("bad", [0, -4, 2.5, "4"])
 def test_bad_chunk_size_is_refused(bad):
     with pytest.raises(ValueError, match="encoder_chunk_size"):
