@@ -154,8 +154,10 @@ def test_supcon_equals_sincere_with_one_positive():
     # so SupCon's denominator is exactly SINCERE's positive + noise.
     labels = np.arange(6)
     z = _embeddings(6, 2)
+    # atol: the two sum the same logits (|s / T| up to 1 / 0.07 = 14) in different orders, so
+    # float32 leaves ~1e-6 absolute; a loss near 0 (one was 0.008) makes that over 1e-5 relative.
     np.testing.assert_allclose(_np(clzoo.losses.sup_con_loss(labels, z)),
-                               _np(clzoo.losses.sincere_loss(labels, z)), rtol=1e-5)
+                               _np(clzoo.losses.sincere_loss(labels, z)), rtol=1e-5, atol=1e-5)
 
 
 def test_sincere_is_not_larger_than_supcon():
