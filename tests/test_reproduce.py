@@ -56,6 +56,7 @@ def _fake_clzoo(calls, curves):
                 if "--output" in args else 40
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "eval").mkdir(exist_ok=True)
+            (run_dir / "recipe.yaml").write_text(f"name: fake_e{epochs}\n")
             (run_dir / "history.jsonl").write_text(
                 "".join(json.dumps({"loss": v}) + "\n" for v in curves[epochs]))
             (run_dir / "metrics.json").write_text(json.dumps(
@@ -78,15 +79,16 @@ FLAT = [5.0 / (1 + i) ** 2 + 1.0 for i in range(50)]  # flattened: converged
 
 def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FLAT}))
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FLAT}))
     config, scale = reproduce.CONFIGS["sincere"], reproduce.Scale()
     numbers = reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
     assert [c[0] for c in calls] == ["train", "train", "eval"]
-    assert "training.epochs=25" in calls[0] and "training.epochs=50" in calls[1]
+    assert "training.epochs=40" in calls[0] and "training.epochs=80" in calls[1]
     assert "seed=0" in calls[0] and "--data" in calls[0]
-    assert numbers["converged"] and numbers["epochs"] == 50 and numbers["budgets"] == [25, 50]
+    assert numbers["converged"] and numbers["epochs"] == 80 and numbers["budgets"] == [40, 80]
     assert numbers["final_loss"] == FLAT[-1] and numbers["loss_curve"] == FLAT
     assert numbers["wall_seconds"] == 120.0 and numbers["margin_projection"] == 0.02
+    assert numbers["recipe"] == "fake_e80"  # read from the last stage's run folder
     assert numbers["knn_k20"] == 0.5 and numbers["probe"] == 0.6
     reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
     assert len(calls) == 3  # cell.json: nothing runs again
@@ -96,8 +98,8 @@ def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, 
     calls = []
     monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 40: FALLING,
                                                                  50: FALLING, 100: FALLING}))
-    config, scale = reproduce.CONFIGS["supcon"], reproduce.Scale()
-    cell = tmp_path / "supcon_seed1"
+    config, scale = reproduce.CONFIGS["nscl"], reproduce.Scale()
+    cell = tmp_path / "nscl_seed1"
     reproduce.run_stage(config, 1, scale, "d", cell, 25)  # an earlier sitting finished e25
     (cell / "e50" / "run").mkdir(parents=True)
     (cell / "e50" / "run" / "checkpoint.keras").write_bytes(b"")  # and was killed in e50
@@ -123,10 +125,10 @@ def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, mon
 def test_a_budget_another_seed_did_not_converge_in_is_skipped(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FLAT}))
-    config, scale = reproduce.CONFIGS["supcon"], reproduce.Scale()
-    reproduce.run_stage(config, 0, scale, "d", tmp_path / "supcon_seed0", 25)
+    config, scale = reproduce.CONFIGS["dcl"], reproduce.Scale()
+    reproduce.run_stage(config, 0, scale, "d", tmp_path / "dcl_seed0", 25)
     calls.clear()
-    reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), tmp_path / "supcon_seed1")
+    reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), tmp_path / "dcl_seed1")
     assert [a for a in calls[0] if a.startswith("training.epochs")] == ["training.epochs=50"]
 
 
@@ -174,6 +176,31 @@ def test_convergence_reads_the_trend_not_single_noisy_epochs():
     status = check_convergence(falling)
     assert not status.converged and status.ratio == pytest.approx(0.03, abs=0.005)
     assert status.window == 20
+
+
+def test_merge_drops_cells_of_another_recipe_and_finished_cells_replace_saved_ones(capsys):
+    old = {"config": "sincere", "seed": 0, "recipe": "sincere_cifar10_small", "final_loss": 5.0,
+           "converged": None}
+    kept = {"config": "nscl", "seed": 0, "recipe": "nscl_cifar10_small", "final_loss": 3.0,
+            "converged": None}
+    new = {**old, "recipe": "sincere_cifar10_fast", "final_loss": 0.1, "converged": True,
+           "loss_curve": FLAT, "epochs": 50}
+    recipes = {"sincere": "sincere_cifar10_fast", "nscl": "nscl_cifar10_small"}
+    saved = {"cells": [old, kept], "pairs": {}}
+    assert [c["config"] for c in reproduce_report.merge(saved, [], {}, {"budgets": [1]},
+                                                        recipes)["cells"]] == ["nscl"]
+    assert "dropped sincere seed 0: trained with recipe sincere_cifar10_small" in capsys.readouterr().err
+    merged = reproduce_report.merge(saved, [new], {}, {"budgets": [1]}, recipes)["cells"]
+    assert [(c["config"], c["final_loss"]) for c in merged] == [("nscl", 3.0), ("sincere", 0.1)]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_finished_cell_without_a_recipe_field_reads_it_from_its_run(tmp_path):
+    (tmp_path / "e160" / "run").mkdir(parents=True)
+    (tmp_path / "e160" / "run" / "recipe.yaml").write_text("name: sincere_cifar10_fast\nseed: 0\n")
+    (tmp_path / "cell.json").write_text(json.dumps({"config": "sincere", "epochs": 160}))
+    assert reproduce._finished(tmp_path)["recipe"] == "sincere_cifar10_fast"
+    assert reproduce.recipe_name(tmp_path / "missing.yaml") is None
 
 
 def test_saved_stages_are_re_read_by_todays_rule(tmp_path):
