@@ -347,8 +347,8 @@ def _overview(by_config, labels, keys, baseline_key, title):
              "Weighted kNN (k=20) and linear-probe top-1 on the labels each was trained on, mean "
              "over seeds [lowest, highest]. The baselines are measured in the SINCERE cells (same "
              "data; the untrained encoder is that seed's initialization).", "",
-             "| features | seeds | converged | kNN top-1 | linear probe top-1 |",
-             "| --- | --- | --- | --- | --- |"]
+             "| features | recipe, epochs | seeds | converged | kNN top-1 | linear probe top-1 |",
+             "| --- | --- | --- | --- | --- | --- |"]
     rows = [(labels[k], k, "") for k in keys if k in by_config]
     rows += [("raw pixels", baseline_key, "raw_pixels_"), ("untrained encoder", baseline_key,
                                                            "random_init_")]
@@ -361,8 +361,18 @@ def _overview(by_config, labels, keys, baseline_key, title):
         done = ("-" if prefix else "not recorded" if any(c.get("converged") is None for c in cells)
                 else f"{sum(c['converged'] for c in cells)}/{len(cells)}")
         text = [f"{np.mean(v):.2%} [{min(v):.2%}, {max(v):.2%}]" if v else "-" for v in stats]
-        lines.append(f"| {name} | {len(cells)} | {done} | {text[0]} | {text[1]} |")
+        lines.append(f"| {name} | {_trained_with(cells, prefix)} | {len(cells)} | {done} | "
+                     f"{text[0]} | {text[1]} |")
     return lines + [""]
+
+
+def _trained_with(cells, prefix):
+    """The recipes and epoch budgets behind an overview row ('-' for raw pixels)."""
+    if prefix == "raw_pixels_":
+        return "-"
+    recipes = ", ".join(sorted({str(c.get("recipe")) for c in cells}))
+    epochs = "0" if prefix else "/".join(map(str, sorted({c.get("epochs", 8) for c in cells})))
+    return f"{recipes}, {epochs}"
 
 
 def render(saved, scale, labels, commands, ladders, header=None):
@@ -393,7 +403,7 @@ def merge(saved, finished, pairs, scale, recipes):
     cells = {(c["config"], c["seed"]): c for c in saved["cells"]}
     cells.update({(c["config"], c["seed"]): c for c in finished})
     for (key, seed), cell in list(cells.items()):
-        if cell.get("recipe") != recipes.get(key):
+        if cell.get("recipe") is None or cell.get("recipe") != recipes.get(key):
             print(f"dropped {key} seed {seed}: trained with recipe {cell.get('recipe')}, "
                   f"the configuration now trains with {recipes.get(key)}", file=sys.stderr)
             del cells[(key, seed)]
@@ -401,6 +411,9 @@ def merge(saved, finished, pairs, scale, recipes):
     merged = {k: dict(v) for k, v in saved.get("pairs", {}).items()}
     for claim, by_seed in pairs.items():
         merged.setdefault(claim, {}).update(by_seed)
+    merged = {claim: kept for claim, by_seed in merged.items()  # a pair needs both of its cells
+              if (kept := {seed: diff for seed, diff in by_seed.items()
+                           if all((key, int(seed)) in cells for key in claim.split("-"))})}
     out = {"scale": {**scale, "budgets": list(scale["budgets"])},
            "cells": sorted(cells.values(), key=lambda c: (c["config"], c["seed"])), "pairs": merged}
     if saved.get("plot"):

@@ -56,7 +56,9 @@ def _fake_clzoo(calls, curves):
                 if "--output" in args else 40
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "eval").mkdir(exist_ok=True)
-            (run_dir / "recipe.yaml").write_text(f"name: fake_e{epochs}\n")
+            if "--output" in args:  # a fresh stage; a resumed one keeps its recipe
+                name = reproduce.recipe_name(reproduce.ROOT / args[1])
+                (run_dir / "recipe.yaml").write_text(f"name: {name}\n")
             (run_dir / "history.jsonl").write_text(
                 "".join(json.dumps({"loss": v}) + "\n" for v in curves[epochs]))
             (run_dir / "metrics.json").write_text(json.dumps(
@@ -88,7 +90,7 @@ def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, 
     assert numbers["converged"] and numbers["epochs"] == 80 and numbers["budgets"] == [40, 80]
     assert numbers["final_loss"] == FLAT[-1] and numbers["loss_curve"] == FLAT
     assert numbers["wall_seconds"] == 120.0 and numbers["margin_projection"] == 0.02
-    assert numbers["recipe"] == "fake_e80"  # read from the last stage's run folder
+    assert numbers["recipe"] == "sincere_cifar10_fast"  # read from the last stage's run folder
     assert numbers["knn_k20"] == 0.5 and numbers["probe"] == 0.6
     reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
     assert len(calls) == 3  # cell.json: nothing runs again
@@ -193,6 +195,47 @@ def test_merge_drops_cells_of_another_recipe_and_finished_cells_replace_saved_on
     merged = reproduce_report.merge(saved, [new], {}, {"budgets": [1]}, recipes)["cells"]
     assert [(c["config"], c["final_loss"]) for c in merged] == [("nscl", 3.0), ("sincere", 0.1)]
     assert capsys.readouterr().err == ""
+
+
+def test_merge_keeps_a_margin_pair_only_while_both_of_its_cells_are_kept():
+    cells = [{"config": c, "seed": s, "recipe": c + "_r", "converged": None}
+             for c in ("sincere_cifar2", "supcon_cifar2") for s in (0, 1)]
+    pairs = {"sincere_cifar2-supcon_cifar2": {"0": {"m": [1, 0, 2]}, "1": {"m": [1, 0, 2]}}}
+    recipes = {"sincere_cifar2": "sincere_cifar2_r", "supcon_cifar2": "supcon_cifar2_r"}
+    merged = reproduce_report.merge({"cells": cells, "pairs": pairs}, [], {}, {"budgets": [1]},
+                                    recipes)
+    assert sorted(merged["pairs"]["sincere_cifar2-supcon_cifar2"]) == ["0", "1"]
+    cells[1]["recipe"] = "old"  # sincere_cifar2 seed 1 is dropped, so is its pair
+    merged = reproduce_report.merge({"cells": cells, "pairs": pairs}, [], {}, {"budgets": [1]},
+                                    recipes)
+    assert sorted(merged["pairs"]["sincere_cifar2-supcon_cifar2"]) == ["0"]
+
+
+def test_a_folder_with_stages_of_another_recipe_is_refused_and_listed_stale(tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setattr(reproduce, "_clzoo", lambda args, log: pytest.fail(f"ran clzoo {args[0]}"))
+    cell = tmp_path / "400x200_b128" / "sincere_seed0"
+    (cell / "e100" / "run").mkdir(parents=True)
+    (cell / "e100" / "run" / "recipe.yaml").write_text("name: sincere_cifar10_small\n")
+    with pytest.raises(RuntimeError, match="trained with recipe sincere_cifar10_small .* now "
+                                           "trains with sincere_cifar10_fast"):
+        reproduce.run_cell(reproduce.CONFIGS["sincere"], 0, reproduce.Scale(), ("d", tmp_path), cell)
+    assert not (cell / "e40").exists()  # refused before any work
+    reproduce._list([(reproduce.CONFIGS["sincere"], 0, cell)], reproduce.Scale())
+    assert capsys.readouterr().out.startswith("stale")
+
+
+def test_a_cell_that_climbs_in_a_later_sitting_is_measured_again(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FALLING,
+                                                                 160: FLAT}))
+    config, cell = reproduce.CONFIGS["sincere"], tmp_path / "sincere_seed0"
+    capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=80), ("d", tmp_path), cell)
+    assert capped["budgets"] == [40, 80] and (cell / "projection" / "metrics.json").exists()
+    calls.clear()
+    numbers = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    assert [c[0] for c in calls] == ["train", "eval"]  # e80's projection eval is not reused
+    assert "e160" in calls[1][1] and numbers["converged"]
 
 
 def test_a_finished_cell_without_a_recipe_field_reads_it_from_its_run(tmp_path):

@@ -129,7 +129,8 @@ def test_spread_one_view_is_refused():
         clzoo.losses.SpreadLoss()(np.zeros(4), _z(4, 1))
 
 
-def _soft_targets(batch, classes, smoothing=0.1, rng=RNG):
+def _soft_targets(batch, classes, smoothing=0.1, rng=None):
+    rng = RNG if rng is None else rng  # read at call time: tests/conftest.py reseeds RNG per test
     hard = np.eye(classes)[rng.integers(0, classes, batch)]
     lam = rng.uniform(0.3, 1.0, size=(batch, 1))
     mixed = lam * hard + (1 - lam) * hard[rng.permutation(batch)]  # MixUp of labels
