@@ -36,7 +36,9 @@ from convergence import check_convergence, rechecked  # noqa: E402  (benchmarks/
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 CELLS_JSON = ROOT / "benchmarks" / "reproduce_cells.json"
-PLOT = ROOT / "benchmarks" / "reproduce_cifar2.png"
+# The claims drawn (loss curves and margin histograms), each to its PNG beside RESULTS.md.
+PLOTS = {("sincere_cifar2", "supcon_cifar2"): ROOT / "benchmarks" / "reproduce_cifar2.png",
+         ("sincere", "supcon"): ROOT / "benchmarks" / "reproduce_subset.png"}
 SUBSET_MARKER = ".clzoo-subset.json"  # a dotfile: never taken for a class
 FINE_METRICS = "[knn, ncc, probe, separation, few_shot, loss_gap]"
 SPACES = ("projection", "encoder")
@@ -64,7 +66,6 @@ class Config:
     embed: bool = False
 
 
-_PROJECTION = (("projection", "projection", "fine", "knn,separation"),)
 _ON_FINE = (("fine", "encoder", "fine", "knn,probe,coarse_to_fine"),)
 # The airbench_half recipes (recipes/*/cifar10_fast.yaml) reached a flat loss curve in 160 epochs
 # on CIFAR-2 (all six cells) and SINCERE's seed 0 on the subset, where ResNet-20's `_small`
@@ -82,11 +83,11 @@ CONFIGS = {c.key: c for c in (
            data="cifar2", overrides=_CIFAR2, budgets=FAST_BUDGETS, embed=True),
     Config("sincere", "SINCERE", "recipes/sincere/cifar10_fast.yaml",
            overrides=(*_FINE_FAST, "eval.baselines=[raw_pixels, random_init]"),
-           evals=_PROJECTION, budgets=FAST_BUDGETS),
+           budgets=FAST_BUDGETS, embed=True),
     Config("supcon", "SupCon", "recipes/supcon/cifar10_fast.yaml", overrides=_FINE_FAST,
-           evals=_PROJECTION, budgets=FAST_BUDGETS),
+           budgets=FAST_BUDGETS, embed=True),
     Config("supinfonce", "eps-SupInfoNCE (eps 0.25)", "recipes/supinfonce/cifar10_fast.yaml",
-           overrides=_FINE_FAST, evals=_PROJECTION, budgets=FAST_BUDGETS),
+           overrides=_FINE_FAST, budgets=FAST_BUDGETS, embed=True),
     Config("nscl", "NSCL", "recipes/nscl/cifar10_small.yaml",
            overrides=(f"eval.metrics={FINE_METRICS}",)),
     Config("dcl", "DCL", "recipes/dcl/cifar10_small.yaml",
@@ -248,7 +249,7 @@ def run_cell(config, seed, scale, paths, folder):
     if done.exists():
         cell = _saved(done)
         if cell["converged"] or cell.get("epochs", 0) >= scale.ladder(config)[-1]:
-            return cell  # finished; a cell at an earlier sitting's cap climbs on
+            return _completed(config, cell, paths, folder)  # a cell at a sitting's cap climbs on
     folder.mkdir(parents=True, exist_ok=True)
     stages = run_stages(config, seed, scale, _data_spec(config, *paths), folder)
     final = stages[-1]
@@ -262,6 +263,25 @@ def run_cell(config, seed, scale, paths, folder):
                    wall_seconds=round(sum(s["wall_seconds"] for s in stages), 1))
     _atomic_json(done, numbers)
     return numbers
+
+
+def _completed(config, cell, paths, folder):
+    """A finished cell with any evaluation its configuration asks for now and it lacks measured.
+
+    (Embeddings were added to the subset's SINCERE, SupCon and eps-SupInfoNCE cells after
+    some had trained.)
+    """
+    run = folder / f"e{cell['epochs']}" / "run"
+    if not all(path.exists() for path in _outputs(config, folder)):
+        _evaluate(config, folder, run, paths)
+        cell = {**cell, **collect(folder, run, config)}
+        _atomic_json(folder / "cell.json", cell)
+    return cell
+
+
+def _outputs(config, folder):
+    return ([folder / name / "metrics.json" for name, *_ in config.evals]
+            + [folder / f"{space}.npz" for space in SPACES if config.embed])
 
 
 def _check_recipe(config, folder):
@@ -280,12 +300,10 @@ def _evaluate(config, folder, run, paths):
     in another sitting) are measured again.
     """
     log, marker = folder / "log.txt", folder / "outputs_of.txt"
-    outputs = [folder / name for name, *_ in config.evals]
-    outputs += [folder / f"{space}.npz" for space in SPACES if config.embed]
     if not marker.exists() or marker.read_text() != run.parent.name:
-        for path in outputs:
-            if path.is_dir():
-                shutil.rmtree(path)
+        for path in _outputs(config, folder):
+            if path.name == "metrics.json":
+                shutil.rmtree(path.parent, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
         reproduce_report.atomic_write(marker, run.parent.name)
@@ -417,7 +435,7 @@ def cells(args, scale):
 
 
 def results_text(saved):
-    """RESULTS.md for the saved grid (`{"scale", "cells", "pairs", "plot"}`)."""
+    """RESULTS.md for the saved grid (`{"scale", "cells", "pairs", "plots"}`)."""
     scale = Scale(**{**saved["scale"], "budgets": tuple(saved["scale"]["budgets"])})
     subset = Path("runs/reproduce/data") / _subset_name(scale)
     source = Path("../shared/data/cifar10")
@@ -494,8 +512,9 @@ def main(argv=None):
     recipes = {key: recipe_name(ROOT / c.recipe) for key, c in CONFIGS.items()}
     saved = reproduce_report.merge(_json(CELLS_JSON) if CELLS_JSON.exists() else None, finished,
                                    _pairs(grid), dataclasses.asdict(scale), recipes)
-    if reproduce_plots.plot_claim(grid, "sincere_cifar2", "supcon_cifar2", PLOT):
-        saved["plot"] = PLOT.name
+    for (key_a, key_b), path in PLOTS.items():
+        if reproduce_plots.plot_claim(grid, key_a, key_b, path):
+            saved.setdefault("plots", {})[f"{key_a}-{key_b}"] = path.name
     reproduce_report.write(saved, CELLS_JSON, RESULTS, results_text)
     print(f"wrote {RESULTS.relative_to(ROOT)} from {len(saved['cells'])} cells "
           f"({len(finished)} finished in {args.runs})")

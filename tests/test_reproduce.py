@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -67,6 +68,10 @@ def _fake_clzoo(calls, curves):
             (run_dir / "eval" / "metrics.json").write_text(json.dumps(
                 {"knn": {"k20": 0.5}, "probe": {"accuracy": 0.6},
                  "separation": {"margin": 0.01}}))
+        elif args[0] == "embed":  # 8 train and 4 test rows of two classes
+            rng = np.random.default_rng(len(calls))
+            np.savez(args[args.index("--output") + 1], embeddings=rng.normal(size=(12, 3)),
+                     labels=np.arange(12) % 2, split=np.array(["train"] * 8 + ["test"] * 4))
         elif args[0] == "eval":
             out = Path(args[args.index("--output") + 1])
             out.mkdir(parents=True)
@@ -84,16 +89,18 @@ def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, 
     monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FLAT}))
     config, scale = reproduce.CONFIGS["sincere"], reproduce.Scale()
     numbers = reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
-    assert [c[0] for c in calls] == ["train", "train", "eval"]
+    assert [c[0] for c in calls] == ["train", "train", "embed", "embed"]
     assert "training.epochs=40" in calls[0] and "training.epochs=80" in calls[1]
     assert "seed=0" in calls[0] and "--data" in calls[0]
     assert numbers["converged"] and numbers["epochs"] == 80 and numbers["budgets"] == [40, 80]
     assert numbers["final_loss"] == FLAT[-1] and numbers["loss_curve"] == FLAT
-    assert numbers["wall_seconds"] == 120.0 and numbers["margin_projection"] == 0.02
+    assert numbers["wall_seconds"] == 120.0 and numbers["margin_encoder"] != 0.01  # from encoder.npz
+    assert numbers["margin_projection_low"] <= numbers["margin_projection_mean"] <= numbers[
+        "margin_projection_high"]
     assert numbers["recipe"] == "sincere_cifar10_fast"  # read from the last stage's run folder
     assert numbers["knn_k20"] == 0.5 and numbers["probe"] == 0.6
     reproduce.run_cell(config, 0, scale, (tmp_path / "data", tmp_path), tmp_path / "c")
-    assert len(calls) == 3  # cell.json: nothing runs again
+    assert len(calls) == 4  # cell.json: nothing runs again
 
 
 def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, monkeypatch):
@@ -231,11 +238,25 @@ def test_a_cell_that_climbs_in_a_later_sitting_is_measured_again(tmp_path, monke
                                                                  160: FLAT}))
     config, cell = reproduce.CONFIGS["sincere"], tmp_path / "sincere_seed0"
     capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=80), ("d", tmp_path), cell)
-    assert capped["budgets"] == [40, 80] and (cell / "projection" / "metrics.json").exists()
+    assert capped["budgets"] == [40, 80] and (cell / "projection.npz").exists()
     calls.clear()
     numbers = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
-    assert [c[0] for c in calls] == ["train", "eval"]  # e80's projection eval is not reused
+    assert [c[0] for c in calls] == ["train", "embed", "embed"]  # e80's are not reused
     assert "e160" in calls[1][1] and numbers["converged"]
+
+
+def test_a_finished_cell_gets_the_outputs_its_configuration_now_asks_for(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FLAT}))
+    config, cell = reproduce.CONFIGS["sincere"], tmp_path / "sincere_seed0"
+    first = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    (cell / "encoder.npz").unlink()  # as a cell trained before embeddings were asked for
+    calls.clear()
+    again = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    assert [c[0] for c in calls] == ["embed"] and "encoder" in calls[0]  # only what is missing
+    assert again["loss_curve"] == first["loss_curve"] and "margin_encoder_mean" in again
+    assert json.loads((cell / "cell.json").read_text())["margin_encoder_mean"] == again[
+        "margin_encoder_mean"]
 
 
 def test_a_finished_cell_without_a_recipe_field_reads_it_from_its_run(tmp_path):
