@@ -269,10 +269,12 @@ def _completed(config, cell, paths, folder):
     """A finished cell with any evaluation its configuration asks for now and it lacks measured.
 
     (Embeddings were added to the subset's SINCERE, SupCon and eps-SupInfoNCE cells after
-    some had trained.)
+    some had trained.) Outputs of another stage than the cell's last (`outputs_of.txt`) are
+    measured again; a cell whose run folder is gone is returned as saved.
     """
-    run = folder / f"e{cell['epochs']}" / "run"
-    if not all(path.exists() for path in _outputs(config, folder)):
+    run, marker = folder / f"e{cell['epochs']}" / "run", folder / "outputs_of.txt"
+    current = marker.exists() and marker.read_text() == run.parent.name
+    if run.exists() and not (current and all(path.exists() for path in _outputs(config, folder))):
         _evaluate(config, folder, run, paths)
         cell = {**cell, **collect(folder, run, config)}
         _atomic_json(folder / "cell.json", cell)
@@ -301,11 +303,10 @@ def _evaluate(config, folder, run, paths):
     """
     log, marker = folder / "log.txt", folder / "outputs_of.txt"
     if not marker.exists() or marker.read_text() != run.parent.name:
-        for path in _outputs(config, folder):
-            if path.name == "metrics.json":
-                shutil.rmtree(path.parent, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+        for name, *_ in config.evals:
+            shutil.rmtree(folder / name, ignore_errors=True)
+        for space in SPACES:
+            (folder / f"{space}.npz").unlink(missing_ok=True)
         reproduce_report.atomic_write(marker, run.parent.name)
     for name, space, kind, metrics in config.evals:
         if not (folder / name / "metrics.json").exists():
@@ -356,8 +357,6 @@ def collect(folder, run, config):
     if report.ncc is not None:
         out["ncc"] = report.ncc
     out.update(_report_extras(report.metrics))
-    if (folder / "projection" / "metrics.json").exists():
-        out["margin_projection"] = read_eval(folder / "projection").metrics["separation"]["margin"]
     if (folder / "fine").exists():
         fine = read_eval(folder / "fine")
         out["fine_knn_k20"], out["fine_probe"] = fine.knn["k20"], fine.probe

@@ -99,10 +99,11 @@ WHY = {
         "paper reports for CIFAR-10."),
     "sincere": (
         "No verdict yet: seed 0 of each loss converged at 160 epochs (the last 20% fell 0.9% and "
-        "0.8% of the drop), seeds 1 and 2 are still to train (about 10 min a cell on 2 cores). "
+        "0.8% of the drop), seeds 1 and 2 are still to train (10-14 min a cell on 2 cores). "
         "On seed 0 the direction of Table 1 shows: SINCERE's projection-space margin is 0.265 "
         "against SupCon's 0.151 (+0.114, interval over the test images [+0.094, +0.132]); in "
-        "encoder space the two are close (+0.003, the Table 1 definition's interval spans 0). "
+        "encoder space the two are close (+0.003: the Table 1 definition's interval spans 0, "
+        "the per-image mean's [+0.001, +0.005] does not). "
         "SupCon's final loss, 2.55, is at its floor: a batch of 128 from 10 classes gives each "
         "anchor about 12.7 same-class images it keeps in its denominator, and log 12.7 = 2.54; "
         "SINCERE's falls to 0.065. kNN and probe accuracy are within a point. The earlier "

@@ -250,13 +250,29 @@ def test_a_finished_cell_gets_the_outputs_its_configuration_now_asks_for(tmp_pat
     monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FLAT}))
     config, cell = reproduce.CONFIGS["sincere"], tmp_path / "sincere_seed0"
     first = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
-    (cell / "encoder.npz").unlink()  # as a cell trained before embeddings were asked for
     calls.clear()
+    assert reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell) == first
+    assert calls == []  # finished and measured: nothing runs
+    (cell / "encoder.npz").unlink()  # as a cell trained before embeddings were asked for
+    old = {k: v for k, v in first.items() if not k.startswith("margin_encoder")}
+    (cell / "cell.json").write_text(json.dumps(old))
     again = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
     assert [c[0] for c in calls] == ["embed"] and "encoder" in calls[0]  # only what is missing
-    assert again["loss_curve"] == first["loss_curve"] and "margin_encoder_mean" in again
+    assert {k: again[k] for k in ("epochs", "budgets", "wall_seconds", "loss_curve")} == {
+        k: first[k] for k in ("epochs", "budgets", "wall_seconds", "loss_curve")}
+    assert "margin_encoder_mean" in again
     assert json.loads((cell / "cell.json").read_text())["margin_encoder_mean"] == again[
         "margin_encoder_mean"]
+    (cell / "outputs_of.txt").write_text("e80")  # outputs of another stage: measured again
+    calls.clear()
+    reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    assert [c[0] for c in calls] == ["embed", "embed"]
+
+
+def test_a_grid_saved_with_one_plot_keeps_it_under_its_claim():
+    merged = reproduce_report.merge({"cells": [], "pairs": {}, "plot": "reproduce_cifar2.png"},
+                                    [], {}, {"budgets": [1]}, {})
+    assert merged["plots"] == {"sincere_cifar2-supcon_cifar2": "reproduce_cifar2.png"}
 
 
 def test_a_finished_cell_without_a_recipe_field_reads_it_from_its_run(tmp_path):
