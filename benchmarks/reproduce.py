@@ -42,6 +42,7 @@ PLOTS = {("sincere_cifar2", "supcon_cifar2"): ROOT / "benchmarks" / "reproduce_c
 SUBSET_MARKER = ".clzoo-subset.json"  # a dotfile: never taken for a class
 FINE_METRICS = "[knn, ncc, probe, separation, few_shot, loss_gap]"
 SPACES = ("projection", "encoder")
+OUTPUTS_OF = "outputs_of.txt"  # in a cell folder: the stage its eval / embed outputs come from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,11 @@ class Config:
     evals: tuple = ()
     budgets: tuple = None
     embed: bool = False
+
+    @property
+    def recipe_name(self):
+        """The `name:` of `recipe`, which a run folder's `recipe.yaml` keeps."""
+        return recipe_name(ROOT / self.recipe)
 
 
 _ON_FINE = (("fine", "encoder", "fine", "knn,probe,coarse_to_fine"),)
@@ -272,8 +278,8 @@ def _completed(config, cell, paths, folder):
     some had trained.) Outputs of another stage than the cell's last (`outputs_of.txt`) are
     measured again; a cell whose run folder is gone is returned as saved.
     """
-    run, marker = folder / f"e{cell['epochs']}" / "run", folder / "outputs_of.txt"
-    current = marker.exists() and marker.read_text() == run.parent.name
+    run = folder / f"e{cell['epochs']}" / "run"
+    current = _measured_stage(folder) == run.parent.name
     if run.exists() and not (current and all(path.exists() for path in _outputs(config, folder))):
         _evaluate(config, folder, run, paths)
         cell = {**cell, **collect(folder, run, config)}
@@ -286,8 +292,14 @@ def _outputs(config, folder):
             + [folder / f"{space}.npz" for space in SPACES if config.embed])
 
 
+def _measured_stage(folder):
+    """The stage (`"e160"`) the cell's eval / embed outputs were measured on, or None."""
+    marker = Path(folder) / OUTPUTS_OF
+    return marker.read_text() if marker.exists() else None
+
+
 def _check_recipe(config, folder):
-    want = recipe_name(ROOT / config.recipe)
+    want = config.recipe_name
     for saved in sorted(Path(folder).glob("e*/run/recipe.yaml")):
         if (got := recipe_name(saved)) != want:
             raise RuntimeError(f"{folder} holds a stage trained with recipe {got} ({saved}); "
@@ -301,13 +313,13 @@ def _evaluate(config, folder, run, paths):
     Outputs of an earlier last stage (`outputs_of.txt` names it; a cell that climbed the ladder
     in another sitting) are measured again.
     """
-    log, marker = folder / "log.txt", folder / "outputs_of.txt"
-    if not marker.exists() or marker.read_text() != run.parent.name:
+    log = folder / "log.txt"
+    if _measured_stage(folder) != run.parent.name:
         for name, *_ in config.evals:
             shutil.rmtree(folder / name, ignore_errors=True)
         for space in SPACES:
             (folder / f"{space}.npz").unlink(missing_ok=True)
-        reproduce_report.atomic_write(marker, run.parent.name)
+        reproduce_report.atomic_write(folder / OUTPUTS_OF, run.parent.name)
     for name, space, kind, metrics in config.evals:
         if not (folder / name / "metrics.json").exists():
             _clzoo(["eval", str(run), "--data", _data_spec(config, *paths, kind), "--space", space,
@@ -508,7 +520,7 @@ def main(argv=None):
             make_subset(args.data, subset, scale.train_per_class, scale.test_per_class)
         failed = _run_grid(grid, scale, (subset, Path(args.data).resolve()))
     finished = [_finished(f) for _, _, f in grid if (f / "cell.json").exists()]
-    recipes = {key: recipe_name(ROOT / c.recipe) for key, c in CONFIGS.items()}
+    recipes = {key: c.recipe_name for key, c in CONFIGS.items()}
     saved = reproduce_report.merge(_json(CELLS_JSON) if CELLS_JSON.exists() else None, finished,
                                    _pairs(grid), dataclasses.asdict(scale), recipes)
     for (key_a, key_b), path in PLOTS.items():

@@ -383,7 +383,7 @@ def _trained_with(cells, prefix):
     if prefix == "raw_pixels_":
         return "-"
     recipes = ", ".join(sorted({str(c.get("recipe")) for c in cells}))
-    epochs = "0" if prefix else "/".join(map(str, sorted({c.get("epochs", 8) for c in cells})))
+    epochs = "0" if prefix else "/".join(map(str, sorted({c["epochs"] for c in cells})))
     return f"{recipes}, {epochs}"
 
 
@@ -415,8 +415,8 @@ def merge(saved, finished, pairs, scale, recipes):
     cells = {(c["config"], c["seed"]): c for c in saved["cells"]}
     cells.update({(c["config"], c["seed"]): c for c in finished})
     for (key, seed), cell in list(cells.items()):
-        if cell.get("recipe") is None or cell.get("recipe") != recipes.get(key):
-            print(f"dropped {key} seed {seed}: trained with recipe {cell.get('recipe')}, "
+        if (got := cell.get("recipe")) is None or got != recipes.get(key):
+            print(f"dropped {key} seed {seed}: trained with recipe {got}, "
                   f"the configuration now trains with {recipes.get(key)}", file=sys.stderr)
             del cells[(key, seed)]
     cells = {key: rechecked(cell) for key, cell in cells.items()}  # one rule, whenever trained

@@ -118,15 +118,22 @@ def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, 
     assert not numbers["converged"] and numbers["epochs"] == 100  # at the cap
 
 
-def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, monkeypatch):
+def _capped_then_raised(tmp_path, monkeypatch, key, ladder):
+    """Run `key`'s seed-0 cell capped at `ladder[1]` (still falling), then uncapped (flat at
+    `ladder[2]`); return the capped cell, the `clzoo` calls of the second sitting and its cell."""
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FALLING,
-                                                                 100: FLAT}))
-    config, cell = reproduce.CONFIGS["nscl"], tmp_path / "nscl_seed0"
-    capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=50), ("d", tmp_path), cell)
-    assert capped["budgets"] == [25, 50] and not capped["converged"]
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(
+        calls, {ladder[0]: FALLING, ladder[1]: FALLING, ladder[2]: FLAT}))
+    config, cell = reproduce.CONFIGS[key], tmp_path / f"{key}_seed0"
+    capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=ladder[1]), ("d", tmp_path),
+                                cell)
     calls.clear()
-    numbers = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    return capped, calls, reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+
+
+def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, monkeypatch):
+    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "nscl", (25, 50, 100))
+    assert capped["budgets"] == [25, 50] and not capped["converged"]
     assert [c[0] for c in calls] == ["train"] and "training.epochs=100" in calls[0]
     assert numbers["converged"] and numbers["budgets"] == [25, 50, 100]
 
@@ -233,14 +240,8 @@ def test_a_folder_with_stages_of_another_recipe_is_refused_and_listed_stale(tmp_
 
 
 def test_a_cell_that_climbs_in_a_later_sitting_is_measured_again(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FALLING,
-                                                                 160: FLAT}))
-    config, cell = reproduce.CONFIGS["sincere"], tmp_path / "sincere_seed0"
-    capped = reproduce.run_cell(config, 0, reproduce.Scale(max_epochs=80), ("d", tmp_path), cell)
-    assert capped["budgets"] == [40, 80] and (cell / "projection.npz").exists()
-    calls.clear()
-    numbers = reproduce.run_cell(config, 0, reproduce.Scale(), ("d", tmp_path), cell)
+    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "sincere", (40, 80, 160))
+    assert capped["budgets"] == [40, 80] and (tmp_path / "sincere_seed0" / "projection.npz").exists()
     assert [c[0] for c in calls] == ["train", "embed", "embed"]  # e80's are not reused
     assert "e160" in calls[1][1] and numbers["converged"]
 
