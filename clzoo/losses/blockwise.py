@@ -8,15 +8,26 @@ import keras
 from keras import ops
 
 
-def _runs_eagerly():
-    """True where blocks are dispatched op by op: eager TensorFlow and PyTorch."""
+def _runs_eagerly(z):
+    """True where blocks are dispatched op by op: eager TensorFlow, PyTorch, and JAX outside `jit`.
+
+    Eager JAX (also under `jax.grad` without `jit`) would compile a new `lax.map`
+    on every call, about 5x slower than a loop of cached ops; the check reads
+    `Tracer.to_concrete_value` and falls back to `lax.map` where a JAX release lacks it.
+    """
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
         return tf.executing_eagerly()
-    return backend == "torch"
+    if backend == "jax":
+        import jax
 
+        if not isinstance(z, jax.core.Tracer):
+            return True
+        to_concrete = getattr(z, "to_concrete_value", None)
+        return to_concrete is not None and to_concrete() is not None
+    return backend == "torch"
 
 
 def _sequential_map(fn, xs, n_outputs):
@@ -43,7 +54,7 @@ def blockwise(block, z, z_all, rows, chunk_size, input_shape, n_outputs):
     blocks run in one sequential loop (`tf.map_fn` with
     `parallel_iterations=1`, `lax.map`) the compiler cannot unroll, so it
     never schedules two blocks at once; eager
-    TensorFlow and PyTorch run a Python loop (eager `tf.map_fn` evaluates an
+    TensorFlow, PyTorch and JAX outside `jit` run a Python loop (eager `tf.map_fn` evaluates an
     extra block to learn the output signature, and keeps more alive). A
     shorter last block runs on its own.
     """
@@ -59,7 +70,7 @@ def blockwise(block, z, z_all, rows, chunk_size, input_shape, n_outputs):
         # z_all is an explicit argument so that its gradient is recomputed too.
         return keras.remat(lambda zr, zc: block(zr, zc, row_ids))(z_rows, z_all)
 
-    if _runs_eagerly():
+    if _runs_eagerly(z):
         starts = range(0, n_rows, chunk_size)
         pieces = [remat_block(z[a:a + chunk_size], tuple(r[a:a + chunk_size] for r in rows))
                   for a in starts]

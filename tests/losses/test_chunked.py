@@ -164,3 +164,26 @@ def test_chunked_memory_columns_match_reference(name, temperature):
     _check_chunks(lambda chunk: cls(temperature=temperature, chunk_size=chunk, **kwargs), call,
                   weighted(z), numeric_gradient(weighted, z), temperature,
                   [(None, False), (3, False), (4, True), (16, True)])
+
+
+@pytest.mark.backends("jax")
+def test_jax_loops_over_blocks_outside_jit_and_maps_inside():
+    """Eager JAX (also under `jax.grad`) loops over cached ops; `jit` keeps the one `lax.map`."""
+    import jax
+    import jax.numpy as jnp
+
+    from clzoo.losses.blockwise import _runs_eagerly
+
+    seen = []
+
+    def record(z):
+        seen.append(_runs_eagerly(z))
+        return jnp.sum(z)
+
+    z = jnp.ones((4, 3))
+    record(z)
+    jax.grad(record)(z)
+    jax.value_and_grad(record)(z)
+    jax.jit(record)(z)
+    jax.jit(jax.grad(record))(z)
+    assert seen == [True, True, True, False, False]
