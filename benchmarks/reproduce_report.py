@@ -55,16 +55,16 @@ window, since single epochs move by about 1% of the drop; every saved curve is r
 
 Two settings:
 - **CIFAR-2** (the SINCERE paper's cat vs dog: all 10,000 training and 2,000 test images of
-  `../shared/data/cifar10`), on the `recipes/*/cifar10_fast.yaml` recipes (airbench_half
-  encoder, batch 256, AdamW, cosine), ladder {fast_budgets} epochs;
+  `../shared/data/cifar10`) at the recipes' batch 256;
 - **the CIFAR-10 subset**: the first {train_per_class} training and {test_per_class} test images of every
-  class (sorted file names) at batch {batch_size}. SINCERE, SupCon and eps-SupInfoNCE train on the
-  same `cifar10_fast` recipes, ladder {fast_budgets} epochs: on the `recipes/*_small.yaml` recipes
-  (a CIFAR ResNet-20) their seed-0 cells had not flattened at 100 epochs (the loss still fell
-  5.5-7.2% of its drop over the last 20%). The other configurations still use the `_small`
-  recipes, ladder {budgets} epochs; the cells shown for them are the earlier 8-epoch grid, which
-  ran before the rule existed and recorded no loss curve: they are kept for reference and give no
-  verdict.
+  class (sorted file names) at batch {batch_size}.
+
+Every configuration trains on an airbench_half `recipes/*/*_fast.yaml` recipe (AdamW, cosine
+schedule), ladder {budgets} epochs: on the earlier `recipes/*_small.yaml` recipes (a CIFAR
+ResNet-20) the subset's SINCERE, SupCon and eps-SupInfoNCE seed-0 cells had not flattened at 100
+epochs (the loss still fell 5.5-7.2% of its drop over the last 20%). One view per image where
+labels give the positives; two (SupCon's CIFAR views) for DCL, NSCL and L_spread, whose positive
+is the image's other view, and for SupCon's CIFAR10-Coarse baseline of L_spread.
 
 The papers train ResNet-50s (or ViTs) for 100-800 epochs at batch 512-1024, so these cells test
 the *direction* of each claim on a CPU budget, not its size.
@@ -114,29 +114,27 @@ WHY = {
         "cells on the fast recipe; the verdicts wait for three converged seeds of each loss. The "
         "margin rows have no paper figure (the paper leaves eps-SupInfoNCE out of Table 1)."),
     "spread": (
-        "The direction of Table 2 holds (L_spread's encoder carries more fine-class information "
-        "than SupCon's when both are trained on the two coarse labels), but the size does not: "
-        "the paper reports 23.6 points with a ViT trained to convergence, where SupCon has time to "
-        "collapse each coarse class, and we see about one point in the overall probe (3 of 3 "
-        "seeds) and about two points within the coarse class. After 8 epochs SupCon has not yet collapsed "
-        "the fine structure it would lose later. On the coarse task itself SupCon is ahead at "
-        "this budget (L_spread spends 75% of its weight on repelling; its alpha 0.25 was chosen "
-        "for the fine transfer, not for coarse accuracy)."),
+        "Pending: both losses move to the airbench_half two-view recipes "
+        "(recipes/spread/cifar10_coarse_fast.yaml, recipes/supcon/cifar10_coarse_fast.yaml), "
+        "whose cells have not run yet. The earlier 8-epoch ResNet-20 grid, which ran before "
+        "the convergence rule and gives no verdict, showed Table 2's direction at a fraction "
+        "of its size: about one point of fine-label probe accuracy for L_spread over SupCon "
+        "(3 of 3 seeds) against the paper's 23.6 with a ViT trained to convergence, and "
+        "SupCon ahead on the coarse task itself."),
     "nscl": (
-        "Not reproduced at this budget: NSCL and DCL give the same 100-shot errors within about "
-        "a point, and NSCL's 10-shot error is lower by only 0.6 points "
-        "(65-72% error; the paper's 4.3% vs 14.7% are 100-shot errors of large, long-"
-        "trained encoders). The paper's gap appears as NSCL clusters each class, which "
-        "takes many epochs; with 10 classes, a batch of 128 holds about 13 same-class samples "
-        "per anchor, so the two losses' denominators differ in only about 10% of their terms "
-        "and train almost alike early on. Theorem 1 holds on every run: the measured DCL - NSCL "
-        "gap (0.11) is between 0 and the bound 0.599."),
+        "Pending: both losses move to the airbench_half two-view recipes "
+        "(recipes/nscl/cifar10_fast.yaml, recipes/dcl/cifar10_fast.yaml), whose cells have not "
+        "run yet. The earlier 8-epoch ResNet-20 grid (no verdict) gave NSCL and DCL the same "
+        "100-shot error within about a point (65-72% error; the paper's 4.3% vs 14.7% are "
+        "100-shot errors of large, long-trained encoders), and Theorem 1's bound held on every "
+        "run (DCL - NSCL gap 0.11, bound 0.599)."),
     "soft": (
-        "Reproduced in direction and clearly: soft-target InfoNCE's classifier is better "
-        "calibrated than soft-target cross-entropy's under MixUp / CutMix (as on CIFAR-100 in "
-        "the paper), and at this budget also more accurate by about three points (the paper has "
-        "a tie at convergence; the InfoNCE recipe's larger learning rate, the paper's 5.5 : 3 "
-        "ratio, likely helps a short run)."),
+        "Pending: both losses move to the airbench_half recipes "
+        "(recipes/soft_target/cifar10_infonce_fast.yaml, cifar10_cross_entropy_fast.yaml), "
+        "whose cells have not run yet. The earlier 8-epoch ResNet-20 grid (no verdict) showed "
+        "the paper's direction: soft-target InfoNCE's classifier better calibrated than "
+        "soft-target cross-entropy's under MixUp / CutMix, and about three points more "
+        "accurate (the paper has a tie at convergence)."),
 }
 
 
@@ -387,13 +385,12 @@ def _trained_with(cells, prefix):
     return f"{recipes}, {epochs}"
 
 
-def render(saved, scale, labels, commands, ladders, header=None):
+def render(saved, scale, labels, commands, header=None):
     """The whole RESULTS.md text from the saved grid."""
     by_config = {}
     for cell in saved["cells"]:
         by_config.setdefault(cell["config"], {})[cell["seed"]] = cell
-    fields = {**dataclasses.asdict(scale), "budgets": ", ".join(map(str, scale.budgets)),
-              "fast_budgets": ", ".join(map(str, ladders["sincere_cifar2"]))}
+    fields = {**dataclasses.asdict(scale), "budgets": ", ".join(map(str, scale.budgets))}
     lines = [(header or HEADER).format(**fields), ""]
     cifar2 = [k for k in labels if k.endswith("_cifar2")]
     lines += _overview(by_config, labels, cifar2, "sincere_cifar2", "CIFAR-2")

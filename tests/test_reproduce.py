@@ -105,17 +105,17 @@ def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, 
 
 def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 40: FALLING,
-                                                                 50: FALLING, 100: FALLING}))
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FALLING,
+                                                                 160: FALLING}))
     config, scale = reproduce.CONFIGS["nscl"], reproduce.Scale()
     cell = tmp_path / "nscl_seed1"
-    reproduce.run_stage(config, 1, scale, "d", cell, 25)  # an earlier sitting finished e25
-    (cell / "e50" / "run").mkdir(parents=True)
-    (cell / "e50" / "run" / "checkpoint.keras").write_bytes(b"")  # and was killed in e50
+    reproduce.run_stage(config, 1, scale, "d", cell, 40)  # an earlier sitting finished e40
+    (cell / "e80" / "run").mkdir(parents=True)
+    (cell / "e80" / "run" / "checkpoint.keras").write_bytes(b"")  # and was killed in e80
     calls.clear()
     numbers = reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), cell)
-    assert calls[0][:2] == ["train", "--resume"] and "training.epochs=100" in calls[1]
-    assert not numbers["converged"] and numbers["epochs"] == 100  # at the cap
+    assert calls[0][:2] == ["train", "--resume"] and "training.epochs=160" in calls[1]
+    assert not numbers["converged"] and numbers["epochs"] == 160  # at the cap
 
 
 def _capped_then_raised(tmp_path, monkeypatch, key, ladder):
@@ -132,20 +132,20 @@ def _capped_then_raised(tmp_path, monkeypatch, key, ladder):
 
 
 def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, monkeypatch):
-    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "nscl", (25, 50, 100))
-    assert capped["budgets"] == [25, 50] and not capped["converged"]
-    assert [c[0] for c in calls] == ["train"] and "training.epochs=100" in calls[0]
-    assert numbers["converged"] and numbers["budgets"] == [25, 50, 100]
+    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "nscl", (40, 80, 160))
+    assert capped["budgets"] == [40, 80] and not capped["converged"]
+    assert [c[0] for c in calls] == ["train"] and "training.epochs=160" in calls[0]
+    assert numbers["converged"] and numbers["budgets"] == [40, 80, 160]
 
 
 def test_a_budget_another_seed_did_not_converge_in_is_skipped(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {25: FALLING, 50: FLAT}))
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FLAT}))
     config, scale = reproduce.CONFIGS["dcl"], reproduce.Scale()
-    reproduce.run_stage(config, 0, scale, "d", tmp_path / "dcl_seed0", 25)
+    reproduce.run_stage(config, 0, scale, "d", tmp_path / "dcl_seed0", 40)
     calls.clear()
     reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), tmp_path / "dcl_seed1")
-    assert [a for a in calls[0] if a.startswith("training.epochs")] == ["training.epochs=50"]
+    assert [a for a in calls[0] if a.startswith("training.epochs")] == ["training.epochs=80"]
 
 
 def test_each_override_key_is_set_once_and_the_configuration_wins():
@@ -371,4 +371,4 @@ def test_a_failed_clzoo_command_logs_one_line_per_call_and_raises_with_the_logs_
 def test_a_cap_below_every_budget_is_refused(capsys):
     with pytest.raises(SystemExit):
         reproduce._parse(["--only", "sincere_cifar2", "--max-epochs", "10"])
-    assert "below the first budget of sincere_cifar2 (40 epochs)" in capsys.readouterr().err
+    assert "--max-epochs 10 is below the first budget (40 epochs)" in capsys.readouterr().err

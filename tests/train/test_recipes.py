@@ -13,6 +13,7 @@ from clzoo.train import load_recipe
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.tasks import TASKS
 
+OTHER_VIEW_LOSSES = ("DCLLoss", "NSCLLoss", "SpreadLoss", "InfoNCELoss")
 RECIPES = sorted(Path(__file__).parents[2].joinpath("recipes").rglob("*.yaml"))
 
 
@@ -27,7 +28,12 @@ def test_there_is_a_full_and_a_small_recipe_per_loss_and_dataset():
                    "nscl/cifar10_small.yaml", "dcl/cifar10_small.yaml", "simclr/cifar10_small.yaml",
                    "soft_target/cifar10_infonce_small.yaml",
                    "soft_target/cifar10_cross_entropy_small.yaml",
-                   "soft_target/imagenet_infonce.yaml", "soft_target/imagenet_cross_entropy.yaml"):
+                   "soft_target/imagenet_infonce.yaml", "soft_target/imagenet_cross_entropy.yaml",
+                   # the airbench_half recipes of benchmarks/reproduce.py's subset claims
+                   "nscl/cifar10_fast.yaml", "dcl/cifar10_fast.yaml",
+                   "spread/cifar10_coarse_fast.yaml", "supcon/cifar10_coarse_fast.yaml",
+                   "soft_target/cifar10_infonce_fast.yaml",
+                   "soft_target/cifar10_cross_entropy_fast.yaml"):
         assert recipe in names
 
 
@@ -45,12 +51,16 @@ def test_recipe_resolves_and_builds(path):
     views = views_from_config(config.views)
     if config.task == "soft_target":  # a classifier on one view of MixUp / CutMix batches
         assert views.views == 1 and config.mix["label_smoothing"] == 0.1
-        small = path.stem.endswith("_small")
+        small = path.stem.endswith(("_small", "_fast"))  # the CPU recipes build at 32 px
         task = TASKS.get(config.task)()
-        model = task.build_model(config, ViewConfig(views=1, size=8), 3) if small else None
+        model = task.build_model(config, ViewConfig(views=1, size=32), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
-    elif path.stem.endswith("_fast"):  # labels give the positives: one view per image
-        assert views.views == 1 and config.model.test_time_flip
+    elif path.stem.endswith("_fast"):  # the airbench presets' recipes flip-average the encoder
+        assert config.model.test_time_flip
+        # One view where labels give the positives; two where a positive is the image's other
+        # view (DCL, NSCL, L_spread) and for SupCon's CIFAR10-Coarse baseline of L_spread.
+        other_view = config.loss.name in OTHER_VIEW_LOSSES or "coarse" in path.stem
+        assert views.views == (2 if other_view else 1)
     else:
         assert views.views == 2
     if path.stem.endswith("_fast"):  # the CPU-budget recipes of the airbench presets
