@@ -60,7 +60,7 @@ Two settings:
   class (sorted file names) at batch {batch_size}.
 
 Every configuration trains on an airbench_half `recipes/*/*_fast.yaml` recipe (AdamW, cosine
-schedule), ladder {budgets} epochs: on the earlier `recipes/*_small.yaml` recipes (a CIFAR
+schedule), ladder {budgets} epochs: on the earlier `recipes/*/*_small.yaml` recipes (a CIFAR
 ResNet-20) the subset's SINCERE, SupCon and eps-SupInfoNCE seed-0 cells had not flattened at 100
 epochs (the loss still fell 5.5-7.2% of its drop over the last 20%). One view per image where
 labels give the positives; two (SupCon's CIFAR views) for DCL, NSCL and L_spread, whose positive
@@ -110,9 +110,10 @@ WHY = {
         "8-epoch ResNet-20 cells (margins within 0.002 of 0, loss 5.2 / 5.3 from about 5.5) "
         "had stopped long before the loss flattened."),
     "supinfonce": (
-        "The earlier 8-epoch ResNet-20 cells (within about a point of SINCERE) are replaced by "
-        "cells on the fast recipe; the verdicts wait for three converged seeds of each loss. The "
-        "margin rows have no paper figure (the paper leaves eps-SupInfoNCE out of Table 1)."),
+        "The earlier 8-epoch ResNet-20 cells (within about a point of SINCERE) will be replaced "
+        "by cells on the fast recipe, which have not run yet; the verdicts wait for three "
+        "converged seeds of each loss. The margin rows have no paper figure (the paper leaves "
+        "eps-SupInfoNCE out of Table 1)."),
     "spread": (
         "Pending: both losses move to the airbench_half two-view recipes "
         "(recipes/spread/cifar10_coarse_fast.yaml, recipes/supcon/cifar10_coarse_fast.yaml), "

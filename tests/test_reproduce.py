@@ -118,10 +118,11 @@ def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, 
     assert not numbers["converged"] and numbers["epochs"] == 160  # at the cap
 
 
-def _capped_then_raised(tmp_path, monkeypatch, key, ladder):
-    """Run `key`'s seed-0 cell capped at `ladder[1]` (still falling), then uncapped (flat at
-    `ladder[2]`); return the capped cell, the `clzoo` calls of the second sitting and its cell."""
-    calls = []
+def _capped_then_raised(tmp_path, monkeypatch, key):
+    """Run `key`'s seed-0 cell capped at the ladder's second budget (still falling), then uncapped
+    (flat at the third); return the capped cell, the `clzoo` calls of the second sitting and its
+    cell."""
+    ladder, calls = reproduce.Scale().budgets, []
     monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(
         calls, {ladder[0]: FALLING, ladder[1]: FALLING, ladder[2]: FLAT}))
     config, cell = reproduce.CONFIGS[key], tmp_path / f"{key}_seed0"
@@ -132,7 +133,7 @@ def _capped_then_raised(tmp_path, monkeypatch, key, ladder):
 
 
 def test_a_cell_at_a_sittings_cap_climbs_on_when_the_cap_is_raised(tmp_path, monkeypatch):
-    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "nscl", (40, 80, 160))
+    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "nscl")
     assert capped["budgets"] == [40, 80] and not capped["converged"]
     assert [c[0] for c in calls] == ["train"] and "training.epochs=160" in calls[0]
     assert numbers["converged"] and numbers["budgets"] == [40, 80, 160]
@@ -240,7 +241,7 @@ def test_a_folder_with_stages_of_another_recipe_is_refused_and_listed_stale(tmp_
 
 
 def test_a_cell_that_climbs_in_a_later_sitting_is_measured_again(tmp_path, monkeypatch):
-    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "sincere", (40, 80, 160))
+    capped, calls, numbers = _capped_then_raised(tmp_path, monkeypatch, "sincere")
     assert capped["budgets"] == [40, 80] and (tmp_path / "sincere_seed0" / "projection.npz").exists()
     assert [c[0] for c in calls] == ["train", "embed", "embed"]  # e80's are not reused
     assert "e160" in calls[1][1] and numbers["converged"]

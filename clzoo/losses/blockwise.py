@@ -12,7 +12,8 @@ def _runs_eagerly(z):
     """True where blocks are dispatched op by op: eager TensorFlow, PyTorch, and JAX outside `jit`.
 
     Eager JAX (also under `jax.grad` without `jit`) would compile a new `lax.map`
-    on every call, about 5x slower than a loop of cached ops; the check reads
+    on every call, about 5x slower than a loop of cached ops. Only concrete values loop:
+    `jit`, `vmap`, `checkpoint`, `scan` bodies and `eval_shape` keep `lax.map`. The check reads
     `Tracer.to_concrete_value` and falls back to `lax.map` where a JAX release lacks it.
     """
     backend = keras.backend.backend()
@@ -50,7 +51,7 @@ def blockwise(block, z, z_all, rows, chunk_size, input_shape, n_outputs):
 
     Each block is wrapped in `keras.remat`: a pass keeps only the block
     inputs and per-anchor outputs, and the backward pass recomputes one
-    `chunk_size x N` block at a time. Compiled (`tf.function`, JAX), the full
+    `chunk_size x N` block at a time. Compiled (`tf.function`, `jax.jit`), the full
     blocks run in one sequential loop (`tf.map_fn` with
     `parallel_iterations=1`, `lax.map`) the compiler cannot unroll, so it
     never schedules two blocks at once; eager
