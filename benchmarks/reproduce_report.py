@@ -384,7 +384,7 @@ def _trained_with(cells, prefix):
     """The recipes and epoch budgets behind an overview row ('-' for raw pixels)."""
     if prefix == "raw_pixels_":
         return "-"
-    recipes = ", ".join(sorted({str(c.get("recipe")) for c in cells}))
+    recipes = ", ".join(sorted({c["recipe"] for c in cells}))  # merge kept only recipe-tagged cells
     epochs = "0" if prefix else "/".join(map(str, sorted({c["epochs"] for c in cells})))
     return f"{recipes}, {epochs}"
 
