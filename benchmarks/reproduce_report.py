@@ -323,7 +323,7 @@ def _cell_table(claim, by_config, labels):
             if c.get("converged") is None:
                 state = "not recorded"
             else:
-                state = f"{'yes' if c['converged'] else 'no'}: {c['window_share']:.1%} of the drop"
+                state = f"{'yes' if c['converged'] else 'no'}: {c['window_share']:.2%} of the drop"
             wall = f"{c['wall_seconds'] / 60:.1f} min" if "wall_seconds" in c else "-"
             lines.append(f"| {labels[key]} | {seed} | {', '.join(map(str, c.get('budgets', [8])))} "
                          f"| {state} | {c['final_loss']:.4f} | {wall} |")

@@ -105,9 +105,9 @@ def test_a_cell_climbs_the_ladder_until_converged_and_is_then_skipped(tmp_path, 
 
 def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, {40: FALLING, 80: FALLING,
-                                                                 160: FALLING}))
     config, scale = reproduce.CONFIGS["nscl"], reproduce.Scale()
+    monkeypatch.setattr(reproduce, "_clzoo", _fake_clzoo(calls, dict.fromkeys(scale.budgets,
+                                                                              FALLING)))
     cell = tmp_path / "nscl_seed1"
     reproduce.run_stage(config, 1, scale, "d", cell, 40)  # an earlier sitting finished e40
     (cell / "e80" / "run").mkdir(parents=True)
@@ -115,7 +115,7 @@ def test_a_cut_short_stage_resumes_and_finished_stages_are_not_redone(tmp_path, 
     calls.clear()
     numbers = reproduce.run_cell(config, 1, scale, (tmp_path / "data", tmp_path), cell)
     assert calls[0][:2] == ["train", "--resume"] and "training.epochs=160" in calls[1]
-    assert not numbers["converged"] and numbers["epochs"] == 160  # at the cap
+    assert not numbers["converged"] and numbers["epochs"] == scale.budgets[-1]  # at the cap
 
 
 def _capped_then_raised(tmp_path, monkeypatch, key):
