@@ -322,13 +322,9 @@ def _cell_table(claim, by_config, labels):
              "| --- | --- | --- | --- | --- | --- |"]
     for key in (claim.a, claim.b):
         for seed, c in sorted(by_config.get(key, {}).items()):
-            if c.get("converged") is None:
-                state = "not recorded"
-            else:
-                state = f"{'yes' if c['converged'] else 'no'}: {c['window_share']:.2%} of the drop"
-            wall = f"{c['wall_seconds'] / 60:.1f} min" if "wall_seconds" in c else "-"
-            lines.append(f"| {labels[key]} | {seed} | {', '.join(map(str, c.get('budgets', [8])))} "
-                         f"| {state} | {c['final_loss']:.4f} | {wall} |")
+            state = f"{'yes' if c['converged'] else 'no'}: {c['window_share']:.2%} of the drop"
+            lines.append(f"| {labels[key]} | {seed} | {', '.join(map(str, c['budgets']))} "
+                         f"| {state} | {c['final_loss']:.4f} | {c['wall_seconds'] / 60:.1f} min |")
     return lines + [""]
 
 
@@ -383,8 +379,7 @@ def _overview(by_config, labels, keys, baseline_key, title):
                  for m in ("knn_k20", "probe")]
         if not stats[0]:
             continue
-        done = ("-" if prefix else "not recorded" if any(c.get("converged") is None for c in cells)
-                else f"{sum(c['converged'] for c in cells)}/{len(cells)}")
+        done = "-" if prefix else f"{sum(c['converged'] for c in cells)}/{len(cells)}"
         text = [f"{np.mean(v):.2%} [{min(v):.2%}, {max(v):.2%}]" if v else "-" for v in stats]
         lines.append(f"| {name} | {_trained_with(cells, prefix)} | {len(cells)} | {done} | "
                      f"{text[0]} | {text[1]} |")
