@@ -333,6 +333,10 @@ def test_claim_rows_pair_the_seeds_and_count_wins():
     by_config["b"] = {s: {"m": 0.1, "converged": s != 1, "epochs": 100} for s in range(3)}
     assert reproduce_report.claim_rows(claim, by_config)[0].endswith(
         "| 3/3 | no verdict: not converged at cap (100 epochs) |")
+    by_config["a"] = {0: {"m": 0.5, "converged": False, "epochs": 320}}  # one seed, at its cap
+    assert reproduce_report.claim_rows(claim, by_config)[0].endswith(
+        "| 1/1 | no verdict: not converged at cap (320 epochs) |")
+    by_config["a"] = {s: {"m": 0.5 + s / 100, **done} for s in range(3)}
     by_config["b"][1]["converged"] = None
     assert "convergence not recorded" in reproduce_report.claim_rows(claim, by_config)[0]
 
