@@ -203,8 +203,10 @@ CHUNKABLE = {
 }
 
 
+# One-anchor blocks, the extreme the float64 checks of test_chunked.py (blocks of 3, 4, 5 and 16
+# anchors) leave out, and SupCon's max_positives chunked.
 @pytest.mark.parametrize("name", sorted(CHUNKABLE))
-@pytest.mark.parametrize("chunk_size", [1, 5, 64])
+@pytest.mark.parametrize("chunk_size", [1])
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_chunked_equals_full_in_value_and_gradient(name, chunk_size, compiled):
     labels = np.array([0, 0, 1, 1, 1, 2, 3])
