@@ -278,16 +278,18 @@ def unconverged(cells):
     return ""
 
 
-def _pending(cells):
-    """'pending: k of 3 seeds' while a claim has fewer paired seeds than a verdict needs."""
-    return f"pending: {len(cells)} of {MIN_SEEDS} seeds" if len(cells) < MIN_SEEDS else ""
+def _no_verdict(a_cells, b_cells):
+    """Why a claim's paired cells give no verdict yet ('' when they can).
+
+    A finished cell that did not converge has climbed its whole ladder: more seeds cannot give
+    the claim a verdict, so that is said before how many seeds are still to come.
+    """
+    pending = f"pending: {len(a_cells)} of {MIN_SEEDS} seeds" if len(a_cells) < MIN_SEEDS else ""
+    return unconverged(a_cells + b_cells) or pending
 
 
 def _state(row, a_cells, b_cells, low, high):
-    # A finished cell that did not converge has climbed its whole ladder: more seeds cannot
-    # give the claim a verdict, so that is said before how many seeds are still to come.
-    return (unconverged(a_cells + b_cells) or _pending(a_cells)
-            or verdict(row.direction, low, high))
+    return _no_verdict(a_cells, b_cells) or verdict(row.direction, low, high)
 
 
 def claim_rows(claim, by_config):
@@ -318,8 +320,7 @@ def _bound_row(row, va, vb, a_cells, b_cells):
     cells = a_cells + b_cells
     inside = sum(0.0 <= c[row.key] <= c[row.key + "_bound"] for c in cells)
     bound = max(c[row.key + "_bound"] for c in cells)
-    state = (unconverged(cells) or _pending(a_cells)
-             or ("agrees" if inside == len(cells) else "disagrees"))
+    state = _no_verdict(a_cells, b_cells) or ("agrees" if inside == len(cells) else "disagrees")
     return (f"| {row.label} | {row.paper} | {va.mean():.4f} | {vb.mean():.4f} | "
             f"(bound {bound:.3f}) | - | {state}: {inside}/{len(cells)} runs within [0, bound] |")
 

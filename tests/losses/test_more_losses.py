@@ -206,9 +206,9 @@ CHUNKABLE = {
 # One-anchor blocks, the extreme the float64 checks of test_chunked.py (blocks of 3, 4, 5 and 16
 # anchors) leave out, and SupCon's max_positives chunked.
 @pytest.mark.parametrize("name", sorted(CHUNKABLE))
-@pytest.mark.parametrize("chunk_size", [1])
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_chunked_equals_full_in_value_and_gradient(name, chunk_size, compiled):
+def test_chunked_equals_full_in_value_and_gradient(name, compiled):
+    chunk_size = 1
     labels = np.array([0, 0, 1, 1, 1, 2, 3])
     z = _z(7, 2, dim=8)
     full_value, full_grad = value_and_grad(lambda x: CHUNKABLE[name](None)(labels, x), z)
