@@ -61,15 +61,12 @@ if INSTALLED_WHEEL and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is 
 
 
 def _jax_fast_compiles():
-    """The jax lane compiles thousands of tiny programs (each eager op is one; ~20 ms apiece at
-    XLA's default LLVM level). Level 0 halves that, and XLA's older elemental emitters for fusions
-    (instead of the MLIR fusion emitters) take about 45% off again. Both change machine code, not
-    the HLO: no fast-math, the same float semantics. Only this process: child processes (training
-    runs, multi-process checks) get the user's XLA_FLAGS back, and with them XLA's defaults.
-    `CLZOO_TEST_XLA_DEFAULT=1` runs the lane with XLA's defaults instead."""
+    """Compile this process's JAX programs with `tests/xla_flags.py`'s fast-compile flags; child
+    processes get the user's XLA_FLAGS back (those that run JAX set their own)."""
+    from tests.xla_flags import for_tests
+
     given = os.environ.get("XLA_FLAGS")
-    fast = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
-    os.environ["XLA_FLAGS"] = f"{given or ''} {fast}".strip()
+    os.environ["XLA_FLAGS"] = for_tests(*([given] if given else []))
     import jax
 
     jax.devices()  # the CPU client reads XLA_FLAGS once, here
@@ -79,7 +76,7 @@ def _jax_fast_compiles():
         os.environ["XLA_FLAGS"] = given
 
 
-if os.environ.get("KERAS_BACKEND") == "jax" and not os.environ.get("CLZOO_TEST_XLA_DEFAULT"):
+if os.environ.get("KERAS_BACKEND") == "jax":
     _jax_fast_compiles()
 
 import keras  # noqa: E402

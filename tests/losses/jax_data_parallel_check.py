@@ -10,10 +10,13 @@ import os
 import sys
 
 os.environ["KERAS_BACKEND"] = "jax"
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # After site-packages: test the installed clzoo.
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from tests.xla_flags import for_tests  # noqa: E402
+
+os.environ["XLA_FLAGS"] = for_tests("--xla_force_host_platform_device_count=2")
 
 import jax  # noqa: E402
 import keras  # noqa: E402

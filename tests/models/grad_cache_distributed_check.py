@@ -7,10 +7,12 @@ import json
 import os
 import sys
 
+from tests.xla_flags import for_tests
+
 MODE = sys.argv[1]
 os.environ["KERAS_BACKEND"] = "tensorflow" if MODE == "mirrored" else "jax"
 if MODE == "data_parallel":
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    os.environ["XLA_FLAGS"] = for_tests("--xla_force_host_platform_device_count=2")
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -17,8 +17,6 @@ import sys
 mode = sys.argv[1]
 os.environ["KERAS_BACKEND"] = "jax" if mode == "data_parallel" else "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-if mode == "data_parallel":
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 if mode == "worker":
     task, port0, port1, data, out = sys.argv[2:7]
     os.environ["TF_CONFIG"] = json.dumps({
@@ -29,6 +27,11 @@ else:
     data, out = sys.argv[2:4]
 # After site-packages: test the installed clzoo.
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from tests.xla_flags import for_tests  # noqa: E402
+
+if mode == "data_parallel":
+    os.environ["XLA_FLAGS"] = for_tests("--xla_force_host_platform_device_count=2")
 
 import tensorflow as tf  # noqa: E402
 

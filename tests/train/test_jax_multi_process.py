@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from tests.train.tiny_data import write_tiny_digits
+from tests.xla_flags import for_tests
 
 pytestmark = pytest.mark.backends("jax")
 CLZOO = str(Path(sys.executable).with_name("clzoo"))  # the installed console script
@@ -50,7 +51,7 @@ def _env(tmp, **extra):
     """One CPU device per process; a private TMPDIR, to see that throwaway saves are deleted."""
     env = {key: value for key, value in os.environ.items() if key not in CLUSTER}
     env.update(KERAS_BACKEND="jax", CUDA_VISIBLE_DEVICES="", TMPDIR=str(tmp),
-               XLA_FLAGS="--xla_force_host_platform_device_count=1", **extra)
+               XLA_FLAGS=for_tests("--xla_force_host_platform_device_count=1"), **extra)
     Path(tmp).mkdir(parents=True, exist_ok=True)
     return env
 
