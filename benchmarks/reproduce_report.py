@@ -130,7 +130,7 @@ WHY = {
         "No verdict: SupCon did not converge at the ladder's cap. On its airbench_half two-view "
         "recipe (recipes/supcon/cifar10_coarse_fast.yaml) seed 0's last 20% of epochs took 5.8% "
         "of the drop at 40 epochs, 3.5% at 80, 3.6% at 160 and 2.9% at 320, against the 2% rule: "
-        "with two coarse classes its loss keeps creeping down (5.51 to 5.01 at 320). L_spread "
+        "its loss (5.51 at the start, 5.01 at 320) was still falling at the end. L_spread "
         "converged at 40 epochs on all three seeds (0.5-1.9% of the drop; fine-label probe 48.5%, "
         "48.0%, 47.4%). Seed 0 alone, 40 epochs of L_spread against 320 of SupCon, not a verdict: "
         "SupCon is ahead on the fine-label probe (50.2% vs 48.5%, where the paper has L_spread "

@@ -62,7 +62,7 @@ if INSTALLED_WHEEL and CLZOO_FROM == ROOT / "clzoo":  # (a .venv inside ROOT is 
 
 def _jax_fast_compiles():
     """Compile this process's JAX programs with `tests/xla_flags.py`'s fast-compile flags; child
-    processes get the user's XLA_FLAGS back (those that run JAX set their own)."""
+    processes get the user's XLA_FLAGS back (the JAX child checks set their own)."""
     from tests.xla_flags import for_tests
 
     given = os.environ.get("XLA_FLAGS")
