@@ -17,6 +17,7 @@ the installed package wins; with a non-editable install, importing `clzoo` from
 the tree is an error.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -78,6 +79,10 @@ def _jax_fast_compiles():
 
 if os.environ.get("KERAS_BACKEND") == "jax":
     _jax_fast_compiles()
+elif importlib.util.find_spec("jax") is not None:
+    from tests.xla_flags import fast_compile_flags
+
+    fast_compile_flags()  # probed once here; the tensorflow lane's JAX child checks inherit it
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
