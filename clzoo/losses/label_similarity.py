@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import checks as K
+from clzoo.losses import precision
 
 SIMILARITIES = ("cosine", "jaccard")
 
@@ -78,7 +79,7 @@ def standardize_label_rows(y_true, similarity):
 def pair_similarity(rows, cols, similarity):
     """Label similarity `(n, N)` in [0, 1] between prepared rows `(n, C)` and columns `(N, C)`."""
     if similarity == "cosine":
-        weight = ops.matmul(rows, ops.transpose(cols))
+        weight = precision.matmul(rows, ops.transpose(cols))
     else:
         weight = _jaccard(rows, cols)
     # Identical rows give 1 up to float32 rounding; snap it, so that such a pair is a full positive
@@ -94,7 +95,7 @@ def _jaccard(rows, cols):
     v, s_cols = cols[:, :-1], ops.transpose(cols[:, -1:])
     top = ops.maximum(s_rows, s_cols)
     p, q = s_rows / top, s_cols / top
-    dot = p * q * ops.matmul(u, ops.transpose(v))
+    dot = p * q * precision.matmul(u, ops.transpose(v))
     union = (p * p * ops.sum(ops.square(u), axis=-1)[:, None]
              + q * q * ops.sum(ops.square(v), axis=-1)[None, :] - dot)
     return dot / ops.where(union > 0, union, 1.0)

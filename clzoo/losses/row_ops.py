@@ -34,6 +34,7 @@ import math
 import keras
 from keras import ops
 
+from clzoo.losses import precision
 from clzoo.losses.vjp import custom_vjp
 
 # Fill value for masked logits and the log-sum-exp of an empty row: finite,
@@ -46,13 +47,13 @@ def _column(x):
 
 
 def _logits(rows, cols):
-    return ops.matmul(rows, ops.transpose(cols))
+    return precision.matmul(rows, ops.transpose(cols))
 
 
 def _to_embeddings(grad_logits, rows, cols):
     """The chain rule through `s = rows @ cols^T`: gradients of `rows` and `cols`."""
-    return (ops.matmul(grad_logits, cols),
-            ops.transpose(ops.matmul(ops.transpose(rows), grad_logits)))
+    return (precision.matmul(grad_logits, cols),
+            ops.transpose(precision.matmul(ops.transpose(rows), grad_logits)))
 
 
 def _reduce(block, lead, masks, value_fn, grad_fn):

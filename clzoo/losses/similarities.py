@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from clzoo.losses import precision
 from clzoo.losses import row_ops as R
 
 # With unit vectors every logit lies in [-1/t, 1/t], so exp(logit - 1/t) lies
@@ -33,7 +34,7 @@ class Similarities:
 
     def __init__(self, rows, cols, bound=None, keep_logits=False):
         self.rows, self.cols, self.bound = rows, cols, bound
-        self.logits = ops.matmul(rows, ops.transpose(cols))
+        self.logits = precision.matmul(rows, ops.transpose(cols))
         self._block = (None, None, self.logits) if keep_logits else (rows, cols, self.logits)
 
     def logsumexp(self, mask):

@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.losses import checks as K
+from clzoo.losses import precision
 from clzoo.losses.arguments import validate_bool, validate_temperature
 from clzoo.losses.base import FunctionLoss, own_arguments
 from clzoo.losses.sample_weights import standardize_sample_weight
@@ -140,7 +141,7 @@ def soft_target_info_nce_loss(y_true, y_pred, temperature=1.0, noise_probs=None,
     if noise_probs is not None:
         scores = scores - ops.log(ops.convert_to_tensor(noise_probs, "float32"))
     # pair[b, l] = t_l . s_b
-    pair = ops.matmul(scores, ops.transpose(y_true))
+    pair = precision.matmul(scores, ops.transpose(y_true))
     positive = ops.sum(scores * y_true, axis=-1)
     loss = ops.logsumexp(pair, axis=-1) - positive
     return loss if row_ok is None else K.poison(loss, ops.all(row_ok))

@@ -32,12 +32,11 @@ def value_and_grad(fn, x, compiled=False):
         out, grad = (jax.jit(step) if compiled else step)(x)
         return np.asarray(out), np.asarray(grad)
     if backend == "torch":
-        import torch
-
-        t = torch.tensor(x, requires_grad=True)
+        # On Keras' device (a GPU when there is one), and back to the host for NumPy.
+        t = keras.ops.convert_to_tensor(x).detach().requires_grad_()
         out = fn(t)
         out.backward()
-        return out.detach().numpy(), t.grad.numpy()
+        return out.detach().cpu().numpy(), t.grad.cpu().numpy()
     raise NotImplementedError(backend)
 
 
