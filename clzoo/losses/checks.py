@@ -6,9 +6,10 @@ Value checks (`require`) behave the same on every backend and execution mode:
 - inside a TensorFlow graph (`tf.function`, `fit`): `tf.debugging.Assert`,
   raised at run time as `tf.errors.InvalidArgumentError` with the same
   message (XLA drops asserts, so callers also poison the value with NaN);
-- inside a JAX trace (`jax.jit`, `fit`): `jax.debug.callback` raising the
-  `ValueError` on the host, surfacing as `jax.errors.JaxRuntimeError` that
-  carries the same message.
+- inside a JAX trace (`jax.jit`, `fit`): a host callback raising the
+  `ValueError`, surfacing as `jax.errors.JaxRuntimeError` that carries the
+  same message (inside a loss call a `jax.pure_callback` the loss value
+  depends on, so that on a GPU the error comes with the loss: `_jax_check`).
 
 Callers only ask for value checks on paths that need them (rank-2 or float
 labels, a given `sample_weight`, opt-in `check_values`), so integer
@@ -146,8 +147,9 @@ def _not_our_check(record):
     return not (record.exc_info and isinstance(record.exc_info[1], InputCheckError))
 
 
-# Installed once; creating the logger does not import JAX.
-logging.getLogger("jax._src.debugging").addFilter(_not_our_check)
+# Installed once; creating the loggers does not import JAX.
+for _logger in ("jax._src.debugging", "jax._src.callback"):
+    logging.getLogger(_logger).addFilter(_not_our_check)
 
 
 def _raise_unless(ok, *values, message, detail):
@@ -184,11 +186,34 @@ def require(ok, message, values=(), detail=None, gate=None):
             with tf.control_dependencies([check]):
                 gate = tf.identity(gate)
     elif backend == "jax":
-        import jax
-
-        jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
-                           ok, *values)
+        _jax_check(ok, values, message, detail)
     return gate
+
+
+def _jax_check(ok, values, message, detail):
+    """The host callback of `require` inside a JAX trace.
+
+    On a GPU a failed `jax.debug.callback` surfaces only at JAX's next effects barrier (in `fit`,
+    after training went on with the bad batch); inside a loss call (`collecting_checks`) the check
+    is a `jax.pure_callback` whose result the loss value is poisoned with, so the error arrives
+    with the loss. Elsewhere no value would use that result (it would be dropped as dead code),
+    so the check stays a debug callback.
+    """
+    import jax
+
+    check = functools.partial(_raise_unless, message=message, detail=detail)
+    stack = getattr(_collected, "stack", None)
+    if not stack:
+        jax.debug.callback(check, ok, *values)
+        return
+    passed = jax.pure_callback(functools.partial(_passed, check), jax.ShapeDtypeStruct((), "bool"),
+                               ok, *values)
+    stack[-1].append(passed)
+
+
+def _passed(check, ok, *values):
+    check(ok, *values)
+    return np.asarray(True)
 
 
 def poison(value, ok):

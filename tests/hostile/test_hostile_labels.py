@@ -263,3 +263,16 @@ def test_contrastive_model_fit_reports_a_refused_label_as_the_loss_message(caplo
     if BACKEND == "jax":  # not JAX's wrapped host-callback traceback, and no logged one either
         assert "Traceback" not in str(error.value)
         assert "callback failed" not in caplog.text
+
+
+def test_a_jax_loss_check_is_a_value_the_loss_depends_on():
+    """On a GPU a failed `jax.debug.callback` surfaces only at JAX's next effects barrier (after
+    `fit` trained on the bad batch; seen on an H100); inside a loss call the check must be a
+    callback whose result poisons the loss, so the error comes with the loss value."""
+    if BACKEND != "jax":
+        pytest.skip("JAX traces only")
+    import jax
+
+    labels = np.array([0.0, 1.0, 2.0, 3.0], "float32")  # float ids: a value check
+    text = str(jax.make_jaxpr(lambda y, z: L.SupConLoss()(y, z))(labels, Z))
+    assert "pure_callback" in text and "debug_callback" not in text
