@@ -201,18 +201,19 @@ def _jax_check(ok, values, message, detail):
     """
     import jax
 
-    check = functools.partial(_raise_unless, message=message, detail=detail)
     stack = getattr(_collected, "stack", None)
     if not stack:
-        jax.debug.callback(check, ok, *values)
+        jax.debug.callback(functools.partial(_raise_unless, message=message, detail=detail),
+                           ok, *values)
         return
-    passed = jax.pure_callback(functools.partial(_passed, check), jax.ShapeDtypeStruct((), "bool"),
-                               ok, *values)
+    passed = jax.pure_callback(functools.partial(_passed, message=message, detail=detail),
+                               jax.ShapeDtypeStruct((), "bool"), ok, *values)
     stack[-1].append(passed)
 
 
-def _passed(check, ok, *values):
-    check(ok, *values)
+def _passed(ok, *values, message, detail):
+    """`_raise_unless` as a `jax.pure_callback`: True, or the check's error."""
+    _raise_unless(ok, *values, message=message, detail=detail)
     return np.asarray(True)
 
 
@@ -226,8 +227,10 @@ def collecting_checks():
     """Collect the graph-mode checks `require` adds inside this block.
 
     Yields a list of scalar bool tensors; pass it to `poison_unless_all`.
-    Only TensorFlow graphs add to it: XLA-compiled steps drop
-    `tf.debugging.Assert`, so the loss value itself must carry the failure.
+    TensorFlow graphs add their asserted conditions (XLA-compiled steps drop
+    `tf.debugging.Assert`) and JAX traces their `jax.pure_callback` results
+    (a failed debug callback surfaces late on a GPU, `_jax_check`): either
+    way the loss value itself carries the failure.
     """
     stack = _collected.__dict__.setdefault("stack", [])
     stack.append([])

@@ -22,7 +22,16 @@ def matmul(a, b):
     """`a @ b` for float32 `(..., n, k)` and `(..., k, m)` arrays, at full float32 precision.
 
     Same shapes, dtypes and errors as `keras.ops.matmul`; on JAX the products of its gradient
-    keep the precision too (`dot_general`'s transpose rule).
+    keep the precision too (`dot_general`'s transpose rule). Used for the logits `s = rows @ cols^T`
+    of every embedding loss (SINCERE eq. 12, SupCon eq. 2 and the others in `clzoo.losses`), their
+    hand-written gradients (`row_ops`), the label similarities and the soft-target pair scores.
+
+    Example:
+        >>> import numpy as np
+        >>> from clzoo.losses import precision
+        >>> a = np.eye(2, 3, dtype="float32")
+        >>> tuple(precision.matmul(a, a.T).shape)
+        (2, 2)
     """
     if keras.backend.backend() == "jax":
         import jax.numpy as jnp
