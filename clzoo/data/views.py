@@ -277,7 +277,30 @@ def rand_augment(image, seed, num_ops, magnitude):
 
 
 def augment_view(image, seed, config):
-    """One augmented view of a uint8 `(H, W, 3)` image -> float32 `(size, size, 3)` in [0, 1]."""
+    """One augmented view of a uint8 `(H, W, 3)` image -> float32 `(size, size, 3)` in [0, 1].
+
+    `seed` is a stateless seed, int32 or int64 `(2,)`. The ops are traced once per view
+    settings and image shape and dtype in a process (`_view_function`), then reused by every
+    view, pipeline and resumed stream that asks for them.
+    """
+    return _view_function(_view_settings(config))(image, seed)
+
+
+def _view_settings(config):
+    """The hashable settings one view reads (`per_view` already applied by `for_view`)."""
+    return tuple((f.name, getattr(config, f.name)) for f in fields(config)
+                 if f.name not in ("views", "per_view"))
+
+
+@functools.cache
+def _view_function(settings):
+    # Tracing the jitter's 16 switch branches and the crop cost about 0.9 s per view on 2 cores,
+    # paid again by each view of each pipeline built; a tf.function keeps the traced graph.
+    config = ViewConfig(**dict(settings))
+    return tf.function(lambda image, seed: _augment_view(image, seed, config), autograph=False)
+
+
+def _augment_view(image, seed, config):
     seeds = tf.random.experimental.stateless_split(seed, num=9)
     x = tf.image.convert_image_dtype(image, tf.float32)
     x = random_resized_crop(x, seeds[0], config.size, tuple(config.crop_scale),
