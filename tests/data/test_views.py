@@ -104,3 +104,24 @@ def test_bad_view_config(kwargs, match):
 def test_batch_larger_than_dataset():
     with pytest.raises(ValueError, match="batch_size"):
         batches(_split(4), "views", batch_size=8)
+
+
+def test_view_ops_are_traced_once_per_settings_and_give_the_uncached_views():
+    import tensorflow as tf
+
+    from clzoo.data import views as V
+
+    config = ViewConfig(size=16, randaugment_ops=1, blur_p=0.5, solarize_p=0.37)  # this test's own
+    traced = V._view_function(V._view_settings(config))
+    split = _split()
+    first = [_first_batch(split, config=config, batch_size=8, seed=3, epochs=2, start_step=s)[0]
+             for s in (0, 1)]  # two pipelines, two views each
+    assert traced.experimental_get_tracing_count() == 1
+    # The same batches as ops traced afresh into the pipeline (no cached function).
+    uncached = tf.data.Dataset.range(1).map(
+        lambda _: V._augment_view(tf.constant(split.images[0]), tf.constant([5, 7], tf.int64), config))
+    cached = V.augment_view(tf.constant(split.images[0]), tf.constant([5, 7], tf.int64), config)
+    np.testing.assert_array_equal(next(iter(uncached)).numpy(), cached.numpy())
+    assert not np.array_equal(first[0], first[1])
+    other = ViewConfig(size=16, randaugment_ops=1, blur_p=0.5, solarize_p=0.38)
+    assert V._view_function(V._view_settings(other)) is not traced  # each settings its own trace
