@@ -8,7 +8,10 @@ For each view recipe: images/s of `clzoo.data.batches` alone (2 views per
 image, decoded CIFAR-10 from the image folder's cache, 40 batches after 5 of
 warm-up), and images/s of the trainer (`train_on_batch` of the
 `sincere_cifar10_small` model, ResNet-20 + SINCERE, on one fixed batch, 10 steps
-after 3 of warm-up), then their ratio. Prints one JSON line per recipe.
+after 3 of warm-up), then their ratio. Also the seconds from `batches(...)` to its first
+batch: the recipe's first pipeline in the process (`first_batch_s`), and a second one resumed at
+step 5 (`rebuilt_first_batch_s`, what a resumed run or another epoch's pipeline pays).
+Prints one JSON line per recipe.
 """
 
 import argparse
@@ -40,13 +43,21 @@ def main():
     for name in args.recipes:
         views = view_recipe(name, size=32, views=2)
         epochs = -(-(5 + args.batches) // (len(split) // args.batch_size))  # enough batches
+        start = time.perf_counter()
         dataset = iter(batches(split, "views", args.batch_size, seed=0, epochs=epochs, views=views))
-        for _ in range(5):
+        batch = next(dataset)
+        first_batch = time.perf_counter() - start
+        for _ in range(4):
             batch = next(dataset)
         start = time.perf_counter()
         for _ in range(args.batches):
             next(dataset)
         pipeline_rate = args.batches * args.batch_size / (time.perf_counter() - start)
+        del dataset  # its prefetching stops before the second pipeline is timed
+        start = time.perf_counter()
+        next(iter(batches(split, "views", args.batch_size, seed=0, epochs=epochs, start_step=5,
+                          views=views)))
+        rebuilt = time.perf_counter() - start
         if trainer_rate is None:  # the model's cost does not depend on the views
             model = build_model(config, views)
             model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss=clzoo.losses.SINCERELoss())
@@ -60,6 +71,8 @@ def main():
         print(json.dumps({"recipe": name, "pipeline_images_per_s": round(pipeline_rate),
                           "trainer_images_per_s": round(trainer_rate),
                           "ratio": round(pipeline_rate / trainer_rate, 2),
+                          "first_batch_s": round(first_batch, 2),
+                          "rebuilt_first_batch_s": round(rebuilt, 2),
                           "backend": keras.backend.backend(), "cpus": os.cpu_count()}), flush=True)
 
 
