@@ -277,11 +277,30 @@ def rand_augment(image, seed, num_ops, magnitude):
 
 
 def augment_view(image, seed, config):
-    """One augmented view of a uint8 `(H, W, 3)` image -> float32 `(size, size, 3)` in [0, 1].
+    """One augmented view of an image, in the order of the module docstring.
 
-    `seed` is a stateless seed, int32 or int64 `(2,)`. The ops are traced once per view
-    settings and image shape and dtype in a process (`_view_function`), then reused by every
-    view, pipeline and resumed stream that asks for them.
+    The ops are traced once per view settings and image shape and dtype in a
+    process (`_view_function`), then reused by every view, pipeline and
+    resumed stream that asks for them.
+
+    Args:
+        image: uint8 `(H, W, 3)` tensor (or float32 in [0, 1]).
+        seed: int32 or int64 `(2,)` stateless seed: the same seed gives the same view.
+        config: `ViewConfig`; its `per_view` is not applied here (pass `config.for_view(v)`).
+
+    Returns:
+        float32 `(config.size, config.size, 3)` in [0, 1].
+
+    Example:
+
+    >>> import numpy as np, tensorflow as tf, clzoo
+    >>> image = tf.constant(np.full((32, 32, 3), 128, np.uint8))
+    >>> seed = tf.constant([0, 1], tf.int64)
+    >>> view = clzoo.data.augment_view(image, seed, clzoo.data.ViewConfig(size=16))
+    >>> tuple(view.shape), view.dtype.name
+    ((16, 16, 3), 'float32')
+    >>> bool(np.array_equal(view, clzoo.data.augment_view(image, seed, clzoo.data.ViewConfig(size=16))))
+    True
     """
     return _view_function(_view_settings(config))(image, seed)
 
@@ -292,7 +311,7 @@ def _view_settings(config):
                  if f.name not in ("views", "per_view"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # bounded: a notebook may try many settings
 def _view_function(settings):
     # Tracing the jitter's 16 switch branches and the crop cost about 0.9 s per view on 2 cores,
     # paid again by each view of each pipeline built; a tf.function keeps the traced graph.
