@@ -10,7 +10,8 @@ warm-up), and images/s of the trainer (`train_on_batch` of the
 `sincere_cifar10_small` model, ResNet-20 + SINCERE, on one fixed batch, 10 steps
 after 3 of warm-up), then their ratio. Also the seconds from `batches(...)` to its first
 batch: the recipe's first pipeline in the process (`first_batch_s`), and a second one resumed at
-step 5 (`rebuilt_first_batch_s`, what a resumed run or another epoch's pipeline pays).
+step 5 in the same process (`rebuilt_first_batch_s`; a resumed `clzoo train` is a new process and
+pays `first_batch_s`).
 Prints one JSON line per recipe.
 """
 

@@ -279,9 +279,10 @@ def rand_augment(image, seed, num_ops, magnitude):
 def augment_view(image, seed, config):
     """One augmented view of an image, in the order of the module docstring.
 
-    The ops are traced once per view settings and image shape and dtype in a
-    process (`_view_function`), then reused by every view, pipeline and
-    resumed stream that asks for them.
+    Inside a graph (a `tf.data` map function, `tf.map_fn`) the ops are traced
+    once per view settings and image shape and dtype in a process
+    (`_view_function`), then reused by every later view and pipeline of the
+    same settings; called eagerly, they run op by op.
 
     Args:
         image: uint8 `(H, W, 3)` tensor (or float32 in [0, 1]).
@@ -302,21 +303,33 @@ def augment_view(image, seed, config):
     >>> bool(np.array_equal(view, clzoo.data.augment_view(image, seed, clzoo.data.ViewConfig(size=16))))
     True
     """
-    return _view_function(_view_settings(config))(image, seed)
+    if tf.executing_eagerly() or type(config) is not ViewConfig:  # nothing to trace twice
+        return _augment_view(image, seed, config)
+    return _view_function(config)(image, seed)
 
 
-def _view_settings(config):
-    """The hashable settings one view reads (`per_view` already applied by `for_view`)."""
-    return tuple((f.name, getattr(config, f.name)) for f in fields(config)
-                 if f.name not in ("views", "per_view"))
+_VIEW_FUNCTIONS = {}  # settings -> traced view function, oldest dropped past _MAX_VIEW_FUNCTIONS
+_MAX_VIEW_FUNCTIONS = 64  # bounded: a notebook may try many settings
 
 
-@functools.lru_cache(maxsize=64)  # bounded: a notebook may try many settings
-def _view_function(settings):
-    # Tracing the jitter's 16 switch branches and the crop cost about 0.9 s per view on 2 cores,
-    # paid again by each view of each pipeline built; a tf.function keeps the traced graph.
-    config = ViewConfig(**dict(settings))
-    return tf.function(lambda image, seed: _augment_view(image, seed, config), autograph=False)
+def _view_function(config):
+    """The view ops of `config` as a `tf.function`, traced once per image shape and dtype.
+
+    Tracing the jitter's 16 switch branches and the crop cost about 0.9 s per view on 2 cores,
+    paid again by each view of each pipeline built. Keyed by the settings' `repr`, which tells
+    `10` from `np.float32(10)` (they round differently); `per_view` is applied by the caller.
+    """
+    key = repr([(f.name, getattr(config, f.name)) for f in fields(config)
+                if f.name not in ("views", "per_view")])
+    function = _VIEW_FUNCTIONS.get(key)
+    if function is None:
+        frozen = replace(config)  # a validated copy: later edits to `config` cannot reach it
+        function = tf.function(lambda image, seed: _augment_view(image, seed, frozen),
+                               autograph=False, reduce_retracing=True)
+        if len(_VIEW_FUNCTIONS) >= _MAX_VIEW_FUNCTIONS:
+            del _VIEW_FUNCTIONS[next(iter(_VIEW_FUNCTIONS))]
+        _VIEW_FUNCTIONS[key] = function
+    return function
 
 
 def _augment_view(image, seed, config):

@@ -106,22 +106,32 @@ def test_batch_larger_than_dataset():
         batches(_split(4), "views", batch_size=8)
 
 
-def test_view_ops_are_traced_once_per_settings_and_give_the_uncached_views():
+def test_view_ops_are_traced_once_per_settings_and_give_the_uncached_batches(monkeypatch):
     import tensorflow as tf
 
     from clzoo.data import views as V
 
-    config = ViewConfig(size=16, randaugment_ops=1, blur_p=0.5, solarize_p=0.37)  # this test's own
-    traced = V._view_function(V._view_settings(config))
+    # This test's own settings (no other test traces them), with every optional op on.
+    config = ViewConfig(size=16, randaugment_ops=2, blur_p=0.5, solarize_p=0.37)
+    traced = V._view_function(config)
     split = _split()
-    first = [_first_batch(split, config=config, batch_size=8, seed=3, epochs=2, start_step=s)[0]
-             for s in (0, 1)]  # two pipelines, two views each
+
+    def run(start_step):
+        return _first_batch(split, config=config, batch_size=8, seed=3, epochs=2,
+                            start_step=start_step)[0]
+
+    cached = [run(0), run(1)]  # two pipelines of two views each
     assert traced.experimental_get_tracing_count() == 1
-    # The same batches as ops traced afresh into the pipeline (no cached function).
-    uncached = tf.data.Dataset.range(1).map(
-        lambda _: V._augment_view(tf.constant(split.images[0]), tf.constant([5, 7], tf.int64), config))
-    cached = V.augment_view(tf.constant(split.images[0]), tf.constant([5, 7], tf.int64), config)
-    np.testing.assert_array_equal(next(iter(uncached)).numpy(), cached.numpy())
-    assert not np.array_equal(first[0], first[1])
-    other = ViewConfig(size=16, randaugment_ops=1, blur_p=0.5, solarize_p=0.38)
-    assert V._view_function(V._view_settings(other)) is not traced  # each settings its own trace
+    assert V._view_function(ViewConfig(size=16, randaugment_ops=2, blur_p=0.5,
+                                       solarize_p=0.37)) is traced  # equal settings, one function
+    for other in (ViewConfig(size=16, randaugment_ops=2, blur_p=0.5, solarize_p=0.38),
+                  ViewConfig(size=16, randaugment_ops=2, blur_p=0.5, solarize_p=np.float32(0.37))):
+        assert V._view_function(other) is not traced  # np.float32(0.37) rounds otherwise
+    # The old path: the ops traced afresh into each pipeline's map function.
+    monkeypatch.setattr(V, "_view_function",
+                        lambda c: lambda image, seed: V._augment_view(image, seed, c))
+    for start_step, batch in zip((0, 1), cached):
+        np.testing.assert_array_equal(run(start_step), batch)
+    eager = V.augment_view(tf.constant(split.images[0]), tf.constant([5, 7], tf.int64), config)
+    assert eager.shape == (16, 16, 3)  # eagerly: op by op, no trace
+    assert traced.experimental_get_tracing_count() == 1
