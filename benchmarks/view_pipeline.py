@@ -16,6 +16,7 @@ Prints one JSON line per recipe.
 """
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -44,8 +45,10 @@ def main():
     for name in args.recipes:
         views = view_recipe(name, size=32, views=2)
         epochs = -(-(5 + args.batches) // (len(split) // args.batch_size))  # enough batches
+        pipeline = functools.partial(batches, split, "views", args.batch_size, seed=0,
+                                     epochs=epochs, views=views)
         start = time.perf_counter()
-        dataset = iter(batches(split, "views", args.batch_size, seed=0, epochs=epochs, views=views))
+        dataset = iter(pipeline())
         batch = next(dataset)
         first_batch = time.perf_counter() - start
         for _ in range(4):
@@ -56,8 +59,7 @@ def main():
         pipeline_rate = args.batches * args.batch_size / (time.perf_counter() - start)
         del dataset  # its prefetching stops before the second pipeline is timed
         start = time.perf_counter()
-        next(iter(batches(split, "views", args.batch_size, seed=0, epochs=epochs, start_step=5,
-                          views=views)))
+        next(iter(pipeline(start_step=5)))
         rebuilt = time.perf_counter() - start
         if trainer_rate is None:  # the model's cost does not depend on the views
             model = build_model(config, views)

@@ -292,6 +292,14 @@ def augment_view(image, seed, config):
     Returns:
         float32 `(config.size, config.size, 3)` in [0, 1].
 
+    Raises:
+        ValueError: inside a graph, a `config` edited after construction to a
+            value `ViewConfig` refuses (the traced copy is validated again).
+
+    Source: the SupCon reference code's CIFAR views (`main_supcon.py`), the
+    optional ops as in `ViewConfig`'s attributes (RandAugment, SimCLR's blur,
+    BYOL's solarization).
+
     Example:
 
     >>> import numpy as np, tensorflow as tf, clzoo
