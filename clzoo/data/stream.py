@@ -18,6 +18,7 @@ where it stopped. Kinds:
 import numpy as np
 import tensorflow as tf
 
+from clzoo.data.batch_views import BatchViewConfig, batch_views, image_coins
 from clzoo.data.sampler import class_balanced_indices
 from clzoo.data.soft_targets import MixConfig, soft_target_mixer
 from clzoo.data.split import Split
@@ -47,7 +48,8 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
         epochs: epochs in the whole run, `>= 1`. Defaults to `1`.
         start_step: global step to start from, in `[0, epochs * (N // batch_size)]`.
             Defaults to `0`.
-        views: `ViewConfig`. Defaults to the SupCon CIFAR views for `"views"` and
+        views: `ViewConfig`, or for `"views"` a `BatchViewConfig` (airbench's
+            batch-wise flip and translate). Defaults to the SupCon CIFAR views for `"views"` and
             `"balanced"`; for `"soft_targets"`, `None` (no augmentation), else one
             view (`views=1`).
         mix: `MixConfig`, `"soft_targets"` only. Defaults to `MixConfig()`.
@@ -94,12 +96,17 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
         positions = _positions(len(split), batch_size, seed, epochs, start_step, shuffle)
         images = tf.constant(split.images)
         labels = tf.constant(np.asarray(split.labels, dtype=np.int32))
-        if kind == "views":
-            load = _view_loader(images, labels, views or ViewConfig(), seed)
+        if isinstance(views, BatchViewConfig):  # augmented batch by batch
+            data = positions.batch(batch_size, drop_remainder=True).map(
+                _batch_view_loader(images, labels, views, seed),
+                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         else:
-            load = _image_loader(images, labels, views, seed)
-        data = positions.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        data = data.batch(batch_size, drop_remainder=True)
+            if kind == "views":
+                load = _view_loader(images, labels, views or ViewConfig(), seed)
+            else:
+                load = _image_loader(images, labels, views, seed)
+            data = positions.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            data = data.batch(batch_size, drop_remainder=True)
         if kind == "soft_targets":
             mixer = soft_target_mixer(mix or MixConfig(), int(num_classes or len(split.class_names)),
                                       seed)
@@ -144,8 +151,15 @@ def _check(split, kind, batch_size, seed, epochs, start_step, views, mix, num_cl
                          f"{n // batch_size} steps). Received: start_step={start_step!r}")
     if not isinstance(shuffle, bool):
         raise ValueError(f"`shuffle` must be True or False. Received: shuffle={shuffle!r}")
-    if views is not None and not isinstance(views, ViewConfig):
-        raise ValueError(f"`views` must be a clzoo.data.ViewConfig or None. Received: views={views!r}")
+    if isinstance(views, BatchViewConfig) and kind != "views":
+        raise ValueError(f"a BatchViewConfig (airbench's batch-wise views) works with kind='views' "
+                         f"only. Received: kind={kind!r}")
+    if views is not None and not isinstance(views, (ViewConfig, BatchViewConfig)):
+        raise ValueError("`views` must be a clzoo.data.ViewConfig, a clzoo.data.BatchViewConfig or "
+                         f"None. Received: views={views!r}")
+    if isinstance(views, BatchViewConfig) and tuple(split.images.shape[1:3]) != (views.size,) * 2:
+        raise ValueError(f"BatchViewConfig does not resize: the images must be {views.size}x"
+                         f"{views.size}. Received: images of shape {tuple(split.images.shape[1:])}")
     if kind == "soft_targets":
         _check_soft_targets(split, views, mix, num_classes)
     if kind == "balanced":
@@ -204,6 +218,17 @@ def _view_loader(images, labels, views, seed):
     def load(epoch, position, index):
         view_seed = tf.stack([epoch * _EPOCH_STRIDE + seed, position])
         return multi_view(tf.gather(images, index), view_seed, views), tf.gather(labels, index)
+
+    return load
+
+
+def _batch_view_loader(images, labels, views, seed):
+    coins = image_coins(int(images.shape[0]), seed)
+
+    def load(epoch, position, index):
+        batch = batch_views(tf.gather(images, index), tf.constant(int(seed), tf.int64), epoch[0],
+                            position[0], tf.gather(coins, index), views)
+        return batch, tf.gather(labels, index)
 
     return load
 

@@ -5,17 +5,26 @@ from clzoo.models.backbones import hub_resnet, vit
 from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
+from clzoo.models.initializers import DiracInitializer
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, check_encoder_options, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
-from clzoo.models.test_time_flip import HorizontalFlip, flip_averaged
+from clzoo.models.test_time_flip import (
+    HorizontalFlip,
+    ReflectTranslate,
+    flip_averaged,
+    test_time_averaged,
+)
+from clzoo.models.whitening import PatchWhitening, adapt_whitening
 
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
-           "HorizontalFlip", "MemoryQueue", "MomentumEncoder", "ProjectionHead", "airbench_net",
-           "build_classifier", "check_encoder_options", "cifar_resnet", "flip_averaged",
-           "get_encoder", "hub_resnet", "list_encoders", "vit"]
+           "DiracInitializer", "HorizontalFlip", "MemoryQueue", "MomentumEncoder",
+           "PatchWhitening", "ProjectionHead", "ReflectTranslate", "adapt_whitening",
+           "airbench_net", "build_classifier", "check_encoder_options", "cifar_resnet",
+           "flip_averaged", "get_encoder", "hub_resnet", "list_encoders",
+           "test_time_averaged", "vit"]
 
 
 def __getattr__(name):

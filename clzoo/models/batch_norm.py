@@ -10,6 +10,9 @@ the gap to a PyTorch training step (benchmarks/README.md, `train_step.py`).
 import keras
 from keras import ops
 
+# TensorFlow's fused kernel raises a smaller epsilon to this; below it the Keras ops run instead.
+FUSED_MIN_EPSILON = 1.001e-5
+
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class BatchNormalization(keras.layers.BatchNormalization):
@@ -20,9 +23,11 @@ class BatchNormalization(keras.layers.BatchNormalization):
     batch mean and biased batch variance normalize, the moving averages take
     `momentum * moving + (1 - momentum) * batch`). When training on the
     TensorFlow backend a float32 `(batch, H, W, C)` input normalized over its
-    last axis with scale and center (and no mask, renorm or synchronization)
-    goes through `tf.nn.fused_batch_norm`; every other case, and every other
-    backend, runs the Keras layer unchanged.
+    last axis with center (and no mask, renorm or synchronization) goes
+    through `tf.nn.fused_batch_norm`, with or without scale (airbench's frozen
+    scale is `scale=False`); an `epsilon` below 1.001e-5 (which the kernel
+    would raise silently), every other case and every other backend run the
+    Keras layer unchanged.
 
     Example:
 
@@ -36,7 +41,7 @@ class BatchNormalization(keras.layers.BatchNormalization):
     def _fused(self, inputs, training, mask):
         return (keras.backend.backend() == "tensorflow" and bool(training) and self.trainable
                 and mask is None and not self.renorm and not self.synchronized
-                and self.scale and self.center and len(inputs.shape) == 4
+                and self.center and self.epsilon >= FUSED_MIN_EPSILON and len(inputs.shape) == 4
                 and self.axis % 4 == 3 and inputs.dtype == "float32"
                 and self.compute_dtype == "float32")
 
@@ -45,8 +50,9 @@ class BatchNormalization(keras.layers.BatchNormalization):
             return super().call(inputs, training=training, mask=mask)
         import tensorflow as tf
 
+        gamma = self.gamma if self.scale else tf.ones_like(self.beta)
         outputs, mean, variance = tf.compat.v1.nn.fused_batch_norm(
-            inputs, self.gamma, self.beta, epsilon=self.epsilon, is_training=True)
+            inputs, gamma, self.beta, epsilon=self.epsilon, is_training=True)
         # The kernel returns the unbiased (n - 1) batch variance; Keras averages the biased one.
         count = ops.cast(ops.prod(ops.shape(inputs)[:3]), variance.dtype)
         variance = variance * (count - 1.0) / count

@@ -60,3 +60,91 @@ def flip_averaged(encoder, name=None):
     mirrored = HorizontalFlip(name="flip")(inputs)
     features = keras.layers.Average(name="flip_average")([encoder(inputs), encoder(mirrored)])
     return keras.Model(inputs, features, name=name or f"{encoder.name}_flip_averaged")
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class ReflectTranslate(keras.layers.Layer):
+    """Shift `(batch, H, W, C)` images by `(dy, dx)` pixels, filling the edge by reflection.
+
+    Output pixel `(y, x)` is input pixel `(y - dy, x - dx)`, mirrored at the
+    border: airbench's test-time translate (a crop of the image padded by
+    reflection). Deterministic, unlike `RandomTranslation`.
+
+    Args:
+        dy, dx: shift in pixels (positive: down / right), `|dy| < H`, `|dx| < W`.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x = np.arange(4, dtype="float32").reshape(1, 1, 4, 1)
+    >>> np.asarray(clzoo.models.ReflectTranslate(0, 1)(x))[0, 0, :, 0].tolist()
+    [1.0, 0.0, 1.0, 2.0]
+    """
+
+    def __init__(self, dy=0, dx=0, **kwargs):
+        super().__init__(**kwargs)
+        for label, value in (("dy", dy), ("dx", dx)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"`{label}` must be an int. Received: {label}={value!r}")
+        self.dy, self.dx = dy, dx
+
+    def call(self, inputs):
+        if len(inputs.shape) != 4:
+            raise ValueError("ReflectTranslate expects images (batch, H, W, C). "
+                             f"Received: shape={tuple(inputs.shape)}")
+        py, px = abs(self.dy), abs(self.dx)
+        height, width = inputs.shape[1], inputs.shape[2]
+        padded = ops.pad(inputs, [(0, 0), (py, py), (px, px), (0, 0)], mode="reflect")
+        top, left = py - self.dy, px - self.dx
+        return padded[:, top:top + height, left:left + width, :]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"dy": self.dy, "dx": self.dx})
+        return config
+
+
+def test_time_averaged(encoder, translate=0, name=None):
+    """Average an encoder's features over test-time views: mirror, and optional ±`translate` px.
+
+    `translate=0` is `flip_averaged`. With `translate=t`, airbench's
+    `infer_mirror_translate` (Jordan 2024, sec. 3.7): half the weight on the
+    image and its mirror image, a quarter each on the pair shifted by
+    `(-t, -t)` and by `(+t, +t)` pixels (reflect-padded) with their mirrors;
+    6 encoder passes per image.
+
+    Args:
+        encoder: `keras.Model` mapping images `(batch, H, W, C)` to features `(batch, D)`.
+        translate: shift in pixels, an int `>= 0` and below the image size. Defaults to `0`.
+        name: model name. Defaults to `"<encoder name>_test_time_averaged"`.
+
+    Returns:
+        `keras.Model` with the encoder's input and output shapes, sharing its weights.
+
+    Raises:
+        ValueError: as `flip_averaged`, or a `translate` that is not such an int.
+
+    Example:
+
+    >>> import clzoo
+    >>> encoder = clzoo.models.test_time_averaged(clzoo.models.get_encoder("resnet20"), 1)
+    >>> encoder.output_shape
+    (None, 64)
+    """
+    if isinstance(translate, bool) or not isinstance(translate, int) or translate < 0:
+        raise ValueError(f"`translate` must be an int >= 0. Received: translate={translate!r}")
+    if not translate:
+        return flip_averaged(encoder, name=name)
+    if len(encoder.input_shape) != 4 or len(encoder.output_shape) != 2:
+        raise ValueError("test_time_averaged needs an encoder from images (batch, H, W, C) to "
+                         f"features (batch, D). Received: {encoder.input_shape} -> "
+                         f"{encoder.output_shape}")
+    inputs = keras.Input(shape=encoder.input_shape[1:], name="images")
+    base = flip_averaged(encoder, name="mirror")
+    parts = [base(inputs)]
+    for sign, label in ((-1, "up_left"), (1, "down_right")):
+        shifted = ReflectTranslate(sign * translate, sign * translate, name=f"shift_{label}")(inputs)
+        parts.append(base(shifted))
+    pairs = keras.layers.Average(name="translate_average")(parts[1:])
+    features = keras.layers.Average(name="test_time_average")([parts[0], pairs])
+    return keras.Model(inputs, features, name=name or f"{encoder.name}_test_time_averaged")

@@ -2,19 +2,27 @@
 
 import keras
 
-from clzoo.data import ViewConfig, view_recipe
+from clzoo.data import BatchViewConfig, ViewConfig, view_recipe
 from clzoo.models import get_encoder
 from clzoo.registry import check_kwargs
+
+BATCH_VIEWS = "airbench"  # the views recipe name of BatchViewConfig
 
 
 def views_from_config(spec):
     """`ViewConfig` from a recipe's `views` section: fields, optionally on top of `recipe: <name>`.
+
+    `recipe: airbench` gives a `BatchViewConfig` instead (airbench's batch-wise
+    alternating flip and translate; fields `views`, `size`, `translate`, `flip`).
 
     Raises:
         ValueError: an unknown view recipe or field, or a value `ViewConfig` refuses.
     """
     spec = dict(spec or {})
     name = spec.pop("recipe", None)
+    if name == BATCH_VIEWS:
+        check_kwargs(BatchViewConfig, spec, "views")
+        return BatchViewConfig(**spec)
     check_kwargs(ViewConfig, spec, "views")
     if name is None:
         return ViewConfig(**spec)
@@ -61,7 +69,8 @@ def build_optimizer(recipe, steps_per_epoch):
 
     spec = recipe.training
     schedule = SCHEDULES.get(spec.schedule)(spec, steps_per_epoch)
-    return OPTIMIZERS.get(spec.optimizer)(schedule, spec)
+    return OPTIMIZERS.get(spec.optimizer)(schedule, spec,
+                                          total_steps=max(1, spec.epochs * steps_per_epoch))
 
 
 def build_model(recipe, views=None, num_classes=None):

@@ -56,6 +56,9 @@ class ModelSpec(_Section):
     # the saved encoder averages each image's features with its mirror image's (airbench's
     # test-time flip, clzoo.models.flip_averaged); training and the online kNN use the bare encoder
     test_time_flip: bool = False
+    # and over the image shifted by (-t, -t) and (+t, +t) pixels with their mirrors (airbench's
+    # multi-crop test-time augmentation, clzoo.models.test_time_averaged); needs test_time_flip
+    test_time_translate: NonNegativeInt = Field(0, le=4)
     classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
     # MoCo-style memory (clzoo.models.ContrastiveModel): keep the last queue_size keys + labels and
     # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).
@@ -71,6 +74,12 @@ class ModelSpec(_Section):
     def _momentum_needs_queue(self):
         if self.momentum is not None and self.queue_size is None:
             raise ValueError("momentum (the key encoder) needs a queue: set model.queue_size")
+        return self
+
+    @model_validator(mode="after")
+    def _translate_needs_flip(self):
+        if self.test_time_translate and not self.test_time_flip:
+            raise ValueError("test_time_translate averages mirrored pairs: set test_time_flip too")
         return self
 
     @model_validator(mode="after")
@@ -115,13 +124,20 @@ class LossSpec(BaseModel):
 class TrainingSpec(_Section):
     epochs: PositiveInt = 10
     batch_size: PositiveInt = 256  # global batch, split over replicas
-    optimizer: str = "sgd"  # clzoo.optimizers.OPTIMIZERS: sgd | adamw | lars
+    optimizer: str = "sgd"  # clzoo.optimizers.OPTIMIZERS: sgd | adamw | lars | lookahead_sgd
     learning_rate: PositiveFloat = 0.1  # peak, after warm-up
     momentum: float = Field(0.9, ge=0, lt=1)
+    nesterov: bool = False  # sgd and lookahead_sgd
     weight_decay: NonNegativeFloat = 1e-4
     warmup_epochs: NonNegativeFloat = 1
-    schedule: str = "cosine"  # clzoo.optimizers.SCHEDULES: cosine | constant
-    final_learning_rate_fraction: float = Field(0.0, ge=0, le=1)  # cosine ends here x peak
+    warmup_start_fraction: float = Field(1e-3, ge=0, le=1)  # the warm-up starts here x peak
+    schedule: str = "cosine"  # clzoo.optimizers.SCHEDULES: cosine | linear | constant
+    final_learning_rate_fraction: float = Field(0.0, ge=0, le=1)  # the decay ends here x peak
+    # lookahead_sgd only (airbench94: 64, 5, 0.95 ** 5): learning-rate factor of biases and
+    # batch-norm offsets; steps between Lookahead pulls (0: off); the largest pull
+    bias_learning_rate_multiplier: PositiveFloat = 1.0
+    lookahead_every: NonNegativeInt = 0
+    lookahead_alpha: float = Field(0.95**5, ge=0, lt=1)
     trust_coefficient: PositiveFloat = 1e-3  # LARS only
     deterministic: bool = True  # deterministic kernels: same seed, same run (CPU)
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
@@ -137,6 +153,19 @@ class TrainingSpec(_Section):
         if name not in registry:
             raise ValueError(f"must be one of {registry.list()}." + did_you_mean(name, registry))
         return name
+
+    @model_validator(mode="after")
+    def _levers_need_lookahead_sgd(self):
+        if self.optimizer == "lookahead_sgd":
+            return self
+        keys = ["bias_learning_rate_multiplier", "lookahead_every", "lookahead_alpha"]
+        if self.optimizer != "sgd":
+            keys.append("nesterov")
+        for key in keys:
+            if getattr(self, key) != type(self).model_fields[key].default:
+                owner = "sgd and lookahead_sgd" if key == "nesterov" else "lookahead_sgd"
+                raise ValueError(f"{key} is a setting of optimizer {owner}, not {self.optimizer}")
+        return self
 
     @model_validator(mode="after")
     def _warmup_fits(self):

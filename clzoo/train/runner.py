@@ -11,7 +11,7 @@ import numpy as np
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
 from clzoo.data.sources import data_source
-from clzoo.models import flip_averaged
+from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
 from clzoo.train.determinism import seed_everything
@@ -109,7 +109,9 @@ def _save_encoder(run, encoder, recipe, model, place):
     """`encoder.keras`, written once: by the chief, while the others (JAX over several
     processes) take part in the collective save and drop their copy."""
     with portable_batch_norm(model):
-        shipped = flip_averaged(encoder) if recipe.model.test_time_flip else encoder
+        spec = recipe.model
+        shipped = (test_time_averaged(encoder, spec.test_time_translate) if spec.test_time_flip
+                   else encoder)
         write_once(place, run / "encoder.keras", shipped.save, suffix=".keras")
 
 
@@ -163,6 +165,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
             model = load_model(resume_from.checkpoint)
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
+            adapt_whitening(task.encoder(model), train_split.images)  # a PatchWhitening stem
             model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe))
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)

@@ -1,0 +1,67 @@
+"""The airbench stack as recipe keys: a run fits the whitening stem to its data, trains with
+Lookahead SGD on batch-wise views, resumes by step, and ships the test-time averaged encoder."""
+
+import keras
+import numpy as np
+import pytest
+
+from clzoo.models import PatchWhitening
+from clzoo.optimizers import LookaheadSGD, WarmupLinearDecay
+from clzoo.saving import load_model
+from clzoo.train import load_recipe, train
+from clzoo.train.builders import build_optimizer
+from clzoo.train.recipe import RecipeError
+
+STACK = ["data=digits", "model.architecture=airbench_half", "model.embedding_dim=16",
+         "model.encoder_options={whitening: true, dirac: true, batch_norm_scale: false, "
+         "batch_norm_momentum: 0.6, batch_norm_epsilon: 1.0e-5}",
+         "model.test_time_flip=true", "model.test_time_translate=1",
+         "views={recipe: airbench, views: 1, translate: 2}",
+         "training.optimizer=lookahead_sgd", "training.learning_rate=0.2",
+         "training.momentum=0.85", "training.nesterov=true", "training.schedule=linear",
+         "training.warmup_start_fraction=0.2", "training.final_learning_rate_fraction=0.07",
+         "training.bias_learning_rate_multiplier=64", "training.lookahead_every=5",
+         "training.batch_size=128", "training.epochs=2", "eval.metrics=[knn]",
+         "eval.knn_k=[5]", "eval.knn_headline_k=5", "eval.baselines=[]"]
+
+
+def test_the_stack_builds_from_recipe_keys():
+    recipe = load_recipe(None, STACK)
+    optimizer = build_optimizer(recipe, steps_per_epoch=10)
+    assert isinstance(optimizer, LookaheadSGD)
+    assert (optimizer.nesterov, optimizer.bias_learning_rate_multiplier,
+            optimizer.lookahead_every, optimizer.total_steps) == (True, 64.0, 5, 20)
+    schedule = optimizer._learning_rate
+    assert isinstance(schedule, WarmupLinearDecay) and schedule.start_fraction == 0.2
+
+
+@pytest.mark.parametrize("override, key", [
+    ("training.lookahead_every=5", "lookahead_every is a setting of optimizer lookahead_sgd"),
+    ("training.bias_learning_rate_multiplier=64", "bias_learning_rate_multiplier"),
+    ("model.test_time_translate=1", "set test_time_flip too"),
+    ("training.nesterov=true", "nesterov is a setting of optimizer sgd and lookahead_sgd")])
+def test_levers_are_refused_where_they_do_nothing(override, key):
+    with pytest.raises(RecipeError, match=key):
+        load_recipe(None, ["training.optimizer=adamw", override])
+
+
+@pytest.mark.large
+def test_a_stack_run_whitens_resumes_by_step_and_ships_test_time_views(tmp_path):
+    whole = train(load_recipe(None, STACK), tmp_path / "whole", verbose=0)
+    encoder = load_model(tmp_path / "whole" / "encoder.keras")
+    stems = [layer for layer in encoder._flatten_layers() if isinstance(layer, PatchWhitening)]
+    assert len(stems) == 1  # shared by the six test-time views
+    kernel = keras.ops.convert_to_numpy(stems[0].kernel)
+    identity = np.eye(12, dtype="float32").reshape(2, 2, 3, 12)
+    assert not np.allclose(kernel[..., :12], identity, atol=1e-2)  # fitted to the digits
+    assert any(layer.name == "shift_down_right" for layer in encoder._flatten_layers())
+    assert whole["knn_top1"] > 0.5  # ten digit classes: chance is 10%
+    # the checkpoint holds Lookahead's slow weights, so a resumed run continues them: training
+    # ends on them (the last step's pull has decay 1), so they equal the trained weights
+    checkpoint = keras.saving.load_model(tmp_path / "whole" / "checkpoint.keras")
+    optimizer = checkpoint.optimizer
+    assert isinstance(optimizer, LookaheadSGD) and len(optimizer.slow_weights) == len(
+        checkpoint.trainable_variables)
+    for slow, weight in zip(optimizer.slow_weights, checkpoint.trainable_variables):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(slow),
+                                   keras.ops.convert_to_numpy(weight), atol=1e-6)
