@@ -123,7 +123,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     def _lookahead(self, slow, previous, fast):
         """The fast weights after this step's Lookahead (the slow copy updated alongside)."""
         dtype = previous.dtype
-        slow_value = ops.where(ops.equal(self.iterations, 0), previous, slow)
+        slow_value = ops.where(ops.equal(self.iterations, 0), ops.convert_to_tensor(previous),
+                               ops.convert_to_tensor(slow))
         t = ops.cast(self.iterations + 1, "float32")
         total = float(self.total_steps)
         last = t >= total

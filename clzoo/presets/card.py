@@ -236,7 +236,10 @@ def model_card(metadata, license="apache-2.0", handle=None):
              f"A {metadata.get('architecture')} image encoder trained with `{loss}` on {display} "
              f"with [clzoo]({REPOSITORY})" + ("; the loss's paper is cited below." if paper else "."), ""]
     lines += _usage(metadata, handle)
-    lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", ""]
+    lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
+              "kNN protocol: the whole training split as memory, the k training features of "
+              "highest cosine similarity vote for their class with that similarity as weight "
+              "(`clzoo.eval.knn_predict`, weighting `cosine`).", ""]
     lines += _flip_lines(metadata)
     probe = probe_accuracy(metadata)
     if probe is not None:
@@ -282,10 +285,29 @@ def _curve_lines(metadata):
     return lines + [""]
 
 
+def _test_time_lines(metadata):
+    """A preset whose run measured its metrics on the shipped, test-time averaged features."""
+    translate = metadata.get("test_time_translate") or 0
+    if translate:
+        views = (f"6 views of each image: the image and the two shifted by ({-translate}, "
+                 f"{-translate}) and (+{translate}, +{translate}) pixels (reflect-padded), each "
+                 "with its mirror image; weights 1/4 on the unshifted pair, 1/8 on each other view "
+                 "(airbench's multi-crop test-time augmentation, "
+                 "`clzoo.models.test_time_averaged`; 6x the inference cost)")
+    else:
+        views = ("the image and its mirror image (`clzoo.models.flip_averaged`; twice the "
+                 "inference cost)")
+    return [f"The preset's features are the weighted mean of the encoder's features over {views}. "
+            "Every number on this card is measured on these shipped features, except the "
+            "accuracy during training (the bare encoder).", ""]
+
+
 def _flip_lines(metadata):
     """With a test-time-flip preset: say so, and give the kNN measured with the shipped features."""
     if not metadata.get("test_time_flip"):
         return []
+    if metadata.get("test_time_measured"):
+        return _test_time_lines(metadata)
     knn = metadata.get("metrics", {}).get("eval", {}).get("knn", {})
     shown = ", ".join(f"{k}: {v:.2%}" for k, v in knn.items())
     return ["The preset's features are the mean over each image and its mirror image "

@@ -145,6 +145,13 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
 
         encoder = flip_averaged(encoder, name=f"{encoder.name}_flip_averaged")
     recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    # a run whose recipe sets model.test_time_flip saved the test-time averaged encoder itself
+    # (clzoo.train.runner), and measured its metrics on it
+    model_spec = recipe.get("model", {})
+    shipped_by_run = bool(model_spec.get("test_time_flip"))
+    if test_time_flip and shipped_by_run:
+        raise PresetError(f"{run}'s encoder.keras already averages its test-time views "
+                          "(model.test_time_flip in its recipe): build it without test_time_flip")
     metrics = {"train": json.loads((run / "metrics.json").read_text())}
     report = Path(eval_dir) if eval_dir is not None else run / "eval"
     if (report / "metrics.json").is_file():
@@ -155,7 +162,9 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         "commit": _commit(), "loss": recipe.get("loss", {}), "architecture":
         recipe.get("model", {}).get("architecture"), "dataset": recipe.get("data"),
         "recipe": recipe, "metrics": metrics, "feature_dim": int(encoder.output_shape[-1]),
-        "test_time_flip": bool(test_time_flip),
+        "test_time_flip": bool(test_time_flip) or shipped_by_run,
+        "test_time_translate": int(model_spec.get("test_time_translate") or 0),
+        "test_time_measured": shipped_by_run,
         "compute": training_compute(run, recipe, metrics["train"], cores),
         "curve": training_curve(run, recipe, metrics["train"]),
     }

@@ -202,3 +202,26 @@ def test_preset_records_compute_curve_and_test_time_flip(tmp_path):
         loaded.predict(X, verbose=0),
         (encoder.predict(X, verbose=0) + encoder.predict(X[:, :, ::-1].copy(), verbose=0)) / 2,
         rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_that_shipped_test_time_views_says_its_numbers_are_of_them(tmp_path):
+    from huggingface_hub import ModelCard
+
+    run, encoder = _run(tmp_path)
+    shipped = clzoo.models.test_time_averaged(encoder, translate=1)
+    shipped.save(run / "encoder.keras")  # what clzoo train saves with these recipe keys
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["model"].update(test_time_flip=True, test_time_translate=1)
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    with pytest.raises(PresetError, match="already averages its test-time views"):
+        build_preset(run, tmp_path / "twice", test_time_flip=True)
+    folder = build_preset(run, tmp_path / "preset", name="tiny")
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert (meta["test_time_flip"], meta["test_time_translate"], meta["test_time_measured"]) == (
+        True, 1, True)
+    text = ModelCard.load(folder / "README.md").text
+    assert "6 views of each image" in text and "measured on these shipped features" in text
+    assert "weighting `cosine`" in text
+    loaded = clzoo.presets.Encoder.from_preset(str(folder))
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), shipped.predict(X, verbose=0),
+                               rtol=1e-5, atol=1e-6)
