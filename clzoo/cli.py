@@ -582,7 +582,8 @@ def _add_eval_parsers(commands):
 def _add_other_parsers(commands):
     p = commands.add_parser("show-views", help="PNG grid of training images and their augmented views")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
-    p.add_argument("--recipe", default="supcon", choices=VIEW_RECIPE_NAMES)
+    p.add_argument("--recipe", default="supcon", choices=[*VIEW_RECIPE_NAMES, "airbench"],
+                   help="view recipe; 'airbench': its batch-wise views, one column per epoch")
     p.add_argument("--images", type=_whole(1), default=8)
     p.add_argument("--views", type=_whole(1), default=4)
     p.add_argument("--seed", type=_whole(0), default=0)

@@ -101,12 +101,57 @@ def training_curve(run, recipe, train_metrics):
     return {"monitor": monitor, "rows": rows}
 
 
+def public_data_name(spec):
+    """The name a preset gives its data: a folder path becomes its folder name (the
+    training machine's paths stay out of the card), `tfds:` names and label sets are kept.
+
+    Example:
+
+    >>> from clzoo.presets.format import public_data_name
+    >>> public_data_name("/home/me/data/cifar10@cifar2"), public_data_name("tfds:cifar10")
+    ('cifar10@cifar2', 'tfds:cifar10')
+    """
+    base, at, label_set = str(spec).partition("@")
+    if base.startswith("tfds:") or base == "digits":
+        return str(spec)
+    base = base.removeprefix("folder:").rstrip("/\\").replace("\\", "/").split("/")[-1]
+    return base + at + label_set
+
+
+def _without_machine_paths(value, replacements):
+    """`value` (nested dicts / lists / strings) with each `(old, new)` text replaced, longest first."""
+    if isinstance(value, dict):
+        return {k: _without_machine_paths(v, replacements) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_machine_paths(v, replacements) for v in value]
+    if isinstance(value, str):
+        for old, new in replacements:
+            value = value.replace(old, new)
+    return value
+
+
+def _machine_paths(run, recipe, metrics):
+    """`(path, public text)` pairs: the run folder, the data folder, the evaluated model files."""
+    pairs = [(str(run.resolve()), "<run>"), (str(run), "<run>")]
+    data = str(recipe.get("data") or "")
+    if data:
+        base = data.partition("@")[0]
+        pairs += [(str(Path(base).resolve()), public_data_name(base)), (base, public_data_name(base))]
+    model = (metrics.get("eval") or {}).get("model")
+    if isinstance(model, str) and model:
+        pairs.append((model, Path(model).name))
+    return sorted({p for p in pairs if p[0] not in ("", ".")}, key=lambda p: -len(p[0]))
+
+
 def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
                  test_time_flip=False, eval_dir=None, handle=None):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
-    `eval/metrics.json` (the `clzoo eval` report) from `run_dir`.
+    `eval/metrics.json` (the `clzoo eval` report) from `run_dir`. Paths of the
+    machine that trained it (the run folder, the data folder, the evaluated
+    model file) are left out of the metadata and card: the data is named by
+    `public_data_name`, the run folder is `<run>`.
 
     Args:
         run_dir: run folder.
@@ -168,6 +213,7 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         "compute": training_compute(run, recipe, metrics["train"], cores),
         "curve": training_curve(run, recipe, metrics["train"]),
     }
+    metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "config.json", json.dumps(keras.saving.serialize_keras_object(encoder),

@@ -98,3 +98,14 @@ def test_recipe_views_airbench_builds_batch_views():
     assert config == BatchViewConfig(views=2, translate=1)
     with pytest.raises(ValueError, match="crop_scale"):
         views_from_config({"recipe": "airbench", "crop_scale": [0.5, 1.0]})
+
+
+def test_show_views_draws_airbench_views_epoch_by_epoch(tmp_path):
+    from clzoo.data.preview import _epochs_of_batch_views
+
+    epochs = _epochs_of_batch_views(SPLIT, [0, 1, 2], BatchViewConfig(size=SIZE, translate=0), 3, 0)
+    assert epochs.shape == (3, 3, SIZE, SIZE, 3)
+    np.testing.assert_array_equal(epochs[:, 1], epochs[:, 0, :, ::-1])  # mirrored every other epoch
+    np.testing.assert_array_equal(epochs[:, 2], epochs[:, 0])
+    path = clzoo.data.show_views(SPLIT, tmp_path / "views.png", recipe="airbench", images=3, views=2)
+    assert path.read_bytes().startswith(b"\x89PNG")

@@ -225,3 +225,36 @@ def test_a_run_that_shipped_test_time_views_says_its_numbers_are_of_them(tmp_pat
     loaded = clzoo.presets.Encoder.from_preset(str(folder))
     np.testing.assert_allclose(loaded.predict(X, verbose=0), shipped.predict(X, verbose=0),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.backends("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("name", sorted(json.loads(
+    (Path(__file__).parents[2] / "pretrained" / "registry.json").read_text())))
+def test_every_builtin_preset_gives_the_same_features_on_every_backend(name):
+    from tests.presets.builtin_features import HERE, images
+
+    reference = json.loads((HERE / "builtin_features.json").read_text())
+    assert set(reference) == set(clzoo.presets.BUILTIN_PRESETS), "re-run builtin_features.py"
+    features = clzoo.presets.Encoder.from_preset(name).predict(images(), verbose=0)
+    # written on TensorFlow; the other backends' convolutions round differently (float32)
+    np.testing.assert_allclose(features, np.asarray(reference[name]), rtol=1e-4, atol=1e-4)
+
+
+def test_preset_metadata_and_card_hold_no_path_of_the_training_machine(tmp_path):
+    run, _ = _run(tmp_path)
+    data = tmp_path / "machine" / "datasets" / "cifar10"
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["data"] = str(data)
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    (run / "eval").mkdir()
+    (run / "eval" / "metrics.json").write_text(json.dumps({
+        "title": f"clzoo evaluation of {run / 'encoder.keras'} on {data}", "data": str(data),
+        "model": str(run / "encoder.keras"), "knn": {"k20": 0.7}}))
+    folder = build_preset(run, tmp_path / "preset", name="tiny")
+    for file in ("metadata.json", "README.md"):
+        text = (folder / file).read_text()
+        assert str(tmp_path) not in text, file
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["dataset"] == "cifar10" and meta["recipe"]["data"] == "cifar10"
+    assert meta["metrics"]["eval"]["model"] == "encoder.keras"
+    assert "value: 50.0" in (folder / "README.md").read_text()  # CIFAR-10's model-index kept
