@@ -606,8 +606,9 @@ def _explain(error, source, overridden):
         origin = _origin(key, overridden)
         if problem["type"] == "extra_forbidden":
             known = _known_keys(loc[:-1])
-            line = (f"{source}: unknown recipe key {_short(key)}{origin}. Known keys here: "
-                    f"{', '.join(known)}." + did_you_mean(loc[-1], known))
+            # the did-you-mean first: a long list of known keys is what gets cut at MAX_LINE
+            line = (f"{source}: unknown recipe key {_short(key)}{origin}."
+                    + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
         else:
             message = problem["msg"].removeprefix("Value error, ")
             value = problem.get("input")

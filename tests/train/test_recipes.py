@@ -34,7 +34,9 @@ def test_each_loss_and_dataset_has_its_full_small_and_fast_recipes():
                    "nscl/cifar10_fast.yaml", "dcl/cifar10_fast.yaml",
                    "spread/cifar10_coarse_fast.yaml", "supcon/cifar10_coarse_fast.yaml",
                    "soft_target/cifar10_infonce_fast.yaml",
-                   "soft_target/cifar10_cross_entropy_fast.yaml"):
+                   "soft_target/cifar10_cross_entropy_fast.yaml",
+                   # airbench's whole stack: the recipes of the airbench presets
+                   "supcon/cifar10_airbench.yaml", "sincere/cifar10_airbench.yaml"):
         assert recipe in names
 
 
@@ -56,8 +58,8 @@ def test_recipe_resolves_and_builds(path):
         task = TASKS.get(config.task)()
         model = task.build_model(config, ViewConfig(views=1, size=32), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
-    elif path.stem.endswith("_fast"):  # the airbench presets' recipes flip-average the encoder
-        assert config.model.test_time_flip
+    elif path.stem.endswith(("_fast", "_airbench")):  # the airbench presets' recipes average
+        assert config.model.test_time_flip  # the encoder over test-time views
         # One view where labels give the positives; two where a positive is the image's other
         # view (DCL, NSCL, L_spread) and for SupCon's CIFAR10-Coarse baseline of L_spread.
         other_view = config.loss.name in OTHER_VIEW_LOSSES or "coarse" in path.stem
@@ -66,6 +68,10 @@ def test_recipe_resolves_and_builds(path):
         assert views.views == 2
     if path.stem.endswith("_fast"):  # the CPU-budget recipes of the airbench presets
         assert config.model.architecture == "airbench_half" and config.training.epochs <= 30
+    elif path.stem.endswith("_airbench"):  # airbench's whole stack, within an hour on 2 cores
+        assert config.model.architecture == "airbench" and config.training.epochs <= 30
+        assert config.views["recipe"] == "airbench" and config.training.optimizer == "lookahead_sgd"
+        assert config.model.encoder_options["whitening"] and config.model.encoder_options["dirac"]
     elif path.stem.endswith("_small"):
         assert config.model.architecture == "resnet20" and config.training.epochs <= 12
     elif config.task == "soft_target":  # the paper's ImageNet schedule (Table 3)
@@ -83,7 +89,8 @@ PAIRS = [("dcl/cifar10_fast.yaml", "nscl/cifar10_fast.yaml", ()),
          ("soft_target/cifar10_infonce_fast.yaml", "soft_target/cifar10_cross_entropy_fast.yaml",
           ("learning_rate",)),
          ("sincere/cifar10_fast.yaml", "supcon/cifar10_fast.yaml", ("epochs",)),
-         ("sincere/cifar10_fast.yaml", "supinfonce/cifar10_fast.yaml", ("epochs",))]
+         ("sincere/cifar10_fast.yaml", "supinfonce/cifar10_fast.yaml", ("epochs",)),
+         ("sincere/cifar10_airbench.yaml", "supcon/cifar10_airbench.yaml", ())]
 
 
 @pytest.mark.parametrize("a, b, training_keys", PAIRS, ids=str)
