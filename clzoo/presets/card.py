@@ -233,7 +233,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
     knn = ", ".join(f"{k}: {v:.2%}" for k, v in train.get("knn_top1_by_k", {}).items())
     lines = ["---", yaml.safe_dump(_header(metadata, loss, license), sort_keys=False).strip(), "---", "",
              f"# {metadata['name']}", "",
-             f"A {metadata.get('architecture')} image encoder trained with `{loss}` on {display} "
+             f"{_article(metadata.get('architecture'))} {metadata.get('architecture')} image encoder trained with `{loss}` on {display} "
              f"with [clzoo]({REPOSITORY})" + ("; the loss's paper is cited below." if paper else "."), ""]
     lines += _usage(metadata, handle)
     lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
@@ -243,7 +243,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _flip_lines(metadata)
     probe = probe_accuracy(metadata)
     if probe is not None:
-        lines += [f"Linear probe (logistic regression on frozen features): {probe:.2%}.", ""]
+        lines += [f"Linear probe ({_probe_protocol(metadata)}): {probe:.2%}.", ""]
     lines += _compute_lines(metadata) + _curve_lines(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
@@ -252,6 +252,19 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _citation(paper)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _article(word):
+    return "An" if str(word)[:1].lower() in "aeiou" else "A"
+
+
+def _probe_protocol(metadata):
+    """How the probe was fitted, from the report: protocol and its regularization C."""
+    report = metadata.get("metrics", {}).get("eval", {})
+    probe = report.get("probe") or report.get("linear_probe") or {}
+    protocol = probe.get("protocol") or "logistic regression"
+    c = f", C = {probe['C']:g}" if isinstance(probe.get("C"), (int, float)) else ""
+    return f"{protocol}{c}, on frozen features of the training split"
 
 
 def _compute_lines(metadata):
@@ -265,6 +278,9 @@ def _compute_lines(metadata):
             f"views) in {hours:.2f} h of wall time on {where}")
     if compute.get("cpu_hours") is not None:
         line += f" ({compute['cpu_hours']:.2f} CPU-hours)"
+    rate = metadata.get("metrics", {}).get("train", {}).get("images_per_second")
+    if isinstance(rate, (int, float)) and rate > 0:
+        line += f", {rate:,.0f} training images/s"
     return ["## Compute", "", line + f"; devices: {', '.join(compute.get('devices') or ['n/a'])}.", ""]
 
 
@@ -291,7 +307,7 @@ def _test_time_lines(metadata):
     if translate:
         views = (f"6 views of each image: the image and the two shifted by ({-translate}, "
                  f"{-translate}) and (+{translate}, +{translate}) pixels (reflect-padded), each "
-                 "with its mirror image; weights 1/4 on the unshifted pair, 1/8 on each other view "
+                 "with its mirror image; weight 1/4 on each unshifted view, 1/8 on each shifted one "
                  "(airbench's multi-crop test-time augmentation, "
                  "`clzoo.models.test_time_averaged`; 6x the inference cost)")
     else:
