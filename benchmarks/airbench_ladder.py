@@ -21,6 +21,7 @@ Usage (from the repository root):
 import argparse
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 # Levers in airbench's order, each rung adding one; the first rung has none.
@@ -56,29 +57,36 @@ def rungs():
 
 
 def run(name, overrides, args):
+    """One rung's `metrics.json` (trained, resumed or reused), or None when its run failed."""
     folder = Path(args.output) / name
     if (folder / "metrics.json").is_file():
         return json.loads((folder / "metrics.json").read_text())
     sets = [*COMMON, f"training.epochs={args.epochs}", f"data={args.data}",
             f"training.warmup_epochs={round(0.23 * args.epochs, 2)}", *overrides]
-    command = ["clzoo", "train", f"recipes/{args.loss}/cifar10_airbench.yaml", "--output",
-               str(folder)] + [a for s in sets for a in ("--set", s)]
+    clzoo = [sys.executable, "-m", "clzoo.cli", "train"]
+    command = clzoo + [f"recipes/{args.loss}/cifar10_airbench.yaml", "--output", str(folder)]
+    command += [a for s in sets for a in ("--set", s)]
     if (folder / "checkpoint.keras").is_file():
-        command = ["clzoo", "train", "--resume", str(folder)]
+        command = clzoo + ["--resume", str(folder)]
     print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=True)
+    if subprocess.run(command).returncode:
+        print(f"rung {name} failed; the others go on", flush=True)
+        return None
     return json.loads((folder / "metrics.json").read_text())
 
 
 def table(results, epochs):
-    levers = ["none"] + list(OFF)
-    lines = [f"| rung ({epochs} epochs) | lever added | kNN top-1 (k=20) | images/s |",
+    added = ["none"] + list(OFF)
+    lines = [f"| rung ({epochs} epochs) | change | kNN top-1 (k=20) | images/s |",
              "| --- | --- | --- | --- |"]
     for name, metrics in results.items():
-        label = (f"+ {levers[int(name.split('_')[1])]}" if name.startswith("stack_")
-                 and name != "stack_full" else ("+ " + levers[-1] if name == "stack_full"
-                                                else f"full stack, {name}"))
-        lines.append(f"| `{name}` | {label} | {100 * metrics['knn_top1']:.2f}% | "
+        if name == "stack_full":
+            change = f"+ {added[-1]} (the whole stack)"
+        elif name.startswith("stack_"):
+            change = f"+ {added[int(name.split('_')[1])]}"
+        else:
+            change = f"the whole stack, {name}"
+        lines.append(f"| `{name}` | {change} | {100 * metrics['knn_top1']:.2f}% | "
                      f"{metrics['images_per_second']:.0f} |")
     return "\n".join(lines)
 
@@ -95,12 +103,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = {k: v for k, v in rungs().items() if not args.only or k in args.only}
     results = {name: run(name, overrides, args) for name, overrides in chosen.items()}
-    (Path(args.output) / "ladder.json").write_text(json.dumps(
-        {k: {"knn_top1": v["knn_top1"], "images_per_second": v["images_per_second"]}
-         for k, v in results.items()}, indent=2))
+    results = {name: metrics for name, metrics in results.items() if metrics is not None}
+    path = Path(args.output) / "ladder.json"
+    merged = json.loads(path.read_text()) if path.is_file() else {}  # rungs of earlier calls
+    merged.update({k: {"knn_top1": v["knn_top1"], "images_per_second": v["images_per_second"]}
+                   for k, v in results.items()})
+    path.write_text(json.dumps(merged, indent=2) + "\n")
     if args.table:
-        print(table(results, args.epochs))
+        print(table({k: merged[k] for k in rungs() if k in merged}, args.epochs))
+    return 0 if len(results) == len(chosen) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

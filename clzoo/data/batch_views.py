@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 import tensorflow as tf
 
 FLIPS = ("alternating", "random", "none")
+MAX_VIEWS = 8  # seed keys: position * 16 + view for the shifts, + 15 for the random flip
 
 
 @dataclass
@@ -24,8 +25,8 @@ class BatchViewConfig:
     """airbench's batch-wise views (recipe `views: {recipe: airbench, ...}`).
 
     Attributes:
-        views: views per image. View `v` of an image is mirrored when view 0
-            is not, for odd `v`. Defaults to `1`.
+        views: views per image, 1 to 8. View `v` of an image is mirrored when
+            view 0 is not, for odd `v`. Defaults to `1`.
         size: height and width of the images (no resize; the data must have
             it). Defaults to `32`.
         translate: largest shift in pixels, drawn per image and view from
@@ -46,6 +47,9 @@ class BatchViewConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
                 raise ValueError(f"`{name}` must be a whole number >= {low}. "
                                  f"Received: {name}={value!r}")
+        if self.views > MAX_VIEWS:
+            raise ValueError(f"`views` must be at most {MAX_VIEWS} (each view draws from a seed of "
+                             f"its own). Received: views={self.views!r}")
         if self.translate >= self.size:
             raise ValueError(f"`translate` must be below the image size {self.size}. "
                              f"Received: translate={self.translate!r}")

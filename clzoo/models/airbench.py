@@ -31,13 +31,15 @@ STEM_WIDTH = 24
 
 
 def _block(x, width, name, dirac, norm):
-    init = DiracInitializer() if dirac else "glorot_uniform"
-    x = layers.Conv2D(width, 3, padding="same", use_bias=False, kernel_initializer=init,
+    def init():  # one per convolution: an initializer instance repeats its draws
+        return DiracInitializer() if dirac else "glorot_uniform"
+
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False, kernel_initializer=init(),
                       name=f"{name}_conv1")(x)
     x = layers.MaxPooling2D(2, name=f"{name}_pool")(x)
     x = BatchNormalization(name=f"{name}_bn1", **norm)(x)
     x = layers.Activation("gelu", name=f"{name}_gelu1")(x)
-    x = layers.Conv2D(width, 3, padding="same", use_bias=False, kernel_initializer=init,
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False, kernel_initializer=init(),
                       name=f"{name}_conv2")(x)
     x = BatchNormalization(name=f"{name}_bn2", **norm)(x)
     return layers.Activation("gelu", name=f"{name}_gelu2")(x)
@@ -74,8 +76,9 @@ def airbench_net(architecture="airbench", input_shape=(32, 32, 3), mean=CIFAR10_
             as airbench). Defaults to `True`.
         batch_norm_momentum: weight of the old moving statistics (Keras'
             convention; airbench: 0.6). Defaults to `0.99` (Keras').
-        batch_norm_epsilon: defaults to `1e-3` (Keras'). airbench's 1e-12
-            runs TensorFlow's unfused kernel (see `BatchNormalization`).
+        batch_norm_epsilon: defaults to `1e-3` (Keras'). Below 1.001e-5
+            (airbench: 1e-12) TensorFlow runs its unfused, slower kernel (see
+            `BatchNormalization`).
 
     Returns:
         `keras.Model` mapping float32 images `(batch, H, W, C)` in [0, 1] to

@@ -139,6 +139,10 @@ def test_time_averaged(encoder, translate=0, name=None):
         raise ValueError("test_time_averaged needs an encoder from images (batch, H, W, C) to "
                          f"features (batch, D). Received: {encoder.input_shape} -> "
                          f"{encoder.output_shape}")
+    sides = [s for s in encoder.input_shape[1:3] if s is not None]
+    if sides and translate >= min(sides):
+        raise ValueError(f"`translate` must be below the image size {min(sides)}. "
+                         f"Received: translate={translate!r}")
     inputs = keras.Input(shape=encoder.input_shape[1:], name="images")
     base = flip_averaged(encoder, name="mirror")
     parts = [base(inputs)]

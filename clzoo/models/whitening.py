@@ -13,8 +13,6 @@ import keras
 import numpy as np
 from keras import ops
 
-MAX_PATCHES = 5_000_000  # patches `adapt` reads (5,000 CIFAR images give 4.8M)
-
 
 def _identity_filters(kernel_size, channels):
     """`[I, -I]` as `(k, k, C, 2 k k C)` filters: the whitening of already white patches."""
@@ -23,17 +21,20 @@ def _identity_filters(kernel_size, channels):
     return np.concatenate([eye, -eye], axis=-1)
 
 
-def _patches(images, kernel_size, limit):
-    """`(n, k*k*C)` float64 patches of `(N, H, W, C)` images, (row, column, channel) order."""
-    n, height, width, _ = images.shape
-    per_image = (height - kernel_size + 1) * (width - kernel_size + 1)
-    images = images[: max(1, limit // per_image)]
-    rows = []
-    for dy in range(kernel_size):
-        for dx in range(kernel_size):
-            rows.append(images[:, dy:height - kernel_size + 1 + dy, dx:width - kernel_size + 1 + dx])
-    stacked = np.stack(rows, axis=3)  # (N, H', W', k*k, C)
-    return stacked.reshape(-1, kernel_size * kernel_size * images.shape[-1]).astype("float64")
+def _patch_covariance(images, kernel_size, chunk=256):
+    """The uncentred covariance `E[p p^T]` (float64) of the `k x k x C` patches of `(N, H, W, C)`
+    images, patches flattened in (row, column, channel) order, summed `chunk` images at a time."""
+    n, height, width, channels = images.shape
+    k, dim = kernel_size, kernel_size * kernel_size * images.shape[-1]
+    total, count = np.zeros((dim, dim)), 0
+    for start in range(0, n, chunk):
+        part = images[start:start + chunk]
+        shifts = [part[:, dy:height - k + 1 + dy, dx:width - k + 1 + dx]
+                  for dy in range(k) for dx in range(k)]
+        patches = np.stack(shifts, axis=3).reshape(-1, dim).astype("float64")
+        total += patches.T @ patches
+        count += len(patches)
+    return total / count
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -90,7 +91,7 @@ class PatchWhitening(keras.layers.Layer):
         self.bias = self.add_weight(shape=(filters.shape[-1],), name="bias", initializer="zeros")
 
     def adapt(self, images):
-        """Fit the filters to `images` `(N, H, W, C)` (at most `MAX_PATCHES` patches are read)."""
+        """Fit the filters to all the patches of `images` `(N, H, W, C)` (as the layer sees them)."""
         images = np.asarray(images, dtype="float32")
         k = self.kernel_size
         if images.ndim != 4 or min(images.shape[1:3]) < k or not len(images):
@@ -103,8 +104,7 @@ class PatchWhitening(keras.layers.Layer):
                              f"Received: shape={images.shape}")
         if not np.isfinite(images).all():
             raise ValueError("PatchWhitening.adapt: the images hold NaN or inf")
-        patches = _patches(images, k, MAX_PATCHES)
-        eigenvalues, eigenvectors = np.linalg.eigh(patches.T @ patches / len(patches))
+        eigenvalues, eigenvectors = np.linalg.eigh(_patch_covariance(images, k))
         scaled = eigenvectors / np.sqrt(np.maximum(eigenvalues, 0.0) + self.epsilon)
         filters = scaled.reshape(k, k, images.shape[-1], -1)
         self.kernel.assign(np.concatenate([filters, -filters], axis=-1).astype("float32"))
@@ -123,16 +123,20 @@ class PatchWhitening(keras.layers.Layer):
         return config
 
 
-def adapt_whitening(encoder, images, limit=5000):
-    """Fit every `PatchWhitening` layer of `encoder` to the first `limit` of `images`.
+def adapt_whitening(encoder, images, limit=5000, seed=0):
+    """Fit every `PatchWhitening` layer of `encoder` to `limit` images drawn at random from `images`.
 
-    Each layer sees the images as the encoder feeds it (after the encoder's
+    The images are a seeded random subset, not the first ones: an image folder is
+    read class by class, so its first 5,000 CIFAR-10 images are all airplanes.
+    Each layer sees them as the encoder feeds it (after the encoder's
     normalization): the part of the network before the layer is run on them.
 
     Args:
-        encoder: a functional `keras.Model` taking `(batch, H, W, C)` images.
+        encoder: a functional `keras.Model` taking `(batch, H, W, C)` images, its
+            `PatchWhitening` layers at its top level.
         images: `(N, H, W, C)` uint8 images (scaled to [0, 1]) or float images in [0, 1].
-        limit: images read. Defaults to `5000`.
+        limit: images read (airbench94: 5,000). Defaults to `5000`.
+        seed: which images (a `numpy` generator seed). Defaults to `0`.
 
     Returns:
         the number of layers fitted (0 when the encoder has none).
@@ -140,7 +144,8 @@ def adapt_whitening(encoder, images, limit=5000):
     layers = [layer for layer in encoder._flatten_layers() if isinstance(layer, PatchWhitening)]
     if not layers:
         return 0
-    images = np.asarray(images[:limit])
+    chosen = np.random.default_rng(seed).permutation(len(images))[:limit]
+    images = np.asarray(images)[np.sort(chosen)]
     images = images.astype("float32") / 255.0 if images.dtype == np.uint8 else images.astype("float32")
     for layer in layers:
         before = keras.Model(encoder.input, layer.input)

@@ -1,11 +1,14 @@
 """SGD with Nesterov momentum, a bias learning-rate multiplier and Lookahead: airbench's optimizer."""
 
+import math
+
 import keras
 from keras import ops
 
 
 def _number(label, value, low, high=None, low_open=False):
-    bad = isinstance(value, bool) or not isinstance(value, (int, float))
+    bad = (isinstance(value, bool) or not isinstance(value, (int, float))
+           or not math.isfinite(value))
     if not bad:
         bad = value <= low if low_open else value < low
         bad = bad or (high is not None and value >= high)
@@ -16,29 +19,36 @@ def _number(label, value, low, high=None, low_open=False):
     return float(value)
 
 
+def _is_offset(variable):
+    """A batch-norm offset (Keras names it `beta`): the variables airbench trains faster."""
+    return getattr(variable, "name", "").split(":")[0].split("/")[-1] == "beta"
+
+
 @keras.saving.register_keras_serializable(package="clzoo")
 class LookaheadSGD(keras.optimizers.Optimizer):
     """SGD (coupled weight decay, optionally Nesterov) whose weights are pulled to a slow copy.
 
-    For every variable `w` with gradient `g`, at step `t` (1-based) of `total_steps`:
+    For every variable `w` with gradient `g`, at step `t` (1-based) of `total_steps`,
+    with `m = bias_learning_rate_multiplier` for batch-norm offsets (variables
+    named `beta`) and `m = 1` for the others:
 
-        g <- g + weight_decay * w
-        lr_w = learning_rate * (bias_learning_rate_multiplier if w is 1-d else 1)
+        g <- g + (weight_decay / m) * w
         v <- momentum * v + g
-        w <- w - lr_w * (g + momentum * v)   (Nesterov; else w - lr_w * v)
+        w <- w - m * learning_rate * (g + momentum * v)   (Nesterov; else w - m * lr * v)
 
-    and every `lookahead_every` steps, and at the last step (Zhang et al. 2019,
-    with airbench's decay ramp):
+    so every variable decays at the same rate per step (airbench's `weight_decay /
+    lr` per parameter group) while the offsets move `m` times faster. Every
+    `lookahead_every` steps (Zhang et al. 2019, with airbench's decay ramp):
 
-        d = lookahead_alpha * (t / total_steps) ** 3   (1 at the last step)
+        d = lookahead_alpha * (t / total_steps) ** 3
         slow <- d * slow + (1 - d) * w;   w <- slow
 
-    So Lookahead does little early and averages more as the learning rate
-    falls, and training ends on the slow weights. 1-d variables are biases
-    and batch-norm offsets: airbench trains them 64x faster (its weight decay
-    for them is divided by the same factor, which `weight_decay * lr_w / 64`
-    reproduces here by decaying them at the base rate). Slow weights and
-    velocities are optimizer variables: a checkpoint resumes them.
+    and at the last step the weights become the slow copy (after that step's
+    pull, when it is a Lookahead step). So Lookahead does little early and
+    averages more as the learning rate falls, and training ends on the slow
+    weights. Batch-norm moving statistics are not averaged (airbench averages
+    them too): they follow the fast weights. Slow weights and velocities are
+    optimizer variables, so a checkpoint resumes them.
 
     Args:
         learning_rate: float or `keras.optimizers.schedules.LearningRateSchedule`.
@@ -46,8 +56,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         momentum: float in `[0, 1)`. Defaults to `0.9` (airbench94: 0.85).
         nesterov: Nesterov momentum. Defaults to `True`.
         weight_decay: coupled L2 coefficient. Defaults to `5e-4`.
-        bias_learning_rate_multiplier: learning-rate factor of 1-d variables
-            (> 0). Defaults to `1.0` (airbench94: 64).
+        bias_learning_rate_multiplier: learning-rate factor of the batch-norm
+            offsets (variables named `beta`; > 0). Defaults to `1.0` (airbench94: 64).
         lookahead_every: steps between Lookahead updates, `0` for none.
             Defaults to `5` (airbench94).
         lookahead_alpha: the largest slow-weight decay, in `[0, 1)`.
@@ -57,7 +67,7 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         **kwargs: `keras.optimizers.Optimizer` arguments (`clipnorm`, `name`, ...).
 
     Raises:
-        ValueError: a momentum, decay or alpha out of range, a multiplier <= 0,
+        ValueError: a momentum, decay or alpha out of range or not finite, a multiplier <= 0,
             `lookahead_every` not an int >= 0, or Lookahead without `total_steps`.
 
     Example:
@@ -77,7 +87,6 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     def __init__(self, learning_rate=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4,
                  bias_learning_rate_multiplier=1.0, lookahead_every=5, lookahead_alpha=0.95**5,
                  total_steps=None, name="lookahead_sgd", **kwargs):
-        kwargs.pop("weight_decay", None)
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.momentum = _number("momentum", momentum, 0.0, 1.0)
         self.sgd_weight_decay = _number("weight_decay", weight_decay, 0.0)
@@ -98,6 +107,7 @@ class LookaheadSGD(keras.optimizers.Optimizer):
             return
         super().build(variables)
         self.velocities = [self.add_variable_from_reference(v, "velocity") for v in variables]
+        self._offsets = [_is_offset(v) for v in variables]
         self.slow_weights = []
         if self.lookahead_every:
             # filled with the weights at the first step (an assign here would not run inside a
@@ -107,11 +117,11 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         learning_rate = ops.cast(learning_rate, variable.dtype)
-        if len(variable.shape) < 2:
-            learning_rate = learning_rate * self.bias_learning_rate_multiplier
+        scale = self.bias_learning_rate_multiplier if self._offsets[index] else 1.0
+        learning_rate = learning_rate * scale
         gradient = ops.cast(gradient, variable.dtype)
         if self.sgd_weight_decay:
-            gradient = gradient + self.sgd_weight_decay * variable
+            gradient = gradient + (self.sgd_weight_decay / scale) * variable
         velocity = self.velocities[index]
         self.assign(velocity, self.momentum * velocity + gradient)
         step = (gradient + self.momentum * velocity) if self.nesterov else velocity
@@ -128,8 +138,12 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         t = ops.cast(self.iterations + 1, "float32")
         total = float(self.total_steps)
         last = t >= total
-        sync = ops.logical_or(ops.equal(ops.mod(t, float(self.lookahead_every)), 0.0), last)
-        decay = ops.where(last, 1.0, self.lookahead_alpha * ops.power(ops.minimum(t / total, 1.0), 3))
+        pull = ops.equal(ops.mod(t, float(self.lookahead_every)), 0.0)
+        sync = ops.logical_or(pull, last)
+        # at the last step: that step's pull when it is one (then the copy changes nothing),
+        # else the slow weights as they are (decay 1)
+        ramp = self.lookahead_alpha * ops.power(ops.minimum(t / total, 1.0), 3)
+        decay = ops.where(ops.logical_and(last, ops.logical_not(pull)), 1.0, ramp)
         decay = ops.cast(decay, dtype)
         pulled = decay * slow_value + (1.0 - decay) * fast
         self.assign(slow, ops.where(sync, pulled, slow_value))

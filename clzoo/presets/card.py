@@ -233,7 +233,8 @@ def model_card(metadata, license="apache-2.0", handle=None):
     knn = ", ".join(f"{k}: {v:.2%}" for k, v in train.get("knn_top1_by_k", {}).items())
     lines = ["---", yaml.safe_dump(_header(metadata, loss, license), sort_keys=False).strip(), "---", "",
              f"# {metadata['name']}", "",
-             f"{_article(metadata.get('architecture'))} {metadata.get('architecture')} image encoder trained with `{loss}` on {display} "
+             f"{_article(metadata.get('architecture'))} {metadata.get('architecture')} image encoder "
+             f"trained with `{loss}` on {display} "
              f"with [clzoo]({REPOSITORY})" + ("; the loss's paper is cited below." if paper else "."), ""]
     lines += _usage(metadata, handle)
     lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",

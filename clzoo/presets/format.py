@@ -140,7 +140,9 @@ def _machine_paths(run, recipe, metrics):
     model = (metrics.get("eval") or {}).get("model")
     if isinstance(model, str) and model:
         pairs.append((model, Path(model).name))
-    return sorted({p for p in pairs if p[0] not in ("", ".")}, key=lambda p: -len(p[0]))
+    # only texts that are paths (a separator in them): "a" would also match inside "airbench"
+    paths = {p for p in pairs if "/" in p[0] or "\\" in p[0]}
+    return sorted(paths, key=lambda p: -len(p[0]))
 
 
 def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,

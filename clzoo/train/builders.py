@@ -1,5 +1,7 @@
 """Build a recipe's parts by name: views, encoder, loss and optimizer (the model comes from its task)."""
 
+import inspect
+
 import keras
 
 from clzoo.data import BatchViewConfig, ViewConfig, view_recipe
@@ -69,8 +71,10 @@ def build_optimizer(recipe, steps_per_epoch):
 
     spec = recipe.training
     schedule = SCHEDULES.get(spec.schedule)(spec, steps_per_epoch)
-    return OPTIMIZERS.get(spec.optimizer)(schedule, spec,
-                                          total_steps=max(1, spec.epochs * steps_per_epoch))
+    factory = OPTIMIZERS.get(spec.optimizer)
+    if "total_steps" in inspect.signature(factory).parameters:  # Lookahead's ramp needs it
+        return factory(schedule, spec, total_steps=max(1, spec.epochs * steps_per_epoch))
+    return factory(schedule, spec)
 
 
 def build_model(recipe, views=None, num_classes=None):

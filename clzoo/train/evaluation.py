@@ -71,7 +71,7 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
     if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
         keras.utils.set_random_seed(int(recipe.seed))
         random_encoder = build_encoder(recipe, size)
-        adapt_whitening(random_encoder, train_split.images)  # as the run fits its stem
+        adapt_whitening(random_encoder, train_split.images, seed=recipe.seed)  # as the run does
     rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
                             verbose=verbose)

@@ -261,6 +261,13 @@ class Recipe(_Section):
         return self
 
     @model_validator(mode="after")
+    def _batch_views_need_contrastive_task(self):
+        if self.views.get("recipe") == "airbench" and self.task != "contrastive":
+            raise ValueError("views recipe airbench (batch-wise views) needs task contrastive "
+                             f"(not task {self.task})")
+        return self
+
+    @model_validator(mode="after")
     def _chunking_needs_contrastive_task(self):
         if self.model.encoder_chunk_size is not None and self.task != "contrastive":
             raise ValueError("model.encoder_chunk_size (GradCache) needs task contrastive "

@@ -9,6 +9,16 @@ import yaml
 from clzoo.files import atomic_write_text, write_json
 
 
+def _with_defaults(saved):
+    """A saved recipe as this version validates it (new keys at their defaults), else as saved."""
+    from clzoo.train.recipe import RecipeError, validate_recipe
+
+    try:
+        return validate_recipe(saved).to_dict()
+    except RecipeError:
+        return saved
+
+
 class RunFolder:
     """Paths and guards of one `clzoo train` output folder.
 
@@ -63,6 +73,7 @@ class RunFolder:
                              "started (recipe.sha256 holds the fingerprint of the recipe it started "
                              "with). A run keeps its recipe: restore the file, or train a new run.")
         new = recipe.to_dict()
+        old = _with_defaults(old)  # keys added to the schema since the run started
         changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         if changed:
             raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "

@@ -165,7 +165,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
             model = load_model(resume_from.checkpoint)
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
-            adapt_whitening(task.encoder(model), train_split.images)  # a PatchWhitening stem
+            adapt_whitening(task.encoder(model), train_split.images, seed=recipe.seed)
             model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe))
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)

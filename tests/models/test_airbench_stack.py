@@ -78,6 +78,18 @@ def test_whitened_encoder_carries_its_stem_when_saved(tmp_path):
     assert clzoo.models.adapt_whitening(clzoo.models.get_encoder("resnet8"), IMAGES) == 0
 
 
+def test_adapt_whitening_reads_a_random_subset_not_the_first_images():
+    # sorted by class, as an image folder is read: the first half dark, the second half bright
+    images = np.concatenate([np.full((20, 8, 8, 3), 10, "uint8"),
+                             (RNG.random((20, 8, 8, 3)) * 255).astype("uint8")])
+    encoder = clzoo.models.get_encoder("airbench_half", input_shape=(16, 16, 3), whitening=True)
+    small = np.repeat(np.repeat(images, 2, axis=1), 2, axis=2)
+    clzoo.models.adapt_whitening(encoder, small, limit=10, seed=0)
+    first = _np(encoder.get_layer("stem_whitening").kernel).copy()
+    clzoo.models.adapt_whitening(encoder, small[:10], limit=10, seed=0)  # the first ten only
+    assert not np.allclose(_np(encoder.get_layer("stem_whitening").kernel), first, atol=1e-3)
+
+
 def test_dirac_convolution_passes_its_inputs_through():
     x = RNG.normal(size=(2, 6, 6, 4)).astype("float32")
     kernel = clzoo.models.DiracInitializer()((3, 3, 4, 7))
@@ -103,7 +115,7 @@ def test_airbench_levers_reach_the_layers():
         clzoo.models.get_encoder("airbench_half", batch_norm_momentum=1.0)
 
 
-@pytest.mark.parametrize("epsilon", [1e-3, 1e-12])
+@pytest.mark.parametrize("epsilon", [1e-3, 1.001e-5, 1e-12])  # fused on TF, fused, unfused
 def test_frozen_scale_batch_norm_matches_keras(epsilon):
     x = RNG.normal(size=(8, 4, 4, 5)).astype("float32") * 3 + 1
     ours = clzoo.models.BatchNormalization(scale=False, momentum=0.6, epsilon=epsilon)
@@ -117,32 +129,48 @@ def test_frozen_scale_batch_norm_matches_keras(epsilon):
     np.testing.assert_allclose(_np(ours.moving_mean), _np(theirs.moving_mean), rtol=1e-5, atol=1e-6)
 
 
-def _reference_lookahead_sgd(weights, grads_fn, steps, lr, momentum, wd, bias_mult, every, alpha):
-    """Nesterov SGD + bias multiplier + Lookahead in NumPy, float64."""
+def _reference_lookahead_sgd(weights, offsets, grads_fn, steps, lr, momentum, wd, mult, every,
+                             alpha):
+    """airbench94's optimizer in NumPy, float64: per parameter group PyTorch SGD (Nesterov) with
+    lr_group and weight decay wd * lr / lr_group, and LookaheadState every `every` steps, then
+    `update(decay=1.0)` after the last step."""
     weights = [w.astype("float64") for w in weights]
     slow = [w.copy() for w in weights]
     velocity = [np.zeros_like(w) for w in weights]
     for t in range(1, steps + 1):
         grads = grads_fn(weights)
-        for i, (w, g) in enumerate(zip(weights, grads)):
-            g = g + wd * w
+        for i, g in enumerate(grads):
+            rate = lr * (mult if offsets[i] else 1.0)
+            g = g + (wd * lr / rate) * weights[i]
             velocity[i] = momentum * velocity[i] + g
-            rate = lr * (bias_mult if w.ndim < 2 else 1.0)
-            weights[i] = w - rate * (g + momentum * velocity[i])
-        if t % every == 0 or t == steps:
-            decay = 1.0 if t == steps else alpha * (t / steps) ** 3
+            weights[i] = weights[i] - rate * (g + momentum * velocity[i])
+        pulls = [alpha * (t / steps) ** 3] if t % every == 0 else []
+        for decay in pulls + ([1.0] if t == steps else []):
             for i in range(len(weights)):
                 slow[i] = decay * slow[i] + (1 - decay) * weights[i]
                 weights[i] = slow[i].copy()
     return weights
 
 
-def test_lookahead_sgd_matches_a_numpy_reference():
+class _Offset(keras.layers.Layer):
+    """`x + beta`: a variable named like a batch-norm offset."""
+
+    def build(self, input_shape):
+        self.beta = self.add_weight(shape=(input_shape[-1],), name="beta",
+                                    initializer=keras.initializers.Constant(0.3))
+
+    def call(self, x):
+        return x + self.beta
+
+
+@pytest.mark.parametrize("steps", [12, 10])  # the last step is a Lookahead step, or not
+def test_lookahead_sgd_matches_a_numpy_reference(steps):
     x = RNG.normal(size=(16, 3)).astype("float32")
     y = RNG.normal(size=(16, 2)).astype("float32")
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    initial = [_np(w).copy() for w in model.weights]
-    steps = 12
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), _Offset()])
+    initial = [_np(w).copy() for w in model.trainable_weights]
+    offsets = [w.name == "beta" for w in model.trainable_weights]
+    assert offsets == [False, False, True]
     optimizer = clzoo.optimizers.LookaheadSGD(0.05, momentum=0.85, weight_decay=1e-2,
                                               bias_learning_rate_multiplier=4.0,
                                               lookahead_every=5, lookahead_alpha=0.9,
@@ -151,20 +179,27 @@ def test_lookahead_sgd_matches_a_numpy_reference():
     for _ in range(steps):
         model.train_on_batch(x, y)
 
-    def grads(weights):  # d/dW of mean((xW + b - y)^2) over all entries
-        kernel, bias = weights
-        error = 2 * (x @ kernel + bias - y) / y.size
-        return [x.T @ error, error.sum(0)]
+    def grads(weights):  # d/dW of mean((xW + b + beta - y)^2) over all entries
+        kernel, bias, beta = weights
+        error = 2 * (x @ kernel + bias + beta - y) / y.size
+        return [x.T @ error, error.sum(0), error.sum(0)]
 
-    expected = _reference_lookahead_sgd(initial, grads, steps, 0.05, 0.85, 1e-2, 4.0, 5, 0.9)
-    for got, want in zip(model.weights, expected):
+    expected = _reference_lookahead_sgd(initial, offsets, grads, steps, 0.05, 0.85, 1e-2, 4.0,
+                                        5, 0.9)
+    for got, want in zip(model.trainable_weights, expected):
         np.testing.assert_allclose(_np(got), want, rtol=1e-4, atol=1e-5)
     restored = clzoo.optimizers.LookaheadSGD.from_config(optimizer.get_config())
     assert restored.lookahead_every == 5 and restored.total_steps == steps
+
+
+def test_lookahead_sgd_refuses_bad_settings():
     with pytest.raises(ValueError, match="total_steps"):
         clzoo.optimizers.LookaheadSGD(0.1)
     with pytest.raises(ValueError, match="bias_learning_rate_multiplier"):
         clzoo.optimizers.LookaheadSGD(0.1, bias_learning_rate_multiplier=0, lookahead_every=0)
+    for key in ("momentum", "weight_decay", "lookahead_alpha"):
+        with pytest.raises(ValueError, match=key):
+            clzoo.optimizers.LookaheadSGD(0.1, lookahead_every=0, **{key: float("nan")})
 
 
 def test_warmup_linear_decay_is_piecewise_linear():
@@ -204,6 +239,8 @@ def test_test_time_averaged_weights_airbench_views(tmp_path):
     assert clzoo.models.test_time_averaged(encoder, 0).name.endswith("flip_averaged")
     with pytest.raises(ValueError, match="translate"):
         clzoo.models.test_time_averaged(encoder, -1)
+    with pytest.raises(ValueError, match="below the image size 16"):
+        clzoo.models.test_time_averaged(encoder, 16)
 
 
 def test_reflect_translate_is_a_reflected_shift():

@@ -39,14 +39,33 @@ def test_the_stack_builds_from_recipe_keys():
     ("training.lookahead_every=5", "lookahead_every is a setting of optimizer lookahead_sgd"),
     ("training.bias_learning_rate_multiplier=64", "bias_learning_rate_multiplier"),
     ("model.test_time_translate=1", "set test_time_flip too"),
-    ("training.nesterov=true", "nesterov is a setting of optimizer sgd and lookahead_sgd")])
+    ("training.nesterov=true", "nesterov is a setting of optimizer sgd and lookahead_sgd"),
+    ("task=soft_target", "views recipe airbench .* needs task contrastive"),
+    ("views.views=9", "at most 8")])
 def test_levers_are_refused_where_they_do_nothing(override, key):
+    overrides = ["training.optimizer=adamw", override]
+    if override.startswith(("task", "views")):
+        overrides = ["views={recipe: airbench}", override]
     with pytest.raises(RecipeError, match=key):
-        load_recipe(None, ["training.optimizer=adamw", override])
+        load_recipe(None, overrides)
+
+
+def test_a_factory_without_total_steps_still_builds():
+    from clzoo.optimizers.registry import OPTIMIZERS
+
+    @OPTIMIZERS.register("two_argument_sgd", description="a user's factory, old signature")
+    def two_argument_sgd(learning_rate, training):
+        return keras.optimizers.SGD(learning_rate)
+
+    try:
+        recipe = load_recipe(None, ["training.optimizer=two_argument_sgd"])
+        assert isinstance(build_optimizer(recipe, steps_per_epoch=3), keras.optimizers.SGD)
+    finally:
+        OPTIMIZERS._entries.pop("two_argument_sgd", None)
 
 
 @pytest.mark.large
-def test_a_stack_run_whitens_resumes_by_step_and_ships_test_time_views(tmp_path):
+def test_a_stack_run_whitens_its_stem_checkpoints_lookahead_and_ships_test_time_views(tmp_path):
     whole = train(load_recipe(None, STACK), tmp_path / "whole", verbose=0)
     encoder = load_model(tmp_path / "whole" / "encoder.keras")
     stems = [layer for layer in encoder._flatten_layers() if isinstance(layer, PatchWhitening)]
@@ -65,3 +84,22 @@ def test_a_stack_run_whitens_resumes_by_step_and_ships_test_time_views(tmp_path)
     for slow, weight in zip(optimizer.slow_weights, checkpoint.trainable_variables):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(slow),
                                    keras.ops.convert_to_numpy(weight), atol=1e-6)
+
+
+def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
+    import yaml
+
+    from clzoo.train.run_folder import RunFolder, fingerprint
+
+    recipe = load_recipe(None, ["training.epochs=2"])
+    saved = recipe.to_dict()
+    for key in ("nesterov", "warmup_start_fraction", "bias_learning_rate_multiplier",
+                "lookahead_every", "lookahead_alpha"):
+        del saved["training"][key]  # a recipe.yaml written before these keys existed
+    del saved["model"]["test_time_translate"]
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(saved))
+    (tmp_path / "recipe.sha256").write_text(fingerprint(saved) + "\n")
+    RunFolder(tmp_path)._check_saved_recipe(recipe)  # same recipe: no refusal
+    changed = load_recipe(None, ["training.epochs=2", "training.nesterov=true"])
+    with pytest.raises(ValueError, match="differs from the one it started with in .*training"):
+        RunFolder(tmp_path)._check_saved_recipe(changed)
