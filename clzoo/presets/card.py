@@ -194,11 +194,11 @@ def _usage(metadata, handle):
     repo = handle or "hf://<owner>/<repo>"
     where = ("" if handle else "  # the Hub repository this folder is uploaded to")
     return ["## Use", "", "```python",
-            "import clzoo  # pip install 'clzoo[hub]'",
+            "import clzoo  # pip install \"clzoo[hub] @ git+https://github.com/clzoo/clzoo\"",
             "",
             f"encoder = clzoo.presets.Encoder.from_preset(\"{repo}\"){where}",
-            f"features = encoder.predict(images)  # images (N, H, W, 3) in [0, 1] -> (N, "
-            f"{metadata.get('feature_dim', 0):d})",
+            f"features = encoder.predict(images.astype(\"float32\") / 255)  # uint8 (N, H, W, 3) "
+            f"-> (N, {metadata.get('feature_dim', 0):d})",
             "```", "",
             "`Encoder.from_preset` also takes this folder's local path; it checks every file "
             "against `checksums.json` before loading.", ""]
@@ -245,7 +245,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
     probe = probe_accuracy(metadata)
     if probe is not None:
         lines += [f"Linear probe ({_probe_protocol(metadata)}): {probe:.2%}.", ""]
-    lines += _compute_lines(metadata) + _curve_lines(metadata)
+    lines += _compute_lines(metadata) + _curve_lines(metadata) + _limitations(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
@@ -266,6 +266,29 @@ def _probe_protocol(metadata):
     protocol = probe.get("protocol") or "logistic regression"
     c = f", C = {probe['C']:g}" if isinstance(probe.get("C"), (int, float)) else ""
     return f"{protocol}{c}, on frozen features of the training split"
+
+
+def _limitations(metadata):
+    """Intended use, the input contract and where the training data came from."""
+    _, display = hub_dataset(metadata.get("dataset"))
+    lines = ["## Intended use and limitations", "",
+             f"A frozen feature extractor for images like {display}'s (linear probes, kNN "
+             "retrieval, transfer studies) and a baseline for research on contrastive losses. "
+             "It was trained and measured on one dataset only: features of images far from it "
+             "can be worse than raw pixels (`benchmarks/README.md`, digits transfer). The encoder "
+             "takes float images in [0, 1]; uint8 images must be divided by 255 first "
+             "(`clzoo.eval.embed` does it, `predict` does not), or the features are wrong "
+             "without an error. It was not evaluated for fairness or robustness.", ""]
+    data = metadata.get("data_provenance") or {}
+    if data.get("file_types"):
+        count = data.get("train_images")
+        count = f"{count:,} " if isinstance(count, int) else ""
+        lines += [f"Training data: an image folder of {display} ({count}training images stored "
+                  f"as {', '.join(data['file_types'])} files"
+                  + ("; JPEG re-encodings, so their pixels differ slightly from the dataset's "
+                     "original release" if any(t in (".jpg", ".jpeg") for t in data["file_types"])
+                     else "") + ").", ""]
+    return lines
 
 
 def _compute_lines(metadata):

@@ -130,6 +130,19 @@ def _without_machine_paths(value, replacements):
     return value
 
 
+def data_provenance(spec, train_images=None):
+    """`{"source", "train_images", "file_types"}` of a recipe's data: for an image folder the
+    image file types of its `train/` split (e.g. `[".jpg"]`: JPEG re-encodings), read now."""
+    base = str(spec).partition("@")[0].removeprefix("folder:")
+    source = "tfds" if base.startswith("tfds:") else ("digits" if base == "digits" else "image folder")
+    out = {"source": source, "train_images": train_images}
+    folder = Path(base) / "train"
+    if source == "image folder" and folder.is_dir():
+        types = {f.suffix.lower() for c in folder.iterdir() if c.is_dir() for f in c.iterdir()}
+        out["file_types"] = sorted(types)
+    return out
+
+
 def _machine_paths(run, recipe, metrics):
     """`(path, public text)` pairs: the run folder, the data folder, the evaluated model files."""
     pairs = [(str(run.resolve()), "<run>"), (str(run), "<run>")]
@@ -213,6 +226,7 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         "test_time_translate": int(model_spec.get("test_time_translate") or 0),
         "test_time_measured": shipped_by_run,
         "compute": training_compute(run, recipe, metrics["train"], cores),
+        "data_provenance": data_provenance(recipe.get("data", ""), metrics["train"].get("train_images")),
         "curve": training_curve(run, recipe, metrics["train"]),
     }
     metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))

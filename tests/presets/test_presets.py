@@ -258,3 +258,24 @@ def test_preset_metadata_and_card_hold_no_path_of_the_training_machine(tmp_path)
     assert meta["dataset"] == "cifar10" and meta["recipe"]["data"] == "cifar10"
     assert meta["metrics"]["eval"]["model"] == "encoder.keras"
     assert "value: 50.0" in (folder / "README.md").read_text()  # CIFAR-10's model-index kept
+
+
+def test_card_states_use_limits_input_contract_and_jpeg_provenance(tmp_path):
+    from PIL import Image
+
+    run, _ = _run(tmp_path)
+    data = tmp_path / "cifar10"
+    for split in ("train", "test"):
+        (data / split / "cat").mkdir(parents=True)
+        Image.new("RGB", (32, 32)).save(data / split / "cat" / "0.jpg")
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["data"] = str(data)
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    folder = build_preset(run, tmp_path / "preset", name="tiny")
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["data_provenance"]["file_types"] == [".jpg"]
+    card = (folder / "README.md").read_text()
+    assert "## Intended use and limitations" in card and "divided by 255" in card
+    assert "JPEG re-encodings" in card
+    assert 'pip install \\"clzoo[hub] @ git+https://github.com/clzoo/clzoo\\"' not in card
+    assert 'pip install "clzoo[hub] @ git+https://github.com/clzoo/clzoo"' in card
