@@ -30,6 +30,14 @@ class HorizontalFlip(keras.layers.Layer):
         return ops.flip(inputs, axis=2)
 
 
+def _check_image_encoder(encoder, caller):
+    """Refuse an encoder that does not map images `(batch, H, W, C)` to features `(batch, D)`."""
+    if len(encoder.input_shape) != 4 or len(encoder.output_shape) != 2:
+        raise ValueError(f"{caller} needs an encoder from images (batch, H, W, C) to "
+                         f"features (batch, D). Received: {encoder.input_shape} -> "
+                         f"{encoder.output_shape}")
+
+
 def flip_averaged(encoder, name=None):
     """Wrap an encoder so that its features are the mean over the image and its mirror image.
 
@@ -52,10 +60,7 @@ def flip_averaged(encoder, name=None):
     >>> encoder.output_shape
     (None, 64)
     """
-    if len(encoder.input_shape) != 4 or len(encoder.output_shape) != 2:
-        raise ValueError("flip_averaged needs an encoder from images (batch, H, W, C) to "
-                         f"features (batch, D). Received: {encoder.input_shape} -> "
-                         f"{encoder.output_shape}")
+    _check_image_encoder(encoder, "flip_averaged")
     inputs = keras.Input(shape=encoder.input_shape[1:], name="images")
     mirrored = HorizontalFlip(name="flip")(inputs)
     features = keras.layers.Average(name="flip_average")([encoder(inputs), encoder(mirrored)])
@@ -135,10 +140,7 @@ def test_time_averaged(encoder, translate=0, name=None):
         raise ValueError(f"`translate` must be an int >= 0. Received: translate={translate!r}")
     if not translate:
         return flip_averaged(encoder, name=name)
-    if len(encoder.input_shape) != 4 or len(encoder.output_shape) != 2:
-        raise ValueError("test_time_averaged needs an encoder from images (batch, H, W, C) to "
-                         f"features (batch, D). Received: {encoder.input_shape} -> "
-                         f"{encoder.output_shape}")
+    _check_image_encoder(encoder, "test_time_averaged")
     sides = [s for s in encoder.input_shape[1:3] if s is not None]
     if sides and translate >= min(sides):
         raise ValueError(f"`translate` must be below the image size {min(sides)}. "
