@@ -26,7 +26,9 @@ def load_model(path, **kwargs):
         **kwargs: passed to `keras.saving.load_model` (`compile=`, `safe_mode=`).
 
     Returns:
-        the `keras.Model` saved in `path`.
+        the `keras.Model` saved in `path`; an image encoder saved as a plain
+        functional model comes back as a `clzoo.models.ImageEncoder` (uint8
+        pixels divided by 255 inside).
 
     Raises:
         FileNotFoundError: `path` does not exist.
@@ -51,10 +53,21 @@ def load_model(path, **kwargs):
                          "model): re-save it, or resume from an earlier checkpoint")
     register_keras_objects()
     try:
-        return keras.saving.load_model(path, **kwargs)
+        model = keras.saving.load_model(path, **kwargs)
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         raise ValueError(f"{path} cannot be read as a saved model ({type(error).__name__}: "
                          f"{error})") from None
+    return _with_input_contract(model)
+
+
+def _with_input_contract(model):
+    """An encoder saved as a plain functional model (before `ImageEncoder`), as an `ImageEncoder`."""
+    from clzoo.models.image_encoder import as_image_encoder
+
+    is_image_model = (type(model).__name__ == "Functional" and len(model.inputs) == 1
+                      and len(model.outputs) == 1 and len(model.input_shape) == 4
+                      and len(model.output_shape) == 2)
+    return as_image_encoder(model) if is_image_model else model
 
 
 def deserialize(config, safe_mode=True):

@@ -5,6 +5,7 @@ from clzoo.models.backbones import hub_resnet, vit
 from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
+from clzoo.models.image_encoder import ImageEncoder, as_image_encoder
 from clzoo.models.initializers import DiracInitializer
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
@@ -20,9 +21,9 @@ from clzoo.models.test_time_flip import (
 from clzoo.models.whitening import PatchWhitening, adapt_whitening
 
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
-           "DiracInitializer", "HorizontalFlip", "MemoryQueue", "MomentumEncoder",
+           "DiracInitializer", "HorizontalFlip", "ImageEncoder", "MemoryQueue", "MomentumEncoder",
            "PatchWhitening", "ProjectionHead", "ReflectTranslate", "adapt_whitening",
-           "airbench_net", "build_classifier", "check_encoder_options", "cifar_resnet",
+           "airbench_net", "as_image_encoder", "build_classifier", "check_encoder_options", "cifar_resnet",
            "flip_averaged", "get_encoder", "hub_resnet", "list_encoders",
            "test_time_averaged", "vit"]
 

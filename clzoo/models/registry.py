@@ -6,6 +6,7 @@ import inspect
 from clzoo.models import backbones
 from clzoo.models.airbench import ARCHITECTURES as AIRBENCH
 from clzoo.models.airbench import airbench_net
+from clzoo.models.image_encoder import as_image_encoder
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.registry import Registry, check_kwargs
 
@@ -43,7 +44,7 @@ def list_encoders():
 
 
 def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
-    """Build a registered encoder: float images in [0, 1] `(B, H, W, 3)` -> features `(B, D)`.
+    """Build a registered encoder: images `(B, H, W, 3)` (uint8 or float in [0, 1]) -> features `(B, D)`.
 
     Args:
         architecture: a name in the `ENCODERS` registry (see `list_encoders()`).
@@ -59,7 +60,7 @@ def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     >>> clzoo.models.get_encoder("resnet20").output_shape
     (None, 64)
     """
-    return ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs)
+    return as_image_encoder(ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs))
 
 
 def check_encoder_options(architecture, options):

@@ -10,6 +10,8 @@ loads and publishes like any clzoo encoder, at twice the inference cost.
 import keras
 from keras import ops
 
+from clzoo.models.image_encoder import ImageEncoder
+
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class HorizontalFlip(keras.layers.Layer):
@@ -46,8 +48,8 @@ def flip_averaged(encoder, name=None):
         name: model name. Defaults to `"<encoder name>_flip_averaged"`.
 
     Returns:
-        `keras.Model` with the encoder's input and output shapes; the encoder's
-        weights are shared, not copied.
+        `clzoo.models.ImageEncoder` with the encoder's input and output shapes;
+        the encoder's weights are shared, not copied.
 
     Raises:
         ValueError: if the encoder does not take rank-4 images or does not
@@ -64,7 +66,7 @@ def flip_averaged(encoder, name=None):
     inputs = keras.Input(shape=encoder.input_shape[1:], name="images")
     mirrored = HorizontalFlip(name="flip")(inputs)
     features = keras.layers.Average(name="flip_average")([encoder(inputs), encoder(mirrored)])
-    return keras.Model(inputs, features, name=name or f"{encoder.name}_flip_averaged")
+    return ImageEncoder(inputs, features, name=name or f"{encoder.name}_flip_averaged")
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -124,7 +126,7 @@ def test_time_averaged(encoder, translate=0, name=None):
         name: model name. Defaults to `"<encoder name>_test_time_averaged"`.
 
     Returns:
-        `keras.Model` with the encoder's input and output shapes, sharing its weights.
+        `clzoo.models.ImageEncoder` with the encoder's input and output shapes, sharing its weights.
 
     Raises:
         ValueError: as `flip_averaged`, or a `translate` that is not such an int.
@@ -153,4 +155,4 @@ def test_time_averaged(encoder, translate=0, name=None):
         parts.append(base(shifted))
     pairs = keras.layers.Average(name="translate_average")(parts[1:])
     features = keras.layers.Average(name="test_time_average")([parts[0], pairs])
-    return keras.Model(inputs, features, name=name or f"{encoder.name}_test_time_averaged")
+    return ImageEncoder(inputs, features, name=name or f"{encoder.name}_test_time_averaged")

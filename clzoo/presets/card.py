@@ -197,7 +197,7 @@ def _usage(metadata, handle):
             "import clzoo  # pip install \"clzoo[hub] @ git+https://github.com/clzoo/clzoo\"",
             "",
             f"encoder = clzoo.presets.Encoder.from_preset(\"{repo}\"){where}",
-            f"features = encoder.predict(images.astype(\"float32\") / 255)  # uint8 (N, H, W, 3) "
+            f"features = encoder.predict(images)  # uint8 or float in [0, 1], (N, H, W, 3) "
             f"-> (N, {metadata.get('feature_dim', 0):d})",
             "```", "",
             "`Encoder.from_preset` also takes this folder's local path; it checks every file "
@@ -276,9 +276,10 @@ def _limitations(metadata):
              "retrieval, transfer studies) and a baseline for research on contrastive losses. "
              "It was trained and measured on one dataset only: features of images far from it "
              "can be worse than raw pixels (`benchmarks/README.md`, digits transfer). The encoder "
-             "takes float images in [0, 1]; uint8 images must be divided by 255 first "
-             "(`clzoo.eval.embed` does it, `predict` does not), or the features are wrong "
-             "without an error. It was not evaluated for fairness or robustness.", ""]
+             "takes uint8 images in [0, 255] or float images in [0, 1] (the same features: "
+             "`from_preset` divides uint8 pixels by 255 inside the model) and refuses other "
+             "integer types, float values outside [0, 1] and other image sizes. It was not "
+             "evaluated for fairness or robustness.", ""]
     data = metadata.get("data_provenance") or {}
     if data.get("file_types"):
         count = data.get("train_images")

@@ -142,7 +142,7 @@ def _refuse_code(config, where):
 
 
 def load_preset(handle, verify=True, trainable=False):
-    """Load a preset's encoder: float images in [0, 1] -> features `(batch, D)`.
+    """Load a preset's encoder: images (uint8 or float in [0, 1]) -> features `(batch, D)`.
 
     Every file is checked against `checksums.json` (and, for built-in
     presets and their `hf://` repos, `checksums.json` against the registry)
@@ -164,7 +164,7 @@ def load_preset(handle, verify=True, trainable=False):
             get the same.)
 
     Returns:
-        a `keras.Model`.
+        a `clzoo.models.ImageEncoder` (uint8 pixels are divided by 255 inside).
 
     Raises:
         PresetError: unknown handle, malformed `hf://` handle or revision,
@@ -200,8 +200,18 @@ def load_preset(handle, verify=True, trainable=False):
         model.load_weights(weights)
     except Exception as error:
         raise PresetError(f"Cannot load weights from {weights}: {type(error).__name__}: {error}") from error
+    model = _as_image_encoder(model, config_path)
     model.trainable = trainable
     return model
+
+
+def _as_image_encoder(model, config_path):
+    from clzoo.models.image_encoder import as_image_encoder
+
+    try:
+        return as_image_encoder(model)
+    except ValueError as error:
+        raise PresetError(f"{config_path}: {error}") from None
 
 
 

@@ -1,0 +1,137 @@
+"""One input contract for every encoder clzoo builds or ships: uint8 `[0, 255]` or float `[0, 1]` images.
+
+Keras casts a functional model's inputs to the `Input` dtype before its first
+layer, so a uint8 CIFAR array (what PIL and `np.asarray` give) would reach a
+float encoder as values in [0, 255] and give wrong features without a word
+(`supcon_airbench_cifar10`: probe 86.0% -> 41.0%). `ImageEncoder` rescales
+integer pixels inside the model, before that cast, and refuses, before any
+backend work, images of another size or channel count than the encoder was
+built for, other integer dtypes and float arrays outside [0, 1].
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+# Float images may overshoot [0, 1] by this much (rounding, resampling) before they are refused.
+_FLOAT_SLACK = 1e-3
+
+
+def _expected(model):
+    size = "x".join("?" if d is None else str(d) for d in model.input_shape[1:3])
+    return f"images (batch, {', '.join(str(d) for d in model.input_shape[1:])}) ({size} pixels, "\
+        f"uint8 in [0, 255] or float in [0, 1])"
+
+
+def check_images(model, images, check_values=True):
+    """Refuse, with what was expected, an array `model` cannot take; no-op for symbolic tensors.
+
+    Checks the rank, the height / width / channels the encoder was built for,
+    the dtype (uint8 or float) and, when `check_values`, that float pixels lie
+    in [0, 1].
+
+    Raises:
+        ValueError: naming the received shape, dtype or value range.
+    """
+    if not isinstance(images, np.ndarray):
+        return
+    shape, want = images.shape, model.input_shape
+    if len(shape) != len(want) or any(w is not None and s != w for s, w in zip(shape[1:], want[1:])):
+        raise ValueError(f"{model.name} takes {_expected(model)}. Received: shape={shape}. "
+                         "Resize the images first (clzoo.eval.embed(..., size=N) resizes uint8 images).")
+    if images.dtype.kind in "iub" and images.dtype != np.uint8:
+        raise ValueError(f"{model.name} takes {_expected(model)}. Received: dtype={images.dtype}; "
+                         "cast 0..255 pixels with images.astype('uint8').")
+    if images.dtype.kind not in "uf":
+        raise ValueError(f"{model.name} takes {_expected(model)}. Received: dtype={images.dtype}.")
+    if check_values and images.dtype.kind == "f" and images.size:
+        low, high = float(np.min(images)), float(np.max(images))
+        if not (low >= -_FLOAT_SLACK and high <= 1 + _FLOAT_SLACK):
+            raise ValueError(f"{model.name} takes {_expected(model)}. Received float pixels in "
+                             f"[{low:g}, {high:g}]: pass 0..255 pixels as uint8, or divide them by 255.")
+
+
+@keras.saving.register_keras_serializable(package="clzoo")
+class ImageEncoder(keras.Model):
+    """A functional encoder from images `(batch, H, W, C)` to features `(batch, D)` with one input contract.
+
+    uint8 pixels in [0, 255] are divided by 255 inside the model, so they give
+    the same features as the float images in [0, 1] the layers see; in
+    `predict` and eager calls on NumPy arrays, a wrong size, channel count,
+    dtype or float range is refused with a `ValueError` before any backend
+    work (on JAX, a refused `predict` would otherwise leave the model's
+    variables detached). Build one with `as_image_encoder(model)`; every
+    encoder from `get_encoder`, `flip_averaged`, `test_time_averaged` and
+    `Encoder.from_preset` is one.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> encoder = clzoo.models.get_encoder("resnet8")
+    >>> pixels = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)
+    >>> a = encoder.predict(pixels, verbose=0)
+    >>> b = encoder.predict(pixels.astype("float32") / 255, verbose=0)
+    >>> bool(np.allclose(a, b, atol=1e-5))
+    True
+    """
+
+    def call(self, inputs, training=None, mask=None):
+        dtype = keras.backend.standardize_dtype(inputs.dtype)
+        if dtype == "uint8":
+            inputs = ops.cast(inputs, "float32") / 255.0
+        elif "int" in dtype or dtype == "bool":
+            raise ValueError(f"{self.name} takes {_expected(self)}. Received: dtype={dtype}; "
+                             "cast 0..255 pixels to uint8.")
+        return super().call(inputs, training=training, mask=mask)
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            check_images(self, args[0])
+        return super().__call__(*args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        check_images(self, x)
+        return _keep_jax_variables(self, lambda: super(ImageEncoder, self).predict(x, *args, **kwargs))
+
+
+def _keep_jax_variables(model, run):
+    """Run `run()`; on JAX, put the variables back if it raises.
+
+    Keras' JAX predict detaches the variables and donates their buffers to the
+    step, so the values are copied first (an encoder's weights: small).
+    """
+    if keras.backend.backend() != "jax":
+        return run()
+    values = [ops.copy(v._value) for v in model.variables]
+    try:
+        return run()
+    except BaseException:
+        for variable, value in zip(model.variables, values):
+            variable._value = value
+        raise
+
+
+def as_image_encoder(model):
+    """`model` as an `ImageEncoder` (the same layers and weights), or `model` if it already is one.
+
+    Args:
+        model: a functional `keras.Model` from images `(batch, H, W, C)` to
+            features `(batch, D)`.
+
+    Returns:
+        `ImageEncoder` sharing `model`'s layers and weights.
+
+    Raises:
+        ValueError: `model` is not a functional model from rank-4 images to
+            rank-2 features.
+    """
+    if isinstance(model, ImageEncoder):
+        return model
+    inputs, outputs = getattr(model, "inputs", None), getattr(model, "outputs", None)
+    if (not inputs or not outputs or len(inputs) != 1 or len(outputs) != 1
+            or len(model.input_shape) != 4 or len(model.output_shape) != 2):
+        raise ValueError("An image encoder is a functional keras.Model from images (batch, H, W, C) "
+                         f"to features (batch, D). Received: {type(model).__name__} {model.name!r}")
+    encoder = ImageEncoder(inputs[0], outputs[0], name=model.name)
+    encoder.trainable = model.trainable
+    return encoder
