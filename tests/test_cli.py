@@ -289,4 +289,10 @@ def test_export_litert_gives_the_keras_outputs(tiny_encoder, tmp_path):
     np.testing.assert_allclose(exported_outputs(tmp_path / "e.tflite", "litert", images),
                                keras.saving.load_model(path).predict(images, verbose=0),
                                rtol=1e-5, atol=1e-5)
+    pixels = (images * 255).round().astype("uint8")  # the input contract reaches the runtime too
+    np.testing.assert_allclose(exported_outputs(tmp_path / "e.tflite", "litert", pixels),
+                               exported_outputs(tmp_path / "e.tflite", "litert", pixels / np.float32(255)),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="float pixels in"):
+        exported_outputs(tmp_path / "e.tflite", "litert", pixels.astype("float32"))
     assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.bin")]) == 2

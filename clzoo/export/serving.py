@@ -118,7 +118,10 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
 
 
 def exported_outputs(path, format, images):
-    """Run an exported artifact on float32 `images` `(B, H, W, 3)`; returns float32 `(B, D)`.
+    """Run an exported artifact on `images` `(B, H, W, 3)`; returns float32 `(B, D)`.
+
+    The artifacts' signature is float32 in [0, 1]; uint8 pixels are divided by
+    255 first (the encoders' input contract, `clzoo.models.ImageEncoder`).
 
     SavedModel through `tf.saved_model.load(...).serve`, ONNX through
     onnxruntime, LiteRT through `ai_edge_litert`'s interpreter, else
@@ -126,8 +129,11 @@ def exported_outputs(path, format, images):
 
     Raises:
         ImportError: the runtime is not installed (onnxruntime, tf.lite).
+        ValueError: images neither uint8 nor float in [0, 1].
     """
-    images = np.asarray(images, np.float32)
+    from clzoo.models.image_encoder import unit_float_images
+
+    images = unit_float_images(images)
     if format == "saved_model":
         import tensorflow as tf
 

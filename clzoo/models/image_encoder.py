@@ -51,6 +51,28 @@ def check_images(model, images, check_values=True):
                              f"[{low:g}, {high:g}]: pass 0..255 pixels as uint8, or divide them by 255.")
 
 
+def unit_float_images(images):
+    """float32 images in [0, 1] from uint8 `[0, 255]` or float `[0, 1]` pixels (the contract outside a model).
+
+    For runtimes that take the exported float32 signature (SavedModel, ONNX,
+    LiteRT): uint8 is divided by 255, float is checked, anything else refused.
+
+    Raises:
+        ValueError: another dtype, or float pixels outside [0, 1].
+    """
+    images = np.asarray(images)
+    if images.dtype == np.uint8:
+        return images.astype(np.float32) / 255.0
+    if images.dtype.kind != "f":
+        raise ValueError("Expected images as uint8 in [0, 255] or float in [0, 1]. "
+                         f"Received: dtype={images.dtype}; cast 0..255 pixels to uint8.")
+    if images.size and not (np.min(images) >= -_FLOAT_SLACK and np.max(images) <= 1 + _FLOAT_SLACK):
+        raise ValueError("Expected images as uint8 in [0, 255] or float in [0, 1]. Received float "
+                         f"pixels in [{float(np.min(images)):g}, {float(np.max(images)):g}]: pass "
+                         "0..255 pixels as uint8, or divide them by 255.")
+    return images.astype(np.float32)
+
+
 @keras.saving.register_keras_serializable(package="clzoo")
 class ImageEncoder(keras.Model):
     """A functional encoder from images `(batch, H, W, C)` to features `(batch, D)` with one input contract.
