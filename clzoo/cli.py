@@ -38,6 +38,14 @@ def _error(message):
     print(f"error: {text}", file=sys.stderr)
 
 
+def _os_fault(error):
+    """One line for an `OSError`: what failed, on which path, and what is intact."""
+    where = " -> ".join(str(p) for p in (error.filename, error.filename2) if p is not None)
+    reason = error.strerror or type(error).__name__
+    return (f"{reason}{f': {where}' if where else ''} (errno {error.errno}); clzoo replaces an "
+            "output only once it is complete, so earlier outputs are intact")
+
+
 def _train_overrides(args):
     """`--set` items (YAML text) and the flags (typed `(key, value)` pairs, as argparse parsed
     them) as recipe overrides; a key given twice is refused."""
@@ -640,6 +648,15 @@ def main(argv=None):
     except BrokenPipeError:  # the reader left, e.g. `clzoo presets | head -3`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
         return 0
+    except OSError as error:  # disk full, read-only, file-size limit, name too long, permission
+        _error(_os_fault(error))
+        return 1
+    except MemoryError:
+        _error("out of memory: use a smaller --batch-size (or fewer images), or a machine with more memory")
+        return 1
+    except KeyboardInterrupt:
+        _error("interrupted (Ctrl-C): nothing was written in place of an earlier output")
+        return 130
     finally:
         _console.set_quiet(False)
 

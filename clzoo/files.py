@@ -17,7 +17,9 @@ def atomic_write(path, write_fn, suffix=""):
 
     The temporary file sits in the destination folder so the final
     `os.replace` is atomic: readers see the old file or the new one, never a
-    half-written one, even if the process is killed mid-write.
+    half-written one, even if the process is killed mid-write. An `OSError`
+    without a file name (a write cut short by a full disk or a size limit)
+    is raised again naming `path`.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +33,10 @@ def atomic_write(path, write_fn, suffix=""):
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; use the usual mode
         os.replace(tmp, path)
+    except OSError as error:
+        if error.filename is None:  # a write cut short (full disk, size limit): name the file
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

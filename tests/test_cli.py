@@ -296,3 +296,27 @@ def test_export_litert_gives_the_keras_outputs(tiny_encoder, tmp_path):
     with pytest.raises(ValueError, match="float pixels in"):
         exported_outputs(tmp_path / "e.tflite", "litert", pixels.astype("float32"))
     assert cli.main(["export", str(path), "--format", "litert", "--output", str(tmp_path / "e.bin")]) == 2
+
+
+def _file_size_limit(limit):
+    def apply():
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG for the writer instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_an_os_fault_is_one_line_naming_the_path(tiny_encoder, tmp_path):
+    path, data = tiny_encoder
+    out = tmp_path / "features.npz"
+    env = {**_user_env(), "CLZOO_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run(_clzoo() + ["embed", str(path), "--data", data, "--output", str(out)],
+                            capture_output=True, text=True, env=env, timeout=600,
+                            preexec_fn=_file_size_limit(1024))
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: File too large: ") and "errno 27" in lines[0]
+    assert str(tmp_path) in lines[0] and "intact" in lines[0]
+    assert not out.exists()
