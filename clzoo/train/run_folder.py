@@ -7,6 +7,18 @@ from pathlib import Path
 import yaml
 
 from clzoo.files import atomic_write_text, write_json
+from clzoo.train import run_lock
+
+# Every name a run writes at the top of its folder; anything else there is the user's.
+RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "checkpoint.keras",
+                       "history.csv", "history.jsonl", "steps.jsonl", "tensorboard", "encoder.keras",
+                       "eval", "metrics.json", run_lock.LOCK_NAME})
+
+
+def _ours(name):
+    """A run's file, or the temporary file of one (`.<name>.XXXXXXXX.tmp...`, `atomic_write`)."""
+    return name in RUN_FILES or any(name.startswith(f".{known}.") and ".tmp" in name
+                                    for known in RUN_FILES)
 
 
 def _with_defaults(saved):
@@ -22,8 +34,10 @@ def _with_defaults(saved):
 class RunFolder:
     """Paths and guards of one `clzoo train` output folder.
 
-    A run is *finished* once `metrics.json` exists (written last), *started*
-    once `checkpoint.keras` exists. Every file is written atomically.
+    A run is *finished* once `metrics.json` exists (written last; deleting the
+    checkpoint afterwards does not make it resumable), *started* once
+    `checkpoint.keras` exists. Every file is written atomically; one process
+    writes at a time (`owned`).
     """
 
     def __init__(self, path):
@@ -42,7 +56,7 @@ class RunFolder:
 
     def state(self):
         """`"finished"`, `"started"` or `"new"`."""
-        if self.metrics.is_file() and self.checkpoint.is_file():
+        if self.metrics.is_file():
             return "finished"
         return "started" if self.checkpoint.is_file() else "new"
 
@@ -50,15 +64,24 @@ class RunFolder:
         """Check that the run may start (or resume) here; returns `state()`.
 
         Raises:
-            FileExistsError: the folder holds a run and `resume` is False.
+            FileExistsError: the folder holds a run and `resume` is False, or
+                holds files that no clzoo run wrote (they are never replaced).
             ValueError: resuming with a recipe other than the saved one.
         """
         state = self.state()
+        foreign = sorted(p.name for p in self.path.iterdir()  # recipe.yaml alone is the user's
+                         if not _ours(p.name) or p.name == "recipe.yaml") \
+            if self.path.is_dir() and not (self.path / "recipe.sha256").is_file() else []
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise FileExistsError(f"{self.path} holds files that are not a clzoo run's ({shown}); "
+                                  "clzoo train writes only into a new or empty folder or its own "
+                                  "run: choose another --output")
         if state != "new" and not resume:
             raise FileExistsError(
                 f"{self.path} already holds a run (checkpoint.keras); pass --resume to continue "
                 "it or choose another --output.")
-        if resume and state != "new":
+        if resume and (state != "new" or (self.path / "recipe.sha256").is_file()):
             self._check_saved_recipe(recipe)
         return state
 
@@ -66,6 +89,10 @@ class RunFolder:
         """Resuming: `recipe.yaml` still holds the recipe the run started with, and `recipe` is it."""
         saved, stamp = self.path / "recipe.yaml", self.path / "recipe.sha256"
         if not saved.is_file():
+            if stamp.is_file() and stamp.read_text().split()[:1] != [fingerprint(recipe.to_dict())]:
+                raise ValueError(f"Cannot resume {self.path}: recipe.yaml is missing and the recipe "
+                                 "given is not the one the run started with (recipe.sha256). "
+                                 "Restore recipe.yaml, or train a new run.")
             return
         old = yaml.safe_load(saved.read_text()) or {}
         if stamp.is_file() and stamp.read_text().split()[:1] != [fingerprint(old)]:
@@ -87,13 +114,20 @@ class RunFolder:
         """
         self.path.mkdir(parents=True, exist_ok=True)
         for stale in self.path.glob(".*.tmp*"):
-            stale.unlink()
+            if _ours(stale.name) and stale.is_file():
+                stale.unlink()
         if not resuming or not (self.path / "recipe.yaml").is_file():
             text = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
-            atomic_write_text(self.path / "recipe.yaml", text)
+            # The stamp first: it marks the folder as a run's before recipe.yaml is written.
             atomic_write_text(self.path / "recipe.sha256",
                               f"{fingerprint(yaml.safe_load(text))}  resolved recipe.yaml\n")
+            atomic_write_text(self.path / "recipe.yaml", text)
         write_json(self.path / "environment.json", environment)
+
+    def owned(self, enabled=True):
+        """Context manager: this process is the folder's one writer (`run_lock.owned`)."""
+        return run_lock.owned(self.path, keep_if=(self.path / "recipe.sha256").is_file,
+                              enabled=enabled)
 
     def write_metrics(self, metrics):
         write_json(self.metrics, metrics)

@@ -62,13 +62,20 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
         RecipeError: a recipe, data spec or batch size that cannot run.
         TrainingDiverged: the loss turned NaN; `checkpoint.keras` holds the last finite state.
         TrainingInterrupted: SIGTERM / SIGINT; the checkpoint holds the step reached.
-        FileExistsError: `output_dir` holds a run and `resume` is False.
+        FileExistsError: `output_dir` holds a run and `resume` is False, holds
+            files that no run wrote, or another process is writing it.
         ValueError: resuming with a recipe that differs from the saved one, or
             after the run's `recipe.yaml` was edited.
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     source = _check_before_work(recipe, place)
+    with run.owned(enabled=place.is_chief):
+        return _run(recipe, run, place, source, verbose, resume)
+
+
+def _run(recipe, run, place, source, verbose, resume):
+    """`train` once this process owns the run folder."""
     if run.guard(recipe, resume) == "finished":
         if verbose:
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
