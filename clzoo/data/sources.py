@@ -26,7 +26,7 @@ from clzoo.files import atomic_write
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 EMBEDDED = ("digits",)
 ALPHA_BACKGROUND = (255, 255, 255)  # transparent pixels are composited on white
-CACHE_FORMAT = 2  # bump when the cached arrays or their key change
+CACHE_FORMAT = 3  # bump when the cached arrays, their key or the decoding change (3: EXIF orientation)
 CACHE_SAMPLE = 4096  # bytes hashed from the start and from the end of each image file
 
 
@@ -52,7 +52,8 @@ def load_split(data, split="train", on_unreadable="error"):
             looping symlink as image or class folder); `"skip"` leaves such
             entries out and warns with their count. Odd image modes are
             converted, not refused: 16-bit scaled to 8-bit, alpha composited
-            on `ALPHA_BACKGROUND` (white), palette/1-bit/grey/CMYK to RGB.
+            on `ALPHA_BACKGROUND` (white), palette/1-bit/grey/CMYK to RGB; an
+            EXIF orientation tag is applied (`PIL.ImageOps.exif_transpose`).
 
     Returns:
         `Split` with uint8 images `(N, H, W, 3)` and int32 labels `(N,)`.
@@ -422,11 +423,13 @@ def _to_rgb(image):
 
 
 def _decode(path, skip=False):
-    from PIL import Image
+    """uint8 `(H, W, 3)` pixels of an image file, turned upright by its EXIF orientation tag."""
+    from PIL import Image, ImageOps
 
     try:
         with Image.open(path) as image:
-            return _to_rgb(image)
+            # Phone photos store pixels as the sensor read them and the rotation in EXIF.
+            return _to_rgb(ImageOps.exif_transpose(image))
     except Exception as error:  # PIL raises several types for bad files.
         if skip:
             return None

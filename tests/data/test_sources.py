@@ -142,3 +142,20 @@ def test_tfds_name_offline_with_mock_data():
     assert split.images.shape == (12, 32, 32, 3) and split.images.dtype == np.uint8
     assert len(split.class_names) == 10  # from the cifar10 label feature
     assert split.labels.min() >= 0 and split.labels.max() < 10
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    """A phone photo: pixels stored as the sensor read them, the rotation in the EXIF tag (issue 44)."""
+    from PIL import Image
+
+    stored = np.zeros((4, 8, 3), np.uint8)  # 4 rows x 8 columns as stored
+    stored[0, :, 0] = 255  # the stored top row red
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation 6: rotate 90 degrees clockwise to display
+    for split in ("train", "test"):
+        (tmp_path / split / "a").mkdir(parents=True)
+        Image.fromarray(stored).save(tmp_path / split / "a" / "0.png", exif=exif)
+    images = clzoo.data.load_split(str(tmp_path), "train").images
+    assert images.shape == (1, 8, 4, 3)  # upright: 8 rows x 4 columns
+    np.testing.assert_array_equal(images[0], np.rot90(stored, k=-1))  # the red row is now the right column
+    assert images[0, :, -1, 0].tolist() == [255] * 8
