@@ -5,6 +5,7 @@ import json
 import math
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -296,6 +297,33 @@ class Throughput(keras.callbacks.Callback):
     @property
     def images_per_second(self):
         return self.images / self.seconds if self.seconds else float("nan")
+
+
+class Forecast(keras.callbacks.Callback):
+    """Print once, after `after` timed steps, the measured speed and how long training has left.
+
+    The speed is `throughput`'s (the first, compiling step excluded), so the
+    estimate covers the optimizer steps only, not the evaluation after them.
+    """
+
+    def __init__(self, throughput, steps_left, batch_size, after=5, enabled=True):
+        super().__init__()
+        self.throughput, self.steps_left, self.batch_size = throughput, steps_left, batch_size
+        self.after, self.enabled, self._seen = after, enabled, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.enabled:
+            return
+        self._seen += 1
+        left = self.steps_left - self._seen
+        if self._seen != self.after + 1 or left <= 0:
+            return
+        from clzoo.eval.plan import duration
+
+        rate = self.throughput.images_per_second
+        start = "\n" if sys.stdout.isatty() else ""  # off the live progress bar's line
+        print(f"{start}clzoo: {rate:,.0f} images/s over {self.after} steps; the {left:,} steps left take "
+              f"{duration(left * self.batch_size / rate)} (training only)", flush=True)
 
 
 class StepLog(keras.callbacks.Callback):

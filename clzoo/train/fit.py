@@ -8,6 +8,7 @@ import keras
 from clzoo._console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
+    Forecast,
     JSONLinesHistory,
     RestoreEpochLoss,
     StepLog,
@@ -68,7 +69,7 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
         # eagerly and unchunked: a whole GradCache-sized batch took 15 GiB at 16,384 images
         probe = keras.tree.map_structure(lambda t: t[:PROBE_SAMPLES],
                                          next(iter(batches.take(1)))[0])
-    parts = _callbacks(model, run, plan, place, done, monitor, probe)
+    parts = _callbacks(model, run, plan, place, done, monitor, probe, verbose)
     started = time.perf_counter()
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
     if batches is not None:
@@ -105,7 +106,7 @@ class _Callbacks:
         return self.nan_guard.failed_at is not None or self.signals.received is not None
 
 
-def _callbacks(model, run, plan, place, done, monitor, probe=None):
+def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
     chief = place.is_chief
     nan_guard, signals = StopOnNaN(), StopOnSignal()
     # Under collective saves every process saves (the save gathers arrays); only the chief keeps it.
@@ -121,7 +122,9 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None):
     history.truncate(first_epoch)
     step_log.truncate(done)
     # Order matters: the history line of an epoch is written before its checkpoint.
-    callbacks = [signals, nan_guard, throughput, step_log, history, checkpoint]
+    forecast = Forecast(throughput, plan.epochs * plan.steps - done, plan.batch_size,
+                        enabled=chief and verbose > 0)
+    callbacks = [signals, nan_guard, throughput, forecast, step_log, history, checkpoint]
     if monitor is not None:
         callbacks.insert(3, monitor)
     if offset:

@@ -188,7 +188,10 @@ def _banner(recipe, place, train_split, encoder, resumed_at, plan):
             f"{len(train_split.class_names)} classes | encoder {recipe.model.architecture} "
             f"({encoder.count_params():,} params) | loss {recipe.loss.name}"
             + (f" | resuming at step {resumed_at} of {plan.epochs * plan.steps}"
-               if resumed_at is not None else ""))
+               if resumed_at is not None else "")
+            + f"\nplan: {plan.epochs} epochs x {plan.steps:,} steps x batch {plan.batch_size:,} = "
+              f"{plan.epochs * plan.steps * plan.batch_size:,} images (speed and time left after "
+              "the first steps)")
 
 
 def _run_facts(run, plan, fitted, views, place, train_split, started, resumed_from):

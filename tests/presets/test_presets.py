@@ -275,7 +275,8 @@ def test_card_states_use_limits_input_contract_and_jpeg_provenance(tmp_path):
     meta = json.loads((folder / "metadata.json").read_text())
     assert meta["data_provenance"]["file_types"] == [".jpg"]
     card = (folder / "README.md").read_text()
-    assert "## Intended use and limitations" in card and "divides uint8 pixels by 255 inside the model" in card
+    assert "## Intended use and limitations" in card
+    assert "divides uint8 pixels by 255 inside the model" in card
     assert "uint8 or float in [0, 1]" in card
     assert "JPEG re-encodings" in card
     assert 'pip install \\"clzoo[hub] @ git+https://github.com/clzoo/clzoo\\"' not in card
