@@ -8,6 +8,7 @@ strict: NaN and infinity become `null`, which every JSON reader accepts.
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -108,3 +109,62 @@ def check_output(path, overwrite=False, folder=False, what="--output"):
         return path
     raise FileExistsError(f"{what} {path} exists already; pass --overwrite to replace it, or "
                           "choose another path.")
+
+
+def _staging_names(path):
+    return f".{path.name}.staging-", f".{path.name}.replaced-"
+
+
+def _recover(path):
+    """Clean up after a writer killed mid-swap: restore a replaced folder left aside, drop staging."""
+    staging, replaced = _staging_names(path)
+    aside = sorted(path.parent.glob(f"{replaced}*"))
+    if aside and not path.exists():
+        os.replace(aside.pop(), path)  # killed between the two renames: the old folder comes back
+    for stale in aside + sorted(path.parent.glob(f"{staging}*")):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def replace_folder(path, build_fn):
+    """Build a folder through `build_fn(staging)` beside `path`, then swap it in as a whole.
+
+    A reader sees the old folder or the new one, never a mix of the two. Only a
+    folder whose every entry the new build also writes is replaced: files of
+    the user's inside it are never deleted. A writer killed before the swap
+    leaves a hidden staging folder; one killed between the swap's two renames
+    leaves the old folder aside; the next call cleans up (restoring the old
+    folder in the second case).
+
+    Args:
+        path: the folder to write.
+        build_fn: `staging_path -> None`, writes the folder's files there.
+
+    Returns:
+        `Path` of `path`.
+
+    Raises:
+        FileExistsError: `path` holds entries the new build does not write
+            (nothing is replaced; the message names them).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _recover(path)
+    staging_prefix, replaced_prefix = _staging_names(path)
+    staging = Path(tempfile.mkdtemp(prefix=staging_prefix, dir=path.parent))
+    try:
+        build_fn(staging)
+        if path.exists():
+            foreign = sorted({p.name for p in path.iterdir()} - {p.name for p in staging.iterdir()})
+            if foreign:
+                raise FileExistsError(f"{path} holds files this output does not write "
+                                      f"({', '.join(foreign[:3])}); they are never deleted: "
+                                      "move them, or choose another folder")
+            aside = Path(tempfile.mkdtemp(prefix=replaced_prefix, dir=path.parent))
+            os.replace(path, aside)  # onto the empty folder mkdtemp made
+            os.replace(staging, path)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path

@@ -18,7 +18,7 @@ from pathlib import Path
 import keras
 import yaml
 
-from clzoo.files import atomic_write, atomic_write_text
+from clzoo.files import atomic_write, atomic_write_text, replace_folder
 from clzoo.version import __version__
 
 PRESET_FILES = ("config.json", "model.weights.h5", "preprocessing.json", "metadata.json", "README.md")
@@ -170,7 +170,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
 
     Args:
         run_dir: run folder.
-        out_dir: preset folder to write (created; files replaced atomically).
+        out_dir: preset folder to write, built beside it and swapped in as a whole
+            (`clzoo.files.replace_folder`: never a mix of two presets).
         name: preset name in the card and metadata. Defaults to the run folder's name.
         license: SPDX-style license id for the card. Defaults to `"apache-2.0"`.
         cores: CPU cores the run trained on, for the card's CPU-hours. Defaults to
@@ -190,7 +191,6 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     Raises:
         PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`.
     """
-    from clzoo.presets.card import model_card
 
     run = Path(run_dir)
     for needed in ("encoder.keras", "recipe.yaml", "metrics.json"):
@@ -230,8 +230,14 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         "curve": training_curve(run, recipe, metrics["train"]),
     }
     metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    return replace_folder(out_dir, lambda staging: _write_preset(staging, encoder, metadata, license,
+                                                                 handle))
+
+
+def _write_preset(out, encoder, metadata, license, handle):
+    """The preset's files in `out` (a staging folder, swapped in as a whole by `replace_folder`)."""
+    from clzoo.presets.card import model_card
+
     atomic_write_text(out / "config.json", json.dumps(keras.saving.serialize_keras_object(encoder),
                                                       indent=1) + "\n")
     atomic_write(out / "model.weights.h5", lambda tmp: encoder.save_weights(tmp), suffix=".weights.h5")
@@ -240,7 +246,6 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     atomic_write_text(out / "README.md", model_card(metadata, license=license, handle=handle))
     checksums = {f: sha256(out / f) for f in PRESET_FILES}
     atomic_write_text(out / CHECKSUMS, json.dumps(checksums, indent=2) + "\n")
-    return out
 
 
 # Size caps (bytes) of the preset's own files: checked before a file is hashed or parsed.
