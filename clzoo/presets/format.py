@@ -78,7 +78,7 @@ def training_compute(run, recipe, train_metrics, cores=None):
     return compute
 
 
-def training_curve(run, recipe, train_metrics):
+def training_curve(run, recipe, train_metrics, test_images=None):
     """The run's per-epoch history: `{"monitor": ..., "rows": [{epoch, images_seen, loss, knn_top1_k20?}]}`.
 
     `knn_top1_k20` is the online monitor's weighted kNN (`eval.monitor_memory`
@@ -98,6 +98,11 @@ def training_curve(run, recipe, train_metrics):
         rows.append(out)
     spec = recipe.get("eval", {})
     monitor = {k: spec.get(k) for k in ("monitor_every", "monitor_memory", "monitor_queries")}
+    # The monitor takes at most this many images: a smaller split gives all of its images.
+    for key, available in (("monitor_memory", train_metrics.get("train_images")),
+                           ("monitor_queries", test_images)):
+        if isinstance(monitor[key], int) and isinstance(available, int):
+            monitor[key] = min(monitor[key], available)
     return {"monitor": monitor, "rows": rows}
 
 
@@ -227,7 +232,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         "test_time_measured": shipped_by_run,
         "compute": training_compute(run, recipe, metrics["train"], cores),
         "data_provenance": data_provenance(recipe.get("data", ""), metrics["train"].get("train_images")),
-        "curve": training_curve(run, recipe, metrics["train"]),
+        "curve": training_curve(run, recipe, metrics["train"],
+                                (metrics.get("eval") or {}).get("samples", {}).get("test")),
     }
     metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
     return replace_folder(out_dir, lambda staging: _write_preset(staging, encoder, metadata, license,

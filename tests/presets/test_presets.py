@@ -281,3 +281,15 @@ def test_card_states_use_limits_input_contract_and_jpeg_provenance(tmp_path):
     assert "JPEG re-encodings" in card
     assert 'pip install \\"clzoo[hub] @ git+https://github.com/clzoo/clzoo\\"' not in card
     assert 'pip install "clzoo[hub] @ git+https://github.com/clzoo/clzoo"' in card
+
+
+def test_the_card_counts_the_monitor_images_the_run_had(tmp_path):
+    """A 1,000-image run never used 10,000 training images as the monitor's memory (issue 43 item 5)."""
+    from clzoo.presets.format import training_curve
+
+    (tmp_path / "history.jsonl").write_text('{"epoch": 1, "loss": 2.0, "knn_top1_k20": 0.5}\n')
+    recipe = {"training": {"batch_size": 100},
+              "eval": {"monitor_every": 1, "monitor_memory": 10000, "monitor_queries": 2000}}
+    curve = training_curve(tmp_path, recipe, {"train_images": 1000}, test_images=300)
+    assert curve["monitor"] == {"monitor_every": 1, "monitor_memory": 1000, "monitor_queries": 300}
+    assert curve["rows"] == [{"epoch": 1, "images_seen": 1000, "loss": 2.0, "knn_top1_k20": 0.5}]
