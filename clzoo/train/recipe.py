@@ -31,6 +31,18 @@ from pydantic import (
 
 from clzoo.registry import did_you_mean
 
+FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
+
+
+def _float32_positive(value, key=None):
+    """A positive value that float32 (the training dtype) holds as a positive, finite number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            not math.isfinite(value) or 0 < value < FLOAT32_TINY or value > 3.4e38):
+        named = f"{key} = " if key else ""
+        raise ValueError(f"{named}{value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
+                         "3.4e38), the dtype training uses: it would train as 0 or inf")
+    return value
+
 
 class RecipeError(ValueError):
     """A recipe, override or CLI value that cannot run; `lines` holds one message per problem."""
@@ -117,6 +129,8 @@ class LossSpec(BaseModel):
 
         cls = loss_class(self.name)
         check_kwargs(cls, self.kwargs, "loss")
+        for key in ("temperature", "epsilon", "margin"):
+            _float32_positive(self.kwargs.get(key), key)
         cls(**self.kwargs)  # the class's own checks (temperature > 0, ...)
         return self
 
@@ -143,6 +157,11 @@ class TrainingSpec(_Section):
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
     checkpoint_every_steps: PositiveInt | None = None  # also every N steps (always per epoch)
     log_every_steps: PositiveInt | None = None  # steps.jsonl rows; default once per epoch
+
+    @field_validator("learning_rate")
+    @classmethod
+    def _learning_rate_in_float32(cls, value):
+        return _float32_positive(value)
 
     @field_validator("optimizer", "schedule")
     @classmethod

@@ -4,6 +4,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -69,7 +70,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
-    source = _check_before_work(recipe, place)
+    source = _check_before_work(recipe, place, run.path)
     with run.owned(enabled=place.is_chief):
         return _run(recipe, run, place, source, verbose, resume)
 
@@ -122,8 +123,8 @@ def _save_encoder(run, encoder, recipe, model, place):
         write_once(place, run / "encoder.keras", shipped.save, suffix=".keras")
 
 
-def _check_before_work(recipe, place):
-    """The checks that need the data spec or the strategy; nothing is decoded or written.
+def _check_before_work(recipe, place, output):
+    """The checks that need the data spec, the strategy or the output; nothing is decoded or written.
 
     Returns the spec resolved to a `DataSource`, which the run reads its splits from."""
     try:
@@ -141,7 +142,38 @@ def _check_before_work(recipe, place):
                            f"over the {place.replicas} replicas"])
     if data.train_images is not None and batch > data.train_images:
         raise _batch_too_large(batch, data.train_images, recipe.data)
+    _check_against_data(recipe, data, source, output)
     return source
+
+
+def _check_against_data(recipe, data, source, output):
+    """Recipe values that are valid alone but impossible for this data or output (issue 44)."""
+    problems = []
+    images = data.train_images
+    if images is not None:
+        steps = recipe.training.epochs * (images // recipe.training.batch_size)
+        if steps > 2**24:
+            problems.append(f"training.epochs = {recipe.training.epochs}: {steps:,} steps; the "
+                            "learning-rate schedule counts steps in float32, exact up to "
+                            "16,777,216 steps")
+        too_many = [k for k in recipe.eval.knn_k if k > images]
+        if too_many:
+            problems.append(f"eval.knn_k = {recipe.eval.knn_k}: k = {too_many[0]} is more than the "
+                            f"{images:,} training images the kNN takes its neighbours from")
+    folder = (None if source.source == "digits" or source.source.startswith("tfds:")
+              else Path(source.source.removeprefix("folder:")))
+    if folder is not None and _inside(Path(output), folder):
+        problems.append(f"--output {output} is inside the data folder {folder}: the run's files "
+                        "would be read as images next time; choose a folder outside it")
+    if problems:
+        raise RecipeError(problems)
+
+
+def _inside(path, folder):
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
 
 
 def _load_data(source):

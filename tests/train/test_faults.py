@@ -110,7 +110,7 @@ def test_the_finite_output_check_runs_a_few_samples_not_the_whole_batch(monkeypa
 
     seen = {}
 
-    def capture(model, run, plan, place, done, monitor, probe=None):
+    def capture(model, run, plan, place, done, monitor, probe=None, verbose=1):
         seen["probe"] = probe
         raise KeyboardInterrupt  # stop before fit: only the probe is under test
 
