@@ -33,6 +33,19 @@ def nan_unless_finite(loss, x):
     return ops.where(ops.all(ops.isfinite(x)), loss, float("nan"))
 
 
+def _check_multi_view(shape):
+    """Refuse what is not a multi-view batch `(batch, views, H, W, C)` (a single view included)."""
+    try:
+        dims = tuple(shape)
+    except (TypeError, ValueError):  # a TensorFlow shape of unknown rank
+        dims = None
+    if dims is None or len(dims) != 5:
+        hint = (" A single view (batch, H, W, C): stack views with clzoo.data.batches(..., \"views\") "
+                "or add one with images[:, None]." if dims is not None and len(dims) == 4 else "")
+        raise ValueError("ContrastiveModel expects a multi-view batch of shape (batch, views, H, W, C). "
+                         f"Received: shape={dims}.{hint}")
+
+
 def _check_embedding_rank(features, embeddings, inputs):
     """Refuse per-image outputs other than `(images, dim)`: the unfold to `(batch, views, dim)`
     would otherwise spread the extra axes over the batch, and the loss would blame the labels."""
@@ -165,6 +178,7 @@ class ContrastiveModel(keras.Model):
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
+        _check_multi_view(input_shape)
         folded = (None,) + tuple(input_shape[2:])
         if not self.encoder.built:
             self.encoder.build(folded)
@@ -178,11 +192,7 @@ class ContrastiveModel(keras.Model):
             self.momentum_encoder.track([self.encoder, self.projection_head])
 
     def call(self, inputs, training=None):
-        if len(inputs.shape) != 5:
-            raise ValueError(
-                "ContrastiveModel expects a multi-view batch of shape "
-                f"(batch, views, H, W, C). Received: shape={tuple(inputs.shape)}"
-            )
+        _check_multi_view(inputs.shape)
         views = inputs.shape[1]
         folded = ops.reshape(inputs, (-1,) + tuple(inputs.shape[2:]))
         features = self.encoder(folded, training=training)

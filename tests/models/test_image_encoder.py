@@ -100,3 +100,14 @@ def test_a_builtin_preset_takes_uint8():
     assert isinstance(encoder, clzoo.models.ImageEncoder) and not encoder.trainable
     np.testing.assert_allclose(encoder.predict(PIXELS, verbose=0),
                                encoder.predict(PIXELS.astype("float32") / 255, verbose=0), atol=1e-5)
+
+
+def test_fit_on_single_view_images_names_the_multi_view_shape():
+    """Issue 43 item 8: TensorFlow said "Cannot take the length of shape with unknown rank"."""
+    model = clzoo.models.ContrastiveModel(
+        encoder=clzoo.models.get_encoder("resnet8", input_shape=(8, 8, 3)),
+        projection_head=clzoo.models.ProjectionHead(output_dim=8))
+    model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
+    images = np.random.default_rng(0).random((8, 8, 8, 3)).astype("float32")
+    with pytest.raises(ValueError, match=r"\(batch, views, H, W, C\).*images\[:, None\]"):
+        model.fit(images, np.arange(8) % 2, epochs=1, verbose=0)
