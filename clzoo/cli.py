@@ -399,8 +399,11 @@ def _transfer(args):
               "top1": result.accuracy, "ci95": [interval.low, interval.high], **{
                   k: v for k, v in result.details.items() if k != "protocol"},
               "test_images": int(len(test))}
+    chosen = result.details.get("learning_rate")
+    chosen = f", learning rate {chosen:g} chosen on the validation split" if chosen is not None else ""
     print(f"linear-probe top-1 on {args.data}: {result.accuracy:.2%} "
-          f"(95% bootstrap interval {interval.low:.2%} - {interval.high:.2%}, {len(test)} test images)")
+          f"(95% bootstrap interval {interval.low:.2%} - {interval.high:.2%}, {len(test)} test images"
+          f"{chosen})")
     if args.output:
         atomic_write_text(Path(args.output), json.dumps(report, indent=2, default=float) + "\n")
         print(f"wrote {args.output}")

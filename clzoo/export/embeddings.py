@@ -1,5 +1,6 @@
 """Embeddings of a dataset's splits as a table, written atomically to `.npz` or `.parquet`."""
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +61,11 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
     parts = []
     for name in splits:
         split = source.load(name)
+        _say(verbose, f"[clzoo embed] {name}: {len(split):,} images ...")
+        started = time.perf_counter()
         features = embed(encoder, split.images, batch_size=batch_size, size=encoder.input_shape[1],
                          normalize=normalize, verbose=verbose)
+        _say(verbose, f"[clzoo embed] {name}: {time.perf_counter() - started:.1f} s")
         parts.append((name, features, split))
     table = {"embeddings": np.concatenate([p[1] for p in parts]),
              "labels": np.concatenate([p[2].labels for p in parts]).astype(np.int32),
@@ -70,6 +74,14 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
     if all(p[2].paths is not None for p in parts):
         table["paths"] = np.asarray([f for p in parts for f in p[2].paths])
     return table
+
+
+def _say(verbose, line):
+    """A plain progress line (Keras' bar shows on a terminal only; a log gets these)."""
+    from clzoo._console import tqdm_disable
+
+    if verbose and not tqdm_disable():
+        print(line, flush=True)
 
 
 def write_embeddings(path, table):
