@@ -40,10 +40,11 @@ def _error(message):
 
 def _os_fault(error):
     """One line for an `OSError`: what failed, on which path, and what is intact."""
+    if error.errno is None:  # e.g. h5py's "Unable to create file (...)": its text is all there is
+        return f"{error}; each file clzoo writes is complete or absent, never cut short"
     where = " -> ".join(str(p) for p in (error.filename, error.filename2) if p is not None)
-    reason = error.strerror or type(error).__name__
-    return (f"{reason}{f': {where}' if where else ''} (errno {error.errno}); clzoo replaces an "
-            "output only once it is complete, so earlier outputs are intact")
+    return (f"{error.strerror}{f': {where}' if where else ''} (errno {error.errno}); each file "
+            "clzoo writes is complete or absent, never cut short")
 
 
 def _train_overrides(args):
@@ -399,8 +400,9 @@ def _transfer(args):
               "top1": result.accuracy, "ci95": [interval.low, interval.high], **{
                   k: v for k, v in result.details.items() if k != "protocol"},
               "test_images": int(len(test))}
-    chosen = result.details.get("learning_rate")
-    chosen = f", learning rate {chosen:g} chosen on the validation split" if chosen is not None else ""
+    chosen, tried = result.details.get("learning_rate"), result.details.get("validation_accuracy") or {}
+    chosen = ("" if chosen is None else f", learning rate {chosen:g}"
+              + (" chosen on the validation split" if len(tried) > 1 else ""))
     print(f"linear-probe top-1 on {args.data}: {result.accuracy:.2%} "
           f"(95% bootstrap interval {interval.low:.2%} - {interval.high:.2%}, {len(test)} test images"
           f"{chosen})")
@@ -658,7 +660,7 @@ def main(argv=None):
         _error("out of memory: use a smaller --batch-size (or fewer images), or a machine with more memory")
         return 1
     except KeyboardInterrupt:
-        _error("interrupted (Ctrl-C): nothing was written in place of an earlier output")
+        _error("interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short")
         return 130
     finally:
         _console.set_quiet(False)

@@ -35,7 +35,7 @@ def atomic_write(path, write_fn, suffix=""):
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; use the usual mode
         os.replace(tmp, path)
     except OSError as error:
-        if error.filename is None:  # a write cut short (full disk, size limit): name the file
+        if error.filename is None and error.errno is not None:  # a write cut short: name the file
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise
     finally:
@@ -151,6 +151,7 @@ def replace_folder(path, build_fn):
     _recover(path)
     staging_prefix, replaced_prefix = _staging_names(path)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix, dir=path.parent))
+    os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; the folder gets the usual mode
     try:
         build_fn(staging)
         if path.exists():

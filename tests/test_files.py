@@ -75,3 +75,10 @@ def test_killed_between_the_two_renames_the_old_folder_comes_back(tmp_path):
         replace_folder(out, lambda staging: (_ for _ in ()).throw(RuntimeError("stop")))
     assert (out / "a.json").read_text() == "A1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preset"]
+
+
+def test_the_new_folder_gets_the_usual_mode(tmp_path):
+    out = replace_folder(tmp_path / "preset", _writer({"a.json": "A"}))
+    mask = os.umask(0)
+    os.umask(mask)
+    assert oct(out.stat().st_mode & 0o777) == oct(0o777 & ~mask)

@@ -557,6 +557,7 @@ def _stack_one_size(images, files, where):
         raise ValueError(
             f"Images in {where} differ in size: {os.path.basename(files[0])} is "
             f"{first[:2]}, {odd} is {next(s for s in shapes if s != first)[:2]}. "
-            "Resize them to one size first."
+            "Resize them to one size first (sizes are read after the EXIF orientation tag is "
+            "applied: a rotated photo counts as its upright size)."
         )
     return np.stack(images)

@@ -119,11 +119,12 @@ def projection_encoder(model):
     if encoder is None or head is None:
         raise ValueError("`model` must have an `encoder` and a `projection_head` (a "
                          f"clzoo.models.ContrastiveModel). Received: {type(model).__name__}")
+    from clzoo.models.image_encoder import ImageEncoder
     from clzoo.models.projection_head import L2Normalize
 
     inputs = keras.Input(encoder.input_shape[1:])
     outputs = L2Normalize(name="l2_normalize")(head(encoder(inputs)))
-    return keras.Model(inputs, outputs, name="encoder_and_projection_head")
+    return ImageEncoder(inputs, outputs, name="encoder_and_projection_head")
 
 
 def projection_embeddings(model, images, batch_size=512, size=None, verbose=False):

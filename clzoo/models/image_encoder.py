@@ -84,7 +84,9 @@ class ImageEncoder(keras.Model):
     work (on JAX, a refused `predict` would otherwise leave the model's
     variables detached). Build one with `as_image_encoder(model)`; every
     encoder from `get_encoder`, `flip_averaged`, `test_time_averaged` and
-    `Encoder.from_preset` is one.
+    `Encoder.from_preset` is one. A model that wraps an encoder casts its input
+    to float before the encoder runs: make the wrapper one too
+    (`as_image_encoder(wrapper)`), or its uint8 inputs reach the layers as 0..255.
 
     Example:
 
@@ -98,6 +100,8 @@ class ImageEncoder(keras.Model):
     """
 
     def call(self, inputs, training=None, mask=None):
+        if not hasattr(inputs, "dtype"):  # a list or dict of one tensor: Keras' own handling
+            return super().call(inputs, training=training, mask=mask)
         dtype = keras.backend.standardize_dtype(inputs.dtype)
         if dtype == "uint8":
             inputs = ops.cast(inputs, "float32") / 255.0
@@ -155,5 +159,6 @@ def as_image_encoder(model):
         raise ValueError("An image encoder is a functional keras.Model from images (batch, H, W, C) "
                          f"to features (batch, D). Received: {type(model).__name__} {model.name!r}")
     encoder = ImageEncoder(inputs[0], outputs[0], name=model.name)
-    encoder.trainable = model.trainable
+    if not model.trainable:  # setting True would unfreeze layers the user froze
+        encoder.trainable = False
     return encoder

@@ -15,6 +15,10 @@ RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "chec
                        "eval", "metrics.json", run_lock.LOCK_NAME})
 
 
+# Entries an operating system or file system puts in any folder.
+_SYSTEM = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", "lost+found"})
+
+
 def _ours(name):
     """A run's file, or the temporary file of one (`.<name>.XXXXXXXX.tmp...`, `atomic_write`)."""
     return name in RUN_FILES or any(name.startswith(f".{known}.") and ".tmp" in name
@@ -70,8 +74,8 @@ class RunFolder:
         """
         state = self.state()
         foreign = sorted(p.name for p in self.path.iterdir()  # recipe.yaml alone is the user's
-                         if not _ours(p.name) or p.name == "recipe.yaml") \
-            if self.path.is_dir() and not (self.path / "recipe.sha256").is_file() else []
+                         if p.name not in _SYSTEM and (not _ours(p.name) or p.name == "recipe.yaml")) \
+            if self.path.is_dir() and not self._is_run() else []
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise FileExistsError(f"{self.path} holds files that are not a clzoo run's ({shown}); "
@@ -84,6 +88,11 @@ class RunFolder:
         if resume and (state != "new" or (self.path / "recipe.sha256").is_file()):
             self._check_saved_recipe(recipe)
         return state
+
+    def _is_run(self):
+        """A run wrote here: its stamp, or (folders from before the stamp) its checkpoint or metrics."""
+        return any((self.path / name).is_file()
+                   for name in ("recipe.sha256", "checkpoint.keras", "metrics.json"))
 
     def _check_saved_recipe(self, recipe):
         """Resuming: `recipe.yaml` still holds the recipe the run started with, and `recipe` is it."""

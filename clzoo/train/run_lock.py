@@ -3,14 +3,20 @@
 `fcntl.flock` is released by the kernel when its process ends, however it
 ends (`kill -9` included), so a lock left by a dead run is never mistaken for
 a live one: the file stays, the lock does not. The file records who holds it,
-for the refusal message. Platforms without `fcntl` (Windows) run unlocked.
+for the refusal message. Platforms without `fcntl` (Windows) and filesystems
+without `flock` (some cluster mounts) run unlocked, with a warning.
 """
 
 import contextlib
 import datetime
+import errno
 import os
 import socket
+import warnings
 from pathlib import Path
+
+# flock is not available on this filesystem: run unlocked rather than refuse to run.
+_UNSUPPORTED = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 LOCK_NAME = "run.lock"
 
@@ -46,6 +52,13 @@ def acquire(folder):
     except (BlockingIOError, FileNotFoundError):
         os.close(fd)
         raise _refuse(folder, lock) from None
+    except OSError as error:
+        os.close(fd)
+        if error.errno not in _UNSUPPORTED:
+            raise OSError(error.errno, error.strerror, str(lock)) from None
+        warnings.warn(f"{folder}: this filesystem has no file locks ({error.strerror}); the run "
+                      "folder is not protected from a second writer", stacklevel=3)
+        return None
     since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     os.ftruncate(fd, 0)
     os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode())
@@ -68,9 +81,10 @@ def owned(folder, keep_if, enabled=True):
     folder.mkdir(parents=True, exist_ok=True)
     try:
         fd = acquire(folder)
-    except FileExistsError:
+    except OSError:
         if created:
-            folder.rmdir()
+            with contextlib.suppress(OSError):  # another process may be filling it already
+                folder.rmdir()
         raise
     try:
         yield

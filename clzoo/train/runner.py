@@ -162,9 +162,11 @@ def _check_against_data(recipe, data, source, output):
                             f"{images:,} training images the kNN takes its neighbours from")
     folder = (None if source.source == "digits" or source.source.startswith("tfds:")
               else Path(source.source.removeprefix("folder:")))
-    if folder is not None and _inside(Path(output), folder):
-        problems.append(f"--output {output} is inside the data folder {folder}: the run's files "
-                        "would be read as images next time; choose a folder outside it")
+    read = [folder / split for split in ("train", "test")] if folder is not None else []
+    if any(_inside(Path(output), split) for split in read):
+        problems.append(f"--output {output} is inside the data's train/ or test/ folder "
+                        f"({folder}): the run's files would be read as images next time; choose "
+                        "a folder outside them")
     if problems:
         raise RecipeError(problems)
 

@@ -46,6 +46,13 @@ def test_values_impossible_for_the_data_are_refused_before_writing(setup, overri
 def test_an_output_inside_the_data_folder_is_refused(setup):
     path, tmp_path = setup
     inside = tmp_path / "data" / "train" / "run"
-    with pytest.raises(RecipeError, match="is inside the data folder"):
+    with pytest.raises(RecipeError, match="is inside the data.s train/ or test/ folder"):
         train(load_recipe(path), inside, verbose=0)
     assert not inside.exists()
+
+
+def test_an_output_beside_the_splits_is_fine(setup):
+    """Only train/ and test/ are read: a run folder next to them spoils nothing."""
+    path, tmp_path = setup
+    train(load_recipe(path, ["training.epochs=1"]), tmp_path / "data" / "runs" / "a", verbose=0)
+    assert (tmp_path / "data" / "runs" / "a" / "metrics.json").is_file()

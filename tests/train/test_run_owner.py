@@ -79,3 +79,15 @@ def test_finished_is_recorded_not_inferred(recipe_file, tmp_path):
     (run / "recipe.yaml").unlink()
     with pytest.raises(ValueError, match="recipe.yaml is missing"):
         train(load_recipe(recipe_file, ["loss.name=SupConLoss"]), run, verbose=0, resume=True)
+
+
+def test_run_folders_from_before_the_stamp_and_os_files_are_not_foreign(recipe_file, tmp_path):
+    run = tmp_path / "run"
+    first = train(load_recipe(recipe_file), run, verbose=0)
+    (run / "recipe.sha256").unlink()  # a folder written before clzoo stamped its recipe
+    (run / "eval_fine").mkdir()  # the user's own report beside the run
+    assert train(load_recipe(recipe_file), run, verbose=0, resume=True) == first
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / ".DS_Store").write_text("")
+    assert train(load_recipe(recipe_file), fresh, verbose=0)["steps"] == 2
