@@ -26,6 +26,7 @@ from clzoo.train.distribute import (
 )
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
+from clzoo.train.memory import check_step_memory
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.run_folder import RunFolder
 from clzoo.train.tasks import TASKS
@@ -89,6 +90,8 @@ def _run(recipe, run, place, source, verbose, resume):
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     encoder = task.encoder(model)
+    check_step_memory(recipe, encoder, getattr(views, "views", 1),
+                      on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     if place.is_chief:  # the first write: everything above may still refuse the run
         run.prepare(recipe, environment(place), resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
