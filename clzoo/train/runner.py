@@ -159,10 +159,10 @@ def _check_against_data(recipe, data, source, output):
             problems.append(f"training.epochs = {recipe.training.epochs}: {steps:,} steps; the "
                             "learning-rate schedule counts steps in float32, exact up to "
                             "16,777,216 steps")
-        too_many = [k for k in recipe.eval.knn_k if k > images]
-        if too_many:
-            problems.append(f"eval.knn_k = {recipe.eval.knn_k}: k = {too_many[0]} is more than the "
-                            f"{images:,} training images the kNN takes its neighbours from")
+        headline = recipe.eval.knn_headline_k  # other k above the images are skipped, by design
+        if headline > images:
+            problems.append(f"eval.knn_headline_k = {headline}: more than the {images:,} training "
+                            "images the kNN takes its neighbours from (the headline kNN would not exist)")
     folder = (None if source.source == "digits" or source.source.startswith("tfds:")
               else Path(source.source.removeprefix("folder:")))
     read = [folder / split for split in ("train", "test")] if folder is not None else []

@@ -33,13 +33,14 @@ def test_values_float32_cannot_hold_are_refused(setup, override, says):
 
 
 @pytest.mark.parametrize("override, says", [
-    ("eval.knn_k=[1, 5, 100]", "eval.knn_k = [1, 5, 100]: k = 100 is more than the 64 training images"),
-    ("training.epochs=1000000000", "training.epochs = 1000000000: 2,000,000,000 steps"),
+    (["eval.knn_k=[1, 100]", "eval.knn_headline_k=100"],
+     "eval.knn_headline_k = 100: more than the 64 training images"),
+    (["training.epochs=1000000000"], "training.epochs = 1000000000: 2,000,000,000 steps"),
 ])
 def test_values_impossible_for_the_data_are_refused_before_writing(setup, override, says):
     path, tmp_path = setup
     with pytest.raises(RecipeError, match=re.escape(says)):
-        train(load_recipe(path, [override]), tmp_path / "run", verbose=0)
+        train(load_recipe(path, override), tmp_path / "run", verbose=0)
     assert not (tmp_path / "run").exists()
 
 
@@ -49,6 +50,14 @@ def test_an_output_inside_the_data_folder_is_refused(setup):
     with pytest.raises(RecipeError, match="is inside the data.s train/ or test/ folder"):
         train(load_recipe(path), inside, verbose=0)
     assert not inside.exists()
+
+
+def test_k_above_the_images_other_than_the_headline_is_skipped_not_refused(setup):
+    """The default knn_k [1, 5, 20, 200] on a small dataset: k = 200 is skipped, by design."""
+    path, tmp_path = setup
+    metrics = train(load_recipe(path, ["training.epochs=1", "eval.knn_k=[1, 5, 200]"]),
+                    tmp_path / "run", verbose=0)
+    assert set(metrics["knn_top1_by_k"]) == {"k1", "k5"}
 
 
 def test_an_output_beside_the_splits_is_fine(setup):
