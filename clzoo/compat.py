@@ -58,6 +58,25 @@ def restore_jax_state(model, state):
     model.jax_state_sync()
 
 
+def keep_jax_variables(model, run):
+    """Return `run()`; on JAX, put `model`'s variable values back if it raises.
+
+    Keras' JAX `predict` detaches the variables (`_purge_model_variables`) and
+    donates their buffers to the step, so an exception inside its loop leaves
+    a model with no values; they are copied first (an encoder's weights).
+    Other backends just run `run()`.
+    """
+    if keras.backend.backend() != "jax":
+        return run()
+    values = [keras.ops.copy(v._value) for v in model.variables]
+    try:
+        return run()
+    except BaseException:
+        for variable, value in zip(model.variables, values):
+            variable._value = value
+        raise
+
+
 def unscale_loss_for_distribution(loss):
     """`loss` times the number of `tf.distribute` replicas (Keras' `compute_loss` divided by it).
 

@@ -145,6 +145,16 @@ def replace_folder(path, build_fn):
     Raises:
         FileExistsError: `path` holds entries the new build does not write
             (nothing is replaced; the message names them).
+
+    Example:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from clzoo.files import replace_folder
+    >>> out = Path(tempfile.mkdtemp()) / "preset"
+    >>> _ = replace_folder(out, lambda staging: (staging / "a.json").write_text("{}"))
+    >>> sorted(p.name for p in out.iterdir())
+    ['a.json']
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

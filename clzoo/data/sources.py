@@ -94,6 +94,13 @@ class DataSource:
     def __str__(self):
         return self.spec
 
+    @property
+    def folder(self):
+        """The image folder this source reads (a `Path`), or None for digits and tfds datasets."""
+        if self.source in EMBEDDED or self.source.startswith("tfds:"):
+            return None
+        return Path(self.source.removeprefix("folder:"))
+
     def load(self, split="train", on_unreadable="error"):
         """The `Split` named `split` (`"train"` or `"test"`); arguments and errors as `load_split`."""
         if split not in ("train", "test"):

@@ -13,25 +13,50 @@ import keras
 import numpy as np
 from keras import ops
 
+from clzoo.compat import keep_jax_variables
+
 # Float images may overshoot [0, 1] by this much (rounding, resampling) before they are refused.
 _FLOAT_SLACK = 1e-3
+_CONTRACT = "uint8 in [0, 255] or float in [0, 1]"
 
 
 def _expected(model):
     size = "x".join("?" if d is None else str(d) for d in model.input_shape[1:3])
     return f"images (batch, {', '.join(str(d) for d in model.input_shape[1:])}) ({size} pixels, "\
-        f"uint8 in [0, 255] or float in [0, 1])"
+        f"{_CONTRACT})"
 
 
-def check_images(model, images, check_values=True):
+def _pixel_problem(images):
+    """What is wrong with the dtype or value range of NumPy `images` (None when they are fine)."""
+    if images.dtype.kind in "iub" and images.dtype != np.uint8:
+        return f"dtype={images.dtype}; cast 0..255 pixels with images.astype('uint8')."
+    if images.dtype.kind not in "uf":
+        return f"dtype={images.dtype}."
+    if images.dtype.kind == "f" and images.size:
+        low, high = float(np.min(images)), float(np.max(images))
+        if not (low >= -_FLOAT_SLACK and high <= 1 + _FLOAT_SLACK):
+            return (f"float pixels in [{low:g}, {high:g}]: pass 0..255 pixels as uint8, or divide "
+                    "them by 255.")
+    return None
+
+
+def check_images(model, images):
     """Refuse, with what was expected, an array `model` cannot take; no-op for symbolic tensors.
 
-    Checks the rank, the height / width / channels the encoder was built for,
-    the dtype (uint8 or float) and, when `check_values`, that float pixels lie
-    in [0, 1].
+    Args:
+        model: a `keras.Model` from images `(batch, H, W, C)`.
+        images: anything; only a NumPy array is checked: its rank, the height /
+            width / channels the model was built for, its dtype (uint8 or float)
+            and that float pixels lie in [0, 1] (within 1e-3).
 
     Raises:
         ValueError: naming the received shape, dtype or value range.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> from clzoo.models.image_encoder import check_images
+    >>> check_images(clzoo.models.get_encoder("resnet8"), np.zeros((1, 32, 32, 3), np.uint8))
     """
     if not isinstance(images, np.ndarray):
         return
@@ -39,16 +64,9 @@ def check_images(model, images, check_values=True):
     if len(shape) != len(want) or any(w is not None and s != w for s, w in zip(shape[1:], want[1:])):
         raise ValueError(f"{model.name} takes {_expected(model)}. Received: shape={shape}. "
                          "Resize the images first (clzoo.eval.embed(..., size=N) resizes uint8 images).")
-    if images.dtype.kind in "iub" and images.dtype != np.uint8:
-        raise ValueError(f"{model.name} takes {_expected(model)}. Received: dtype={images.dtype}; "
-                         "cast 0..255 pixels with images.astype('uint8').")
-    if images.dtype.kind not in "uf":
-        raise ValueError(f"{model.name} takes {_expected(model)}. Received: dtype={images.dtype}.")
-    if check_values and images.dtype.kind == "f" and images.size:
-        low, high = float(np.min(images)), float(np.max(images))
-        if not (low >= -_FLOAT_SLACK and high <= 1 + _FLOAT_SLACK):
-            raise ValueError(f"{model.name} takes {_expected(model)}. Received float pixels in "
-                             f"[{low:g}, {high:g}]: pass 0..255 pixels as uint8, or divide them by 255.")
+    problem = _pixel_problem(images)
+    if problem:
+        raise ValueError(f"{model.name} takes {_expected(model)}. Received: {problem}")
 
 
 def unit_float_images(images):
@@ -57,20 +75,27 @@ def unit_float_images(images):
     For runtimes that take the exported float32 signature (SavedModel, ONNX,
     LiteRT): uint8 is divided by 255, float is checked, anything else refused.
 
+    Args:
+        images: array-like `(N, H, W, C)` (any shape: only dtype and values are checked).
+
+    Returns:
+        float32 array of the same shape, in [0, 1].
+
     Raises:
         ValueError: another dtype, or float pixels outside [0, 1].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.models.image_encoder import unit_float_images
+    >>> unit_float_images(np.array([[0, 255]], np.uint8)).tolist()
+    [[0.0, 1.0]]
     """
     images = np.asarray(images)
-    if images.dtype == np.uint8:
-        return images.astype(np.float32) / 255.0
-    if images.dtype.kind != "f":
-        raise ValueError("Expected images as uint8 in [0, 255] or float in [0, 1]. "
-                         f"Received: dtype={images.dtype}; cast 0..255 pixels to uint8.")
-    if images.size and not (np.min(images) >= -_FLOAT_SLACK and np.max(images) <= 1 + _FLOAT_SLACK):
-        raise ValueError("Expected images as uint8 in [0, 255] or float in [0, 1]. Received float "
-                         f"pixels in [{float(np.min(images)):g}, {float(np.max(images)):g}]: pass "
-                         "0..255 pixels as uint8, or divide them by 255.")
-    return images.astype(np.float32)
+    problem = _pixel_problem(images)
+    if problem:
+        raise ValueError(f"Expected images as {_CONTRACT}. Received: {problem}")
+    return images.astype(np.float32) / (255.0 if images.dtype == np.uint8 else 1.0)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -117,24 +142,7 @@ class ImageEncoder(keras.Model):
 
     def predict(self, x, *args, **kwargs):
         check_images(self, x)
-        return _keep_jax_variables(self, lambda: super(ImageEncoder, self).predict(x, *args, **kwargs))
-
-
-def _keep_jax_variables(model, run):
-    """Run `run()`; on JAX, put the variables back if it raises.
-
-    Keras' JAX predict detaches the variables and donates their buffers to the
-    step, so the values are copied first (an encoder's weights: small).
-    """
-    if keras.backend.backend() != "jax":
-        return run()
-    values = [ops.copy(v._value) for v in model.variables]
-    try:
-        return run()
-    except BaseException:
-        for variable, value in zip(model.variables, values):
-            variable._value = value
-        raise
+        return keep_jax_variables(self, lambda: super(ImageEncoder, self).predict(x, *args, **kwargs))
 
 
 def as_image_encoder(model):

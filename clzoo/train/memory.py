@@ -21,7 +21,23 @@ LIMIT_FRACTION = 0.8
 
 
 def activation_bytes_per_image(encoder):
-    """float32 bytes of every layer output of `encoder` for one image (nested models included)."""
+    """float32 bytes of every layer output of `encoder` for one image (nested models included).
+
+    Args:
+        encoder: a built functional `keras.Model`; outputs of unknown size
+            (besides the batch) and layers called more than once are skipped.
+
+    Returns:
+        int, bytes (4 per output element, the input layer's included).
+
+    Example:
+
+    >>> import keras
+    >>> from clzoo.train.memory import activation_bytes_per_image
+    >>> inputs = keras.Input((4, 4, 3))
+    >>> activation_bytes_per_image(keras.Model(inputs, keras.layers.Flatten()(inputs)))
+    384
+    """
     total = 0
     for layer in encoder._flatten_layers(include_self=False, recursive=True):
         try:

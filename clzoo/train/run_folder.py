@@ -73,9 +73,7 @@ class RunFolder:
             ValueError: resuming with a recipe other than the saved one.
         """
         state = self.state()
-        foreign = sorted(p.name for p in self.path.iterdir()  # recipe.yaml alone is the user's
-                         if p.name not in _SYSTEM and (not _ours(p.name) or p.name == "recipe.yaml")) \
-            if self.path.is_dir() and not self._is_run() else []
+        foreign = self._foreign()
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise FileExistsError(f"{self.path} holds files that are not a clzoo run's ({shown}); "
@@ -88,6 +86,14 @@ class RunFolder:
         if resume and (state != "new" or (self.path / "recipe.sha256").is_file()):
             self._check_saved_recipe(recipe)
         return state
+
+    def _foreign(self):
+        """Sorted names in a folder that holds no run and that a run would not have written."""
+        if not self.path.is_dir() or self._is_run():
+            return []
+        # Without a run's stamp, a recipe.yaml is the user's (a run writes its stamp first).
+        return sorted(p.name for p in self.path.iterdir() if p.name not in _SYSTEM
+                      and (not _ours(p.name) or p.name == "recipe.yaml"))
 
     def _is_run(self):
         """A run wrote here: its stamp, or (folders from before the stamp) its checkpoint or metrics."""

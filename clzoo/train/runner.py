@@ -163,8 +163,7 @@ def _check_against_data(recipe, data, source, output):
         if headline > images:
             problems.append(f"eval.knn_headline_k = {headline}: more than the {images:,} training "
                             "images the kNN takes its neighbours from (the headline kNN would not exist)")
-    folder = (None if source.source == "digits" or source.source.startswith("tfds:")
-              else Path(source.source.removeprefix("folder:")))
+    folder = source.folder
     read = [folder / split for split in ("train", "test")] if folder is not None else []
     if any(_inside(Path(output), split) for split in read):
         problems.append(f"--output {output} is inside the data's train/ or test/ folder "
