@@ -91,11 +91,24 @@ BACKENDS = ("tensorflow", "jax", "torch")
 LANE = keras.backend.backend()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-large", action="store_true", default=False,
+                     help="also run the tests marked large (the large tier; `-m large` runs only them)")
+
+
+def runs_large(config):
+    """Two tiers, as keras-hub's `--run_large`: large tests run with `--run-large` or when the
+    `-m` expression names them (`-m large` is the large tier alone); otherwise they are deselected."""
+    return config.getoption("run_large") or "large" in (config.option.markexpr or "")
+
+
 def pytest_report_header(config):
     kind = "installed wheel" if INSTALLED_WHEEL else "source tree / editable install"
     return [f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})",
             f"lane: KERAS_BACKEND={LANE} (tests marked backends(..., {LANE!r}, ...)"
-            + (" and all unmarked tests)" if LANE == "tensorflow" else " only)")]
+            + (" and all unmarked tests)" if LANE == "tensorflow" else " only)"),
+            "tier: " + ("large tests included (--run-large or -m)" if runs_large(config)
+                        else "default (large tests deselected; --run-large or -m large runs them)")]
 
 
 def backends_of(item):
@@ -123,9 +136,13 @@ def _check_groups_hold(config, items):
 @pytest.hookimpl(trylast=True)  # after folder rules (tests/losses/conftest.py) have marked their items
 def pytest_collection_modifyitems(config, items):
     _check_groups_hold(config, items)
-    kept = [item for item in items if LANE in backends_of(item)]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if LANE not in backends_of(item)])
+    large = runs_large(config)
+    kept, dropped = [], []
+    for item in items:
+        wanted = LANE in backends_of(item) and (large or item.get_closest_marker("large") is None)
+        (kept if wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
     # Large tests first (a stable sort: each module's order holds): xdist then hands out the long
     # runs while there is short work left to balance them, instead of one worker finishing alone.
     items[:] = sorted(kept, key=lambda item: item.get_closest_marker("large") is None)

@@ -3,7 +3,7 @@
 The backend is fixed per process, so each lane is one `python -m pytest` run with
 `KERAS_BACKEND` set: the tensorflow lane runs every test, the jax and torch lanes the
 tests marked `backends(...)` with their name (`tests/conftest.py` deselects the rest).
-Arguments are passed to every lane (`-n 2 --dist loadgroup`, `-m "not large"`, paths);
+Arguments are passed to every lane (`-n 2 --dist loadgroup`, `-m large` for the large tier, paths);
 `--lanes jax,torch` picks lanes. Every lane runs even when one fails; the exit status is
 the first failing lane's. A jax or torch lane with nothing selected (pytest's exit status 5,
 e.g. for a TensorFlow-only file) counts as passed.

@@ -54,8 +54,8 @@ def model_label(model):
     Example:
 
     >>> from clzoo.eval.report import model_label
-    >>> model_label("/tmp/runs/supcon/encoder.keras"), model_label("sincere_resnet20_cifar10")
-    ('supcon/encoder.keras', 'sincere_resnet20_cifar10')
+    >>> model_label("/tmp/runs/supcon/encoder.keras"), model_label("sincere_airbench_cifar10")
+    ('supcon/encoder.keras', 'sincere_airbench_cifar10')
     """
     text = str(model)
     if text.startswith("hf://") or "/" not in text:

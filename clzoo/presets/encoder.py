@@ -12,8 +12,8 @@ class Encoder:
     Example:
 
     >>> import clzoo
-    >>> sorted(clzoo.presets.Encoder.presets())[:1]  # doctest: +SKIP
-    ['sincere_resnet20_cifar10']
+    >>> "sincere_airbench_cifar10" in clzoo.presets.Encoder.presets()
+    True
     """
 
     @classmethod

@@ -13,6 +13,8 @@ from clzoo.saving import deserialize
 # The built-in presets ship as package data (the repo's top-level pretrained/ links here).
 PRETRAINED = Path(__file__).resolve().parent / "builtin"
 REGISTRY = PRETRAINED / "registry.json"
+# Presets no longer shipped: name -> {retired, replacement, reason}, so an old name gets an answer.
+RETIRED = PRETRAINED / "retired.json"
 
 # `owner/repo` as the Hub spells it, and a revision (branch, tag or commit hash).
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -117,12 +119,21 @@ def _resolve(handle):
         return _resolve_hf(*parse_hf_handle(entry["handle"]), entry)
     folder = Path(handle).expanduser()
     if not folder.is_dir():
+        _refuse_retired(handle)
         known = ", ".join(PRESETS) or "none"
         raise PresetError(
             f"Unknown preset {handle!r}: not a built-in name ({known}), not hf://owner/repo and "
             "not a folder." + did_you_mean(handle, PRESETS)
         )
     return folder, None, None
+
+
+def _refuse_retired(name):
+    retired = read_json(RETIRED) if RETIRED.is_file() else {}
+    if name in retired:
+        entry = retired[name]
+        raise PresetError(f"Preset {name!r} was retired on {entry['retired']} ({entry['reason']}): "
+                          f"use {entry['replacement']!r}, or an earlier clzoo release for the old weights.")
 
 
 def _refuse_code(config, where):
@@ -177,7 +188,7 @@ def load_preset(handle, verify=True, trainable=False):
     Example:
 
     >>> import clzoo
-    >>> encoder = clzoo.presets.Encoder.from_preset("sincere_resnet20_cifar10")  # doctest: +SKIP
+    >>> encoder = clzoo.presets.Encoder.from_preset("sincere_airbench_cifar10")  # doctest: +SKIP
     """
     for value, name in ((verify, "verify"), (trainable, "trainable")):
         if not isinstance(value, bool):

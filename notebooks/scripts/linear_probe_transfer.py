@@ -43,7 +43,7 @@ for name, preset in clzoo.presets.Encoder.presets().items():  # the built-in pre
 # artifact (no Lambda layers, Keras safe mode).
 
 # %%
-encoder = clzoo.presets.Encoder.from_preset("sincere_resnet20_cifar10")
+encoder = clzoo.presets.Encoder.from_preset("sincere_airbench_cifar10")
 train, test = clzoo.data.load_split(DATA, "train"), clzoo.data.load_split(DATA, "test")
 result = clzoo.eval.logistic_regression_probe(clzoo.eval.embed(encoder, train.images), train.labels,
                                               clzoo.eval.embed(encoder, test.images), test.labels)

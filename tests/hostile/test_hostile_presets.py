@@ -189,9 +189,9 @@ def test_trainable_is_offered_and_frozen_stays_the_default(preset):
 
 
 def test_unknown_builtin_name_suggests_the_closest():
-    with pytest.raises(PresetError, match=r"Unknown preset 'sincere_resnet20_cifar1'.*Did you mean "
-                                          r"'sincere_resnet20_cifar10'"):
-        load_preset("sincere_resnet20_cifar1")
+    with pytest.raises(PresetError, match=r"Unknown preset 'supinfonce_resnet20_cifar1'.*Did you mean "
+                                          r"'supinfonce_resnet20_cifar10'"):
+        load_preset("supinfonce_resnet20_cifar1")
 
 
 def test_presets_registry_backs_builtin_presets():

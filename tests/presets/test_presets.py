@@ -55,13 +55,31 @@ def test_round_trip_gives_identical_embeddings(tmp_path):
     assert pre["image_size"] == [32, 32] and pre["value_range"] == [0.0, 1.0] and len(pre["mean"]) == 3
 
 
-@pytest.mark.backends("tensorflow", "jax", "torch")
-def test_builtin_preset_loads_offline_and_matches_its_registry():
-    name = "sincere_resnet20_cifar10"
-    assert name in clzoo.presets.Encoder.presets()
-    encoder = clzoo.presets.Encoder.from_preset(name)
-    features = encoder.predict(X, verbose=0)
-    assert features.shape == (3, 64) and np.all(np.isfinite(features))
+@pytest.mark.parametrize("name", sorted(json.loads(
+    (Path(__file__).parents[2] / "pretrained" / "registry.json").read_text())))
+def test_builtin_preset_matches_its_registry(name):
+    """The registry's headline figures, loss and feature size are the shipped preset's own."""
+    from clzoo.presets import loading
+
+    entry = clzoo.presets.BUILTIN_PRESETS[name]
+    meta = json.loads((loading.PRETRAINED / entry["path"] / "metadata.json").read_text())
+    assert (meta["loss"]["name"], meta["architecture"], meta["feature_dim"]) == (
+        entry["loss"], entry["architecture"], entry["feature_dim"])
+    trained = meta["metrics"]["train"]
+    assert trained["knn_top1_k"] == 20
+    assert round(trained["knn_top1"], 4) == entry["metrics"]["knn_top1_k20"]
+    # the probe of `clzoo eval`'s report where the preset was built with one, else train's
+    probe = meta["metrics"].get("eval", {}).get("linear_probe", {}).get("accuracy") or trained["linear_probe"]
+    assert round(probe, 4) == entry["metrics"]["linear_probe_top1"]
+
+
+@pytest.mark.parametrize("name", sorted(json.load(
+    (Path(__file__).parents[2] / "pretrained" / "retired.json").open())))
+def test_a_retired_preset_names_its_replacement(name):
+    replacement = json.loads((Path(__file__).parents[2] / "pretrained" / "retired.json").read_text())[name]
+    assert replacement["replacement"] in clzoo.presets.BUILTIN_PRESETS
+    with pytest.raises(PresetError, match=rf"{name}' was retired.*use '{replacement['replacement']}'"):
+        clzoo.presets.Encoder.from_preset(name)
 
 
 @pytest.mark.parametrize("name", sorted(json.loads(
@@ -120,7 +138,7 @@ def test_pinned_checksums_of_builtin_presets(tmp_path, monkeypatch):
     from clzoo.presets import loading
 
     copy = tmp_path / "pretrained" / "p"
-    shutil.copytree(loading.PRETRAINED / "sincere_resnet20_cifar10", copy)
+    shutil.copytree(loading.PRETRAINED / "supinfonce_resnet20_cifar10", copy)
     monkeypatch.setattr(loading, "PRETRAINED", tmp_path / "pretrained")
     registry = Registry("preset")
     registry.register("p", lambda: None, path="p", handle="hf://x/p", checksums_sha256="0" * 64)
