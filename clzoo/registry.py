@@ -69,6 +69,8 @@ class Registry:
 
     Args:
         kind: what the names are, for error messages (`"loss"`, `"encoder"`).
+        order: names listed in this order whenever they are registered (the others
+            after them, in registration order). Defaults to registration order.
 
     Example:
 
@@ -85,9 +87,10 @@ class Registry:
     ValueError: Unknown shape 'sqare'. Known: square. Did you mean 'square'?
     """
 
-    def __init__(self, kind):
+    def __init__(self, kind, order=()):
         self.kind = kind
         self._entries = {}
+        self._rank = {name: i for i, name in enumerate(order)}
 
     def register(self, name=None, factory=None, **metadata):
         """Register `factory` under `name`; without `factory`, return a decorator.
@@ -100,6 +103,9 @@ class Registry:
             if key in self._entries:
                 raise ValueError(f"A {self.kind} named {key!r} is already registered.")
             self._entries[key] = Entry(key, fn, dict(metadata))
+            if self._rank:
+                ranked = sorted(self._entries, key=lambda n: self._rank.get(n, len(self._rank)))
+                self._entries = {n: self._entries[n] for n in ranked}
             return fn
 
         return add if factory is None else add(factory)

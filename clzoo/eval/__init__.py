@@ -2,9 +2,10 @@
 
 - `evaluate(encoder, data, metrics)` / `evaluate_embeddings`: the report
   (`metrics.json`, `report.md`, plots) of the metrics in `METRICS`, one
-  `Metric` class per name in `clzoo.eval.metrics` (`knn`, `ncc`, `probe`,
+  `ReportMetric` class per name (`clzoo.eval.metric.ORDER`: `knn`, `ncc`, `probe`,
   `calibration`, `few_shot`, `geometry`, `separation`, `loss_gap`,
-  `noisy_labels`, `map`, `retrieval`, `sgd_probe`, `coarse_to_fine`).
+  `noisy_labels`, `map`, `retrieval`, `sgd_probe`, `coarse_to_fine`), each in the
+  module of the function it measures with (`KNNReport` in `eval/knn.py`).
 - kNN: `knn_accuracy`, `knn_predict` (SINCERE app. M, Wu et al. 2018)
 - linear probes: `logistic_regression_probe` (SimCLR), `sgd_linear_probe` (SINCERE app. J)
 - class geometry: `nearest_class_center_accuracy`, `cdnv`, `directional_cdnv`,
@@ -33,6 +34,7 @@ from clzoo.eval.bootstrap import (
 )
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
 from clzoo.eval.embed import embed, projection_embeddings, projection_encoder
+from clzoo.eval.embedding_map import tsne_points
 from clzoo.eval.few_shot import few_shot_errors
 from clzoo.eval.geometry import (
     cdnv,
@@ -50,13 +52,14 @@ from clzoo.eval.linear_probe import (
     sgd_linear_probe,
 )
 from clzoo.eval.loss_gap import dcl_nscl_gap
-from clzoo.eval.metrics import (
-    DEFAULT_METRICS,
+from clzoo.eval.metric import (
     METRICS,
+    ORDER,
     EvalContext,
-    Metric,
     MetricResult,
     Plot,
+    ReportMetric,
+    default_metrics,
     parse_metrics,
     register_metric,
 )
@@ -73,10 +76,15 @@ from clzoo.eval.separation import Separation, margin_difference, margin_interval
 from clzoo.eval.splits import train_test_split
 from clzoo.eval.transfer import CIFAR10_COARSE, coarse_labels, coarse_to_fine_transfer
 
+# Every module above is imported, so every report metric has registered itself.
+if tuple(METRICS) != ORDER:
+    raise ImportError(f"clzoo.eval: report metrics {sorted(set(ORDER) - set(METRICS))} did not register")
+DEFAULT_METRICS = default_metrics()
+
 __all__ = [
     "BASELINES", "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "BootstrapInterval",
-    "EvalContext", "EvaluationResult", "KNNMonitor", "Metric", "MetricResult", "NoisyLabelRanking",
-    "Plot", "ProbeResult", "Reliability", "Separation",
+    "EvalContext", "EvaluationResult", "KNNMonitor", "MetricResult", "NoisyLabelRanking",
+    "Plot", "ProbeResult", "Reliability", "ReportMetric", "Separation",
     "baseline_metrics", "bootstrap", "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv",
     "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
@@ -86,5 +94,5 @@ __all__ = [
     "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
     "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
     "reliability", "retrieval_metrics", "sgd_linear_probe", "target_noise_separation", "train_test_split",
-    "variability",
+    "tsne_points", "variability",
 ]

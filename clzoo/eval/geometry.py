@@ -10,6 +10,7 @@ import numpy as np
 from scipy import optimize
 
 from clzoo.eval import _checks
+from clzoo.eval.metric import MetricResult, ReportMetric, percent, register_metric
 
 
 def class_centers(embeddings, labels):
@@ -196,3 +197,59 @@ def few_shot_error_bound(embeddings, labels, shots):
                                           bounds=(-20, 20), method="bounded")
         best = min(float(result.fun), bound(low))
     return float((num_classes - 1) * best)
+
+
+@register_metric
+class NCCReport(ReportMetric):
+    """Top-1 of the nearest-class-center classifier; centers are the training class means.
+
+    Scalars: `{"accuracy": top-1 in [0, 1]}`. Correctness: `ncc`.
+    Source: Luthra, Yang & Galanti, sec. 3.2.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x, y = np.array([[0.0, 1], [0, 2], [2, 0], [3, 0]]), np.array([0, 0, 1, 1])
+    >>> context = clzoo.eval.EvalContext.create(x, y, x, y)
+    >>> clzoo.eval.METRICS.get("ncc")().compute(context).scalars
+    {'accuracy': 1.0}
+    """
+
+    name = "ncc"
+    description = "nearest-class-center top-1"
+    source = "NSCL paper (Luthra, Yang & Galanti) sec. 3.2"
+
+    def compute(self, context):
+        correct = nearest_class_center_predict(context.train, context.train_labels,
+                                               context.test) == context.test_labels
+        accuracy = float(np.mean(correct))
+        return MetricResult(self.name, {"accuracy": accuracy}, {"ncc": correct},
+                            [("nearest-class-center top-1 (NSCL sec. 3.2)", percent(accuracy))])
+
+
+@register_metric
+class GeometryReport(ReportMetric):
+    """Class-distance-normalized variance and its directional form, per split.
+
+    Scalars: `{"train": {"cdnv", "directional_cdnv"}, "test": {...}}`; lower
+    is more clustered. Source: Luthra, Yang & Galanti, sec. 3.2; Galanti et al. 2022.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x, y = np.array([[-1.0, 0], [1, 0], [9, 0], [11, 0]]), np.array([0, 0, 1, 1])
+    >>> context = clzoo.eval.EvalContext.create(x, y, x, y)
+    >>> clzoo.eval.METRICS.get("geometry")().compute(context).scalars["test"]["cdnv"]
+    0.01
+    """
+
+    name = "geometry"
+    description = "CDNV and directional CDNV, train and test"
+    source = "NSCL paper sec. 3.2; Galanti et al. 2022"
+
+    def compute(self, context):
+        scalars = {"train": variability(context.train, context.train_labels),
+                   "test": variability(context.test, context.test_labels)}
+        rows = [(f"CDNV / directional CDNV, {split} (NSCL sec. 3.2)",
+                 f"{g['cdnv']:.4g} / {g['directional_cdnv']:.4g}") for split, g in scalars.items()]
+        return MetricResult(self.name, scalars, {}, rows)

@@ -20,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from clzoo._console import keras_verbose
 from clzoo.eval import _checks
 from clzoo.eval.embed import predict_images
+from clzoo.eval.metric import MetricResult, ReportMetric, percent, register_metric
 
 
 @dataclasses.dataclass
@@ -190,3 +191,81 @@ def sgd_linear_probe(encoder, train_images, train_labels, test_images, test_labe
                        {"protocol": "SINCERE app. J (SGD, frozen encoder)",
                         "learning_rate": best, "validation_accuracy": scores,
                         "epochs": epochs})
+
+
+def cached_probe(context):
+    """The context's logistic-regression `ProbeResult`, fitted once (shared with `calibration`)."""
+    return context.cached("probe", lambda: logistic_regression_probe(
+        context.train, context.train_labels, context.test, context.test_labels))
+
+
+@register_metric
+class ProbeReport(ReportMetric):
+    """Top-1 of multinomial logistic regression (L-BFGS, standardized features) on frozen features.
+
+    Scalars: `{"accuracy", "protocol", "C"}`. Correctness: `probe`.
+    Source: Chen et al. 2020 (SimCLR), linear evaluation on fixed features.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x, y = np.array([[0.0, 1], [0, 2], [1, 0], [2, 0]]), np.array([0, 0, 1, 1])
+    >>> context = clzoo.eval.EvalContext.create(x, y, x, y)
+    >>> clzoo.eval.METRICS.get("probe")().compute(context).scalars["accuracy"]
+    1.0
+    """
+
+    name = "probe"
+    description = "logistic regression (L-BFGS) on frozen features"
+    source = "SimCLR (Chen et al. 2020) linear evaluation"
+
+    def compute(self, context):
+        result = cached_probe(context)
+        return MetricResult(self.name, {"accuracy": result.accuracy, **result.details},
+                            {"probe": result.predictions == context.test_labels},
+                            [("linear probe top-1 (logistic regression, L-BFGS)",
+                              percent(result.accuracy))])
+
+
+@register_metric
+class SGDProbeReport(ReportMetric):
+    """SGD linear layer on the frozen encoder, crops and flips, learning rate chosen on 10% validation.
+
+    Needs the encoder and images (`clzoo.eval.evaluate` passes them).
+    Scalars: `{"accuracy", "protocol", "learning_rate", "validation_accuracy",
+    "epochs"}`. Correctness: `sgd_probe`. Not a default metric: it runs
+    `probe_epochs` epochs through the encoder per candidate learning rate.
+    Source: Feeney and Hughes, SINCERE, app. J.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> x, y = np.eye(4), np.array([0, 0, 1, 1])
+    >>> clzoo.eval.METRICS.get("sgd_probe")().check(clzoo.eval.EvalContext.create(x, y, x, y))
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'sgd_probe' metric needs the encoder and images: use ...
+    """
+
+    name = "sgd_probe"
+    description = "SGD probe with crops/flips, rate chosen on 10% validation (slow)"
+    source = "SINCERE app. J"
+    default = False
+
+    def check(self, context):
+        if context.encoder is None or context.images is None:
+            raise ValueError("The 'sgd_probe' metric needs the encoder and images: "
+                             "use clzoo.eval.evaluate(encoder, data, ...).")
+
+    def compute(self, context):
+        self.check(context)
+        result = sgd_linear_probe(context.encoder, context.images[0], context.train_labels,
+                                  context.images[1], context.test_labels,
+                                  epochs=context.probe_epochs, verbose=1 if context.verbose else 0)
+        scalars = {"accuracy": result.accuracy, **result.details}
+        scalars["validation_accuracy"] = {str(k): v for k, v in
+                                          result.details["validation_accuracy"].items()}
+        return MetricResult(self.name, scalars,
+                            {"sgd_probe": result.predictions == context.test_labels},
+                            [(f"linear probe top-1 (SINCERE app. J, lr {result.details['learning_rate']})",
+                              percent(result.accuracy))])

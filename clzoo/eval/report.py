@@ -1,4 +1,4 @@
-"""Every requested metric of `clzoo.eval.metrics` on one encoder and dataset: `metrics.json`,
+"""Every requested report metric (`clzoo.eval.METRICS`) on one encoder and dataset: `metrics.json`,
 `report.md`, plots.
 
 `evaluate_embeddings` works on features already computed; `evaluate` embeds
@@ -15,13 +15,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from clzoo.eval.bootstrap import bootstrap_accuracy_difference
-from clzoo.eval.metrics import DEFAULT_METRICS, METRICS, EvalContext, parse_metrics
+from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.steps import StepTimer
 from clzoo.files import atomic_write_text
 
 BLAS_THREADS = 1  # threads of NumPy / SciPy / scikit-learn while the metrics run
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "EvaluationResult", "compare_results", "draw_plots",
+__all__ = ["METRICS", "EvaluationResult", "compare_results", "draw_plots",
            "evaluate", "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]
 
 
@@ -92,7 +92,7 @@ def _timer(timings, verbose, steps):
 
 
 def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_labels,
-                        metrics=DEFAULT_METRICS, class_names=None, output_dir=None,
+                        metrics=None, class_names=None, output_dir=None,
                         ks=(1, 5, 20, 200), shots=(10, 100), title=None, verbose=True,
                         encoder=None, images=None, probe_epochs=100, info=None, timings=None):
     """Compute the requested metrics on frozen features; write the report when `output_dir` is given.
@@ -102,7 +102,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
             features (cosine metrics normalize them; CDNV and probes use them as is).
         train_labels, test_labels: int `(N,)`, `(M,)`.
         metrics: registry names (`clzoo.eval.METRICS`), a comma-separated
-            string, or `"all"`. Defaults to `DEFAULT_METRICS`.
+            string, or `"all"`. Defaults to (None) `clzoo.eval.DEFAULT_METRICS`.
         class_names: list of names, index = label.
         output_dir: folder for `metrics.json`, `report.md` and PNGs, or None.
         ks: kNN neighbourhood sizes. Defaults to `(1, 5, 20, 200)`.
@@ -166,7 +166,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     return evaluation
 
 
-def evaluate(encoder, data, metrics=DEFAULT_METRICS, output_dir=None, verbose=True,
+def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
              train=None, class_names=None, **kwargs):
     """Embed the train and test images with a frozen `encoder`, then `evaluate_embeddings`.
 

@@ -1,4 +1,12 @@
-"""The metric interface: `METRICS` registry, `Metric`, `EvalContext`, `MetricResult`, `Plot`."""
+"""The report metrics' interface: the `METRICS` registry, `ReportMetric`, `EvalContext`, `MetricResult`,
+`Plot` and `parse_metrics`.
+
+Each report metric lives beside the function it measures with (`KNNReport` in `eval/knn.py`, `ProbeReport`
+in `eval/linear_probe.py`, ...) and registers itself with `register_metric`. Its registry name
+is its key everywhere: `metrics.json`, `report.md`, `clzoo eval --metrics`, the recipe's
+`eval.metrics` and the model card. These are report metrics of frozen features; the Keras
+metrics watched during `fit` are `clzoo.metrics` (`keras.metrics.Metric` subclasses).
+"""
 
 import dataclasses
 from collections.abc import Callable
@@ -10,7 +18,10 @@ from clzoo.eval import _checks
 from clzoo.eval.plots import class_name
 from clzoo.registry import Registry
 
-METRICS = Registry("metric")
+# The registry's, the report's and `--help`'s order (fixed here, so import order cannot change it).
+ORDER = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "separation", "loss_gap",
+         "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
+METRICS = Registry("metric", order=ORDER)
 
 
 @dataclasses.dataclass
@@ -34,7 +45,7 @@ class Plot:
 
 @dataclasses.dataclass
 class MetricResult:
-    """What `Metric.compute` returns.
+    """What `ReportMetric.compute` returns.
 
     Attributes:
         name: the metric's registry name; its key in `metrics.json`.
@@ -118,7 +129,7 @@ class EvalContext:
         return self.cache[key]
 
 
-class Metric:
+class ReportMetric:
     """Base class of the report's measurements; subclasses set the class attributes.
 
     Attributes:
@@ -142,7 +153,7 @@ class Metric:
 
 
 def register_metric(cls):
-    """Class decorator: add a `Metric` subclass to `METRICS` with its attributes as metadata."""
+    """Class decorator: add a `ReportMetric` subclass to `METRICS` with its attributes as metadata."""
     METRICS.register(cls.name, cls, description=cls.description, source=cls.source,
                      default=cls.default)
     return cls
@@ -151,3 +162,34 @@ def register_metric(cls):
 def percent(value):
     """`0.9512` -> `"95.12%"`."""
     return f"{value:.2%}"
+
+
+def default_metrics():
+    """The names computed when no metric list is given (each `ReportMetric.default`), in `ORDER`."""
+    return tuple(name for name in METRICS if METRICS.entry(name).metadata["default"])
+
+
+def parse_metrics(spec):
+    """`"knn,probe"` or a list -> tuple of registered metric names; `"all"` or None -> the defaults.
+
+    Raises:
+        ValueError: an unknown or empty name list, naming the known metrics.
+
+    Example:
+
+    >>> from clzoo.eval.metric import parse_metrics
+    >>> parse_metrics("knn, probe")
+    ('knn', 'probe')
+    >>> parse_metrics("knn,accuracy")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown metrics ['accuracy'] in metrics='knn,accuracy'. Choose from: knn, ncc, ...
+    """
+    if spec is None or spec == "all":
+        return default_metrics()
+    names = [m.strip() for m in (spec.split(",") if isinstance(spec, str) else spec) if m.strip()]
+    unknown = [m for m in names if m not in METRICS]
+    if unknown or not names:
+        raise ValueError(f"Unknown metrics {unknown or []} in metrics={spec!r}. "
+                         f"Choose from: {', '.join(METRICS)}")
+    return tuple(dict.fromkeys(names))

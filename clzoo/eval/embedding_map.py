@@ -1,9 +1,9 @@
-"""`map`: a 2-D t-SNE map of the test features, coloured by class, with its trustworthiness."""
+"""t-SNE map of the test embeddings: `tsne_points` and the `map` report metric."""
 
 import numpy as np
 
 from clzoo.eval import plots
-from clzoo.eval.metrics._base import Metric, MetricResult, Plot, register_metric
+from clzoo.eval.metric import MetricResult, Plot, ReportMetric, register_metric
 
 # t-SNE grows faster than linearly in the points; 2,000 show the class structure (trustworthiness
 # 0.990 on CIFAR-10 ResNet-20 features vs 0.993 with 3,000 points and 1,000 iterations, at a
@@ -38,7 +38,7 @@ def tsne_points(features, max_points=MAX_POINTS, seed=0, max_iter=ITERATIONS):
 
 
 @register_metric
-class Map(Metric):
+class MapReport(ReportMetric):
     """t-SNE of up to 2,000 test features (500 iterations); the plot `embedding_map.png` is the result.
 
     Scalars: `{"points", "trustworthiness"}`: how well the map keeps each
