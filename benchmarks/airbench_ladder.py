@@ -24,6 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
+
 # Levers in airbench's order, each rung adding one; the first rung has none.
 OFF = {
     "whitening": ["model.encoder_options.whitening=false"],
@@ -96,8 +99,7 @@ def main(argv=None):
     parser.add_argument("--output", required=True, help="folder for the run folders")
     parser.add_argument("--loss", default="supcon", choices=["supcon", "sincere"])
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--data", default="../shared/data/cifar10",
-                        help="CIFAR-10 as an image folder, or tfds:cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--only", nargs="*", help="rung names to run (default: all)")
     parser.add_argument("--table", action="store_true", help="print the markdown table")
     args = parser.parse_args(argv)

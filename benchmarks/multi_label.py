@@ -18,7 +18,9 @@ Prints one JSON line per run and a Markdown table at the end.
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -26,6 +28,9 @@ import tensorflow as tf
 
 import clzoo
 from clzoo.data.label_sets import CIFAR10_COARSE
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
 
 
 def subset(split, per_class, seed):
@@ -96,7 +101,7 @@ def runs(args, rows):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--train-per-class", type=int, default=500)
     parser.add_argument("--test-per-class", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=10)

@@ -66,7 +66,7 @@ def main(argv=None):
                         help="preset names or run folders (default: every built-in preset)")
     parser.add_argument("--data", default="digits")
     args = parser.parse_args(argv)
-    from clzoo._console import quiet_tensorflow
+    from clzoo.console import quiet_tensorflow
 
     quiet_tensorflow()
     from clzoo.data import load_split

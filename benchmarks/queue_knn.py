@@ -11,9 +11,14 @@ features on a stratified test subset (training subset as memory). Prints one JSO
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
 
 
 def _subset(split, per_class):
@@ -31,7 +36,8 @@ def run(args, overrides, train, test):
     from clzoo.eval.embed import embed
     from clzoo.eval.knn import knn_accuracy
     from clzoo.train import load_recipe
-    from clzoo.train.builders import build_loss, build_model, build_optimizer, views_from_config
+    from clzoo.train.builders import build_loss, build_optimizer, views_from_config
+    from clzoo.train.tasks import build_model
 
     recipe = load_recipe(args.recipe, [f"training.epochs={args.epochs}", *overrides])
     keras.utils.set_random_seed(recipe.seed)
@@ -54,7 +60,7 @@ def run(args, overrides, train, test):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--recipe", default="recipes/supcon/cifar10_queue_small.yaml")
     parser.add_argument("--train-per-class", type=int, default=300)
     parser.add_argument("--test-per-class", type=int, default=100)

@@ -32,6 +32,7 @@ import reproduce_margins as margins  # noqa: E402  (benchmarks/reproduce_margins
 import reproduce_plots  # noqa: E402  (benchmarks/reproduce_plots.py)
 import reproduce_report  # noqa: E402  (benchmarks/reproduce_report.py)
 from convergence import check_convergence, rechecked  # noqa: E402  (benchmarks/convergence.py)
+from data_default import default_cifar10  # noqa: E402  (benchmarks/data_default.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -142,7 +143,7 @@ def make_subset(source, dest, train_per_class, test_per_class):
     for split in ("train", "test"):
         if not (source / split).is_dir():
             sys.exit(f"error: --data {source} has no {split}/ folder (expected CIFAR-10 as an image "
-                     "folder, e.g. ../shared/data/cifar10)")
+                     "folder <folder>/{train,test}/<class>/; set --data or $CLZOO_CIFAR10)")
     shutil.rmtree(dest, ignore_errors=True)
     for split, n in (("train", train_per_class), ("test", test_per_class)):
         for cls in sorted(p for p in (source / split).iterdir() if p.is_dir()
@@ -396,8 +397,9 @@ def _saved(path):
 
 def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "cifar10"),
-                        help="CIFAR-10 as an image folder (default ../shared/data/cifar10)")
+    parser.add_argument("--data", default=default_cifar10(),
+                        help="CIFAR-10 as an image folder <folder>/{train,test}/<class>/ "
+                             "(default $CLZOO_CIFAR10)")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "reproduce"),
                         help="where the cells' run folders go (default runs/reproduce)")
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), help="these configurations")

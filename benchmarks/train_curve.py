@@ -26,6 +26,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
+
 MONITOR = ["eval.monitor_memory=50000", "eval.monitor_queries=10000"]
 TAG = "epoch_knn_top1_k20"
 
@@ -140,7 +143,7 @@ def main(argv=None):
     parser.add_argument("--labels", nargs="*", help="one label per run (default: folder names)")
     parser.add_argument("--train", metavar="RECIPE", help="train this recipe first into --output")
     parser.add_argument("--output", help="the run folder for --train")
-    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--every", type=int, default=3, help="epochs between kNN points")
     parser.add_argument("--point", action="append", default=[], metavar="LABEL=MIN,IMAGES,KNN",
                         help="a single measured end point to show beside the curves, e.g. "

@@ -25,8 +25,12 @@ Usage (from the repository root, on an otherwise idle machine):
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
 
 
 def matmul_peak(n=2048, rounds=5):
@@ -81,7 +85,8 @@ def _parts(recipe, split, steps, rounds):
     """Seconds per batch of each part, and the model."""
     import tensorflow as tf
 
-    from clzoo.train.builders import build_loss, build_model, build_optimizer, views_from_config
+    from clzoo.train.builders import build_loss, build_optimizer, views_from_config
+    from clzoo.train.tasks import build_model
 
     views = views_from_config(recipe.views)
     model = build_model(recipe, views)
@@ -156,11 +161,11 @@ def profile(path, split, steps, rounds, peak):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recipes", nargs="+")
-    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    from clzoo._console import quiet_tensorflow
+    from clzoo.console import quiet_tensorflow
 
     quiet_tensorflow()
     from clzoo.data import load_split

@@ -54,8 +54,9 @@ def keras_step(arch, batch):
     import tensorflow as tf
 
     from clzoo.train import load_recipe
-    from clzoo.train.builders import build_loss, build_model, build_optimizer
+    from clzoo.train.builders import build_loss, build_optimizer
     from clzoo.train.determinism import seed_everything
+    from clzoo.train.tasks import build_model
 
     recipe = load_recipe(None, [f"model.architecture={arch}", "loss.name=SupConLoss",
                                 f"loss.temperature={TEMPERATURE}", f"training.batch_size={batch}",

@@ -19,14 +19,19 @@ import argparse
 import functools
 import json
 import os
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmarks/data_default.py)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", default="../shared/data/cifar10")
+    parser.add_argument("--data", default=default_cifar10(), help=CIFAR10_HELP)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--recipes", nargs="+",
                         default=["supcon", "simclr", "stacked_randaugment", "asymmetric"])

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from clzoo import _console
+from clzoo import console
 from clzoo.version import __version__
 
 # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) hides the progress
@@ -643,8 +643,8 @@ def main(argv=None):
     """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
     args = build_parser().parse_args(argv)
     if args.command not in LIGHT_COMMANDS:
-        _console.quiet_tensorflow()
-    _console.set_quiet(getattr(args, "quiet", False))
+        console.quiet_tensorflow()
+    console.set_quiet(getattr(args, "quiet", False))
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as error:
@@ -663,7 +663,7 @@ def main(argv=None):
         _error("interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short")
         return 130
     finally:
-        _console.set_quiet(False)
+        console.set_quiet(False)
 
 
 if __name__ == "__main__":

@@ -104,3 +104,15 @@ def jax_update_metrics(model, metrics_variables, unscaled_loss, x, y, y_pred, sa
     updated statelessly (`JAXTrainer._update_metrics_variables`, private in Keras 3.15)."""
     return model._update_metrics_variables(metrics_variables, unscaled_loss, x, y, y_pred,
                                            sample_weight)
+
+
+def jax_distributed_client():
+    """The coordination-service client that `jax.distributed.initialize()` made, or None.
+
+    JAX has no public accessor for it (jax._src.distributed.global_state); its barrier with a
+    timeout is what `clzoo.train.distribute.finish_together` needs (a device collective gives
+    up after 30 s).
+    """
+    from jax._src import distributed
+
+    return distributed.global_state.client

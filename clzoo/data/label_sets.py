@@ -12,7 +12,7 @@ import numpy as np
 
 from clzoo.data.split import Split
 
-# Perfectly Balanced Table 2 / ../shared/data/README.md: CIFAR-10 class -> coarse class.
+# Perfectly Balanced (Kini et al.) Table 2: CIFAR-10 class -> coarse class (animal / vehicle).
 CIFAR10_COARSE = {
     "airplane": "vehicle", "automobile": "vehicle", "ship": "vehicle", "truck": "vehicle",
     "bird": "animal", "cat": "animal", "deer": "animal", "dog": "animal", "frog": "animal",

@@ -531,7 +531,7 @@ def _load_folder(path, split, on_unreadable="error"):
 
     from tqdm.auto import tqdm
 
-    from clzoo._console import tqdm_disable
+    from clzoo.console import tqdm_disable
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         decode = functools.partial(_decode, skip=on_unreadable == "skip")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from clzoo._console import keras_verbose
+from clzoo.console import keras_verbose
 from clzoo.data.pipeline import eval_dataset
 from clzoo.eval._checks import unit_rows
 

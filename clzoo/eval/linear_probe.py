@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from clzoo._console import keras_verbose
+from clzoo.console import keras_verbose
 from clzoo.eval import _checks
 from clzoo.eval.embed import predict_images
 from clzoo.eval.metric import MetricResult, ReportMetric, percent, register_metric

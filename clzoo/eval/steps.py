@@ -4,7 +4,7 @@ import contextlib
 import sys
 import time
 
-from clzoo import _console
+from clzoo import console
 
 
 class StepTimer:
@@ -13,7 +13,7 @@ class StepTimer:
     The lines are plain text (no `\\r`, no colours), so they read the same on a
     terminal and in a log file: `[clzoo eval] 3/15 probe ...` then
     `[clzoo eval] 3/15 probe: 12.4 s`. Nothing is printed when `verbose` is
-    false or the process is quiet (`clzoo._console.set_quiet`).
+    false or the process is quiet (`clzoo.console.set_quiet`).
 
     Args:
         verbose: print the progress lines. Defaults to `True`.
@@ -43,7 +43,7 @@ class StepTimer:
         self.seconds = {}
 
     def _print(self, text):
-        if self.verbose and not _console._quiet:
+        if self.verbose and not console.is_quiet():
             print(f"{self.prefix} {text}", file=self.stream or sys.stdout, flush=True)
 
     @contextlib.contextmanager

@@ -78,7 +78,7 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
 
 def _say(verbose, line):
     """A plain progress line (Keras' bar shows on a terminal only; a log gets these)."""
-    from clzoo._console import tqdm_disable
+    from clzoo.console import tqdm_disable
 
     if verbose and not tqdm_disable():
         print(line, flush=True)

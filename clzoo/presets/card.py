@@ -32,7 +32,7 @@ def _bibtex(kind, key, **fields):
     return f"@{kind}{{{key},\n{body}\n}}"
 
 
-# Years and venues checked against the papers (../shared/papers) and their proceedings pages.
+# Years and venues checked against the papers themselves and their proceedings pages.
 PAPERS = {
     "SINCERELoss": Paper(
         "Feeney, P. and Hughes, M. C. SINCERE: Supervised Information Noise-Contrastive Estimation "
@@ -133,7 +133,7 @@ def hub_dataset(spec):
     Example:
 
     >>> from clzoo.presets.card import hub_dataset
-    >>> hub_dataset("../shared/data/cifar10@cifar2")
+    >>> hub_dataset("data/cifar10@cifar2")
     ('uoft-cs/cifar10', 'CIFAR-10 (cifar2 labels)')
     >>> hub_dataset("digits")
     (None, 'digits')

@@ -1,10 +1,10 @@
 """Recipe-driven training: typed recipes, the run folder, tasks, the resumable fit, the runner."""
 
-from clzoo.train.builders import build_model
 from clzoo.train.evaluation import evaluate_encoder
 from clzoo.train.fit import TrainingDiverged, TrainingInterrupted
 from clzoo.train.recipe import Recipe, RecipeError, load_recipe, validate_recipe
 from clzoo.train.runner import train
+from clzoo.train.tasks import build_model
 
 
 def __getattr__(name):

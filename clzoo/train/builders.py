@@ -76,16 +76,3 @@ def build_optimizer(recipe, steps_per_epoch):
         return factory(schedule, spec, total_steps=max(1, spec.epochs * steps_per_epoch))
     return factory(schedule, spec)
 
-
-def build_model(recipe, views=None, num_classes=None):
-    """The recipe's model for its task: encoder + projection head, or encoder + classifier.
-
-    Args:
-        recipe: a `Recipe`.
-        views: the `ViewConfig` (input size, views per image); defaults to the recipe's.
-        num_classes: classifier outputs (task `soft_target` only).
-    """
-    from clzoo.train.tasks import TASKS
-
-    views = views or views_from_config(recipe.views)
-    return TASKS.get(recipe.task)().build_model(recipe, views, num_classes)

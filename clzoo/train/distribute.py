@@ -225,9 +225,9 @@ def finish_together(place):
     """
     if place.processes <= 1 or keras.backend.backend() != "jax":
         return
-    from jax._src import distributed  # the client jax.distributed.initialize() made
+    from clzoo.compat import jax_distributed_client
 
-    client = distributed.global_state.client
+    client = jax_distributed_client()
     if client is None:  # joined by other means (e.g. a TPU runtime): a device collective then
         from jax.experimental import multihost_utils
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import keras
 
-from clzoo._console import keras_verbose
+from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
     Forecast,

@@ -14,7 +14,7 @@ from clzoo.eval.calibration import reliability
 from clzoo.eval.embed import predict_images
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier
 from clzoo.registry import Registry
-from clzoo.train.builders import build_encoder
+from clzoo.train.builders import build_encoder, views_from_config
 
 TASKS = Registry("task")
 
@@ -66,3 +66,15 @@ class SoftTargetTask:
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
         return {"classifier_top1": float(np.mean(probabilities.argmax(1) == test.labels)),
                 "classifier_ece": reliability(probabilities, test.labels).ece}
+
+
+def build_model(recipe, views=None, num_classes=None):
+    """The recipe's model for its task: encoder + projection head, or encoder + classifier.
+
+    Args:
+        recipe: a `Recipe`.
+        views: the `ViewConfig` (input size, views per image); defaults to the recipe's.
+        num_classes: classifier outputs (task `soft_target` only).
+    """
+    views = views or views_from_config(recipe.views)
+    return TASKS.get(recipe.task)().build_model(recipe, views, num_classes)

@@ -179,8 +179,8 @@ def test_two_devices_match_one_device(mode):
 
 def test_queue_recipe_validates_and_builds_the_model():
     from clzoo.train import load_recipe
-    from clzoo.train.builders import build_model
     from clzoo.train.recipe import RecipeError
+    from clzoo.train.tasks import build_model
 
     path = HERE.parents[1] / "recipes" / "supcon" / "cifar10_queue_small.yaml"
     recipe = load_recipe(path)

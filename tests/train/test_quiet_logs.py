@@ -20,8 +20,8 @@ from tests.train.tiny_data import write_tiny_digits
 # Run as a user would, with nothing filtered: Python warnings and TensorFlow's logger both recorded.
 _UNFILTERED_TRAIN = """
 import logging, sys, warnings
-from clzoo import _console, cli
-_console.quiet_tensorflow = lambda: None
+from clzoo import console, cli
+console.quiet_tensorflow = lambda: None
 records = []
 class Record(logging.Handler):
     def emit(self, record):

@@ -70,7 +70,10 @@ def test_recipe_resolves_and_builds(path):
         assert config.model.architecture == "airbench_half" and config.training.epochs <= 30
     elif path.stem.endswith("_airbench"):  # airbench's whole stack, within an hour on 2 cores
         assert config.model.architecture == "airbench" and config.training.epochs <= 30
-        assert config.views["recipe"] == "airbench" and config.training.optimizer == "lookahead_sgd"
+        # airbench's batch-wise views, except for self-supervised InfoNCE, whose two views of an
+        # image must differ by more than a flip and a 2 px shift (per-image crops and colour)
+        view_recipe = "supcon" if config.loss.name == "InfoNCELoss" else "airbench"
+        assert config.views["recipe"] == view_recipe and config.training.optimizer == "lookahead_sgd"
         assert config.model.encoder_options["whitening"] and config.model.encoder_options["dirac"]
     elif path.stem.endswith("_small"):
         assert config.model.architecture == "resnet20" and config.training.epochs <= 12

@@ -22,6 +22,11 @@ def set_quiet(quiet=True):
     _quiet = bool(quiet)
 
 
+def is_quiet():
+    """Whether `set_quiet` turned progress output off for this process."""
+    return _quiet
+
+
 def is_terminal(stream=None):
     """Whether `stream` (default `sys.stdout`) is an interactive terminal."""
     stream = sys.stdout if stream is None else stream
