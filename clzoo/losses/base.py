@@ -5,7 +5,8 @@ plus a thin `keras.losses.Loss` class. As keras' `LossFunctionWrapper` does,
 the class stores the function's keyword arguments as same-named attributes
 and derives `call` (the function on those attributes) and `get_config` (Keras'
 config plus those attributes) from them, so a concrete loss class writes only
-its signature, its docstring and one `super().__init__(**own_arguments(locals()))`.
+its signature, its docstring and one `super().__init__(**own_arguments(locals()))`
+(the paragraphs the loss docstrings share come from `clzoo.losses.docstrings`).
 The one hook is the class attribute `function`; `validate_options` (identity
 by default) checks the loss's own arguments.
 """

@@ -4,9 +4,11 @@ import keras
 
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
+@shared_docstring
 def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """Decoupled contrastive loss per sample (NSCL paper eq. 1; Yeh et al. 2022).
 
@@ -23,9 +25,7 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
 
     Returns:
         float32 `(batch,)`; may be negative (no positive in the denominator).
@@ -34,10 +34,7 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         ValueError: for a non-positive temperature, fewer than 2 views or a
             bad rank.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.dcl_loss(None, z).shape)
     (4,)
 
@@ -61,6 +58,7 @@ def decoupled_anchor_terms(sims, masks):
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class DCLLoss(ContrastiveLoss):
     """Decoupled contrastive loss: InfoNCE with the positive removed from the denominator.
 
@@ -71,17 +69,10 @@ class DCLLoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
-        normalize, chunk_size, check_values, reduction, name, dtype: as
-            `clzoo.losses.SINCERELoss` / its function.
+        $temperature
+        $as_sincere
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.DCLLoss()(None, z).shape)
     ()
 

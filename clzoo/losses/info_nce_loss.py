@@ -4,6 +4,7 @@ import keras
 
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -11,6 +12,7 @@ def _anchor_terms(sims, masks):
     return [sims.noise_contrastive(masks.other_class, masks.same_instance)]
 
 
+@shared_docstring
 def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
 
@@ -25,9 +27,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
 
     Returns:
         float32 `(batch,)`.
@@ -36,10 +36,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
         ValueError: for a non-positive temperature, fewer than 2 views or a
             bad rank.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.info_nce_loss(None, z).shape)
     (4,)
 
@@ -54,6 +51,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class InfoNCELoss(ContrastiveLoss):
     """InfoNCE / NT-Xent (SimCLR): each view must pick out its sample's other views.
 
@@ -66,17 +64,10 @@ class InfoNCELoss(ContrastiveLoss):
     for `p` another view of anchor `i`'s sample. Labels are ignored.
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
-        normalize, chunk_size, check_values, reduction, name, dtype: as
-            `clzoo.losses.SINCERELoss` / its function.
+        $temperature
+        $as_sincere
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> float(clzoo.losses.InfoNCELoss()(np.zeros(4), z)) > 0
     True
 

@@ -5,9 +5,11 @@ import keras
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.dcl_loss import decoupled_anchor_terms
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
+@shared_docstring
 def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     """NSCL per sample (Luthra, Yang and Galanti, sec. 3.1).
 
@@ -25,9 +27,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         y_pred: embeddings `(batch, views, dim)`, `views >= 2`.
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
 
     Returns:
         float32 `(batch,)`.
@@ -36,10 +36,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         ValueError: for a non-positive temperature, fewer than 2 views, a
             bad rank or a label count that does not match the batch.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.nscl_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
 
@@ -54,6 +51,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class NSCLLoss(ContrastiveLoss):
     """Negatives-only supervised contrastive loss: DCL whose noise is other classes only.
 
@@ -64,17 +62,10 @@ class NSCLLoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
-        normalize, chunk_size, check_values, reduction, name, dtype: as
-            `clzoo.losses.SINCERELoss` / its function.
+        $temperature
+        $as_sincere
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.NSCLLoss()(np.array([0, 0, 1, 1]), z).shape)
     ()
 

@@ -5,6 +5,7 @@ import keras
 from clzoo.losses import label_similarity as LS
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -23,6 +24,7 @@ def _weighted_anchor_terms(sims, masks):
     return [sims.noise_contrastive(masks.not_self, masks.label_weight, noise_from_positive=True)]
 
 
+@shared_docstring
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,
                  label_similarity=None):
     """SINCERE loss per sample (Feeney and Hughes, eq. 12).
@@ -61,9 +63,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
         temperature: positive float dividing the cosine similarities.
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows, see above). Defaults to `None`.
@@ -75,10 +75,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
         ValueError: for a non-positive temperature, a `y_pred` rank other
             than 2 or 3, or a label count that does not match the batch.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.sincere_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
 
@@ -94,6 +91,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class SINCERELoss(ContrastiveLoss):
     """SINCERE loss: supervised InfoNCE without intra-class repulsion.
 
@@ -112,14 +110,9 @@ class SINCERELoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
+        $temperature
         normalize: L2-normalize embeddings first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,
@@ -130,11 +123,7 @@ class SINCERELoss(ContrastiveLoss):
             Defaults to `"sum_over_batch_size"`.
         name: optional name.
         dtype: dtype of the returned loss. Defaults to the Keras float type.
-        check_values: also refuse NaN / inf embeddings and check
-            `sample_weight` values inside compiled steps (`fit`,
-            `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
-            JAX, a host callback per step (see
-            `clzoo.losses.base.ContrastiveLoss`). Defaults to `False`.
+        $check_values
 
     Inputs: `y_true` integer labels `(batch,)` / `(batch, 1)` or one-hot
     `(batch, classes)`; `y_pred` embeddings `(batch, views, dim)` or
@@ -143,11 +132,8 @@ class SINCERELoss(ContrastiveLoss):
     Raises:
         ValueError: as `clzoo.losses.sincere_loss`.
 
-    Example:
-
-    >>> import numpy as np, clzoo
+    $example
     >>> loss = clzoo.losses.SINCERELoss(temperature=0.1)
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
     >>> float(loss(np.array([0, 0, 1, 1]), z)) > 0
     True
 

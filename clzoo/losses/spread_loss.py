@@ -5,6 +5,7 @@ from keras import ops
 
 from clzoo.losses.arguments import validate_chunk_size, validate_number, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -23,6 +24,7 @@ def _anchor_terms(sims, masks):
     return [attract, sims.noise_contrastive(same_class_other_sample, masks.same_instance)]
 
 
+@shared_docstring
 def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None):
     """L_spread per sample: `alpha * L_attract + (1 - alpha) * L_repel` (Chen et al. 2022, eqs. 1-3).
 
@@ -43,9 +45,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
         alpha: weight of L_attract in [0, 1]; `alpha=1` is L_attract alone.
             Defaults to `0.5`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
 
     Returns:
         float32 `(batch,)`.
@@ -54,10 +54,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
         ValueError: for a non-positive temperature, alpha outside [0, 1],
             fewer than 2 views, a bad rank or a label/batch mismatch.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.spread_loss(np.array([0, 0, 1, 1]), z, alpha=0.25).shape)
     (4,)
 
@@ -73,6 +70,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class SpreadLoss(ContrastiveLoss):
     """L_spread: SINCERE-form class attraction plus class-conditional InfoNCE repulsion.
 
@@ -86,18 +84,11 @@ class SpreadLoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.5`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
+        $temperature
         alpha: weight of L_attract in [0, 1]. Defaults to `0.5`.
-        normalize, chunk_size, check_values, reduction, name, dtype: as
-            `clzoo.losses.SINCERELoss` / its function.
+        $as_sincere
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.SpreadLoss(alpha=0.25)(np.array([0, 0, 1, 1]), z).shape)
     ()
 

@@ -6,6 +6,7 @@ from keras import ops
 from clzoo.losses import label_similarity as LS
 from clzoo.losses.arguments import validate_chunk_size, validate_positive_int, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 _VARIANTS = ("out", "in")
@@ -64,6 +65,7 @@ def _weighted_terms(sims, masks, variant):
     return [(ops.squeeze(row_lse - log_mean_positive, axis=-1), ops.squeeze(count, axis=-1) > 0)]
 
 
+@shared_docstring
 def sup_con_loss(
     y_true,
     y_pred,
@@ -115,9 +117,7 @@ def sup_con_loss(
         variant: `"out"` or `"in"`. Defaults to `"out"`.
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows weigh the positives, see above). Defaults to `None`.
@@ -130,10 +130,7 @@ def sup_con_loss(
             a label count that does not match the batch, or (with
             `label_similarity`) negative / non-finite label rows.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.sup_con_loss(np.array([0, 0, 1, 1]), z).shape)
     (4,)
     >>> multi_hot = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1], [1, 0, 0]])
@@ -173,6 +170,7 @@ def sup_con_loss(
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class SupConLoss(ContrastiveLoss):
     """Supervised contrastive loss of Khosla et al. 2020 (L_out or L_in).
 
@@ -191,10 +189,7 @@ class SupConLoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
+        $temperature
         base_temperature: positive float or None, the reference code's
             rescaling constant; None means equal to `temperature` (no
             rescaling). Defaults to `None`.
@@ -202,9 +197,7 @@ class SupConLoss(ContrastiveLoss):
         max_positives: None or positive int capping the positives per anchor
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`
@@ -212,11 +205,7 @@ class SupConLoss(ContrastiveLoss):
             positive weighted by the label similarity of the pair (see
             `clzoo.losses.sup_con_loss`); one-hot rows give exactly the
             hard-label loss. Defaults to `None`.
-        check_values: also refuse NaN / inf embeddings and check
-            `sample_weight` values inside compiled steps (`fit`,
-            `tf.function`, `jax.jit`); costs a pass over `y_pred` and, on
-            JAX, a host callback per step (see
-            `clzoo.losses.base.ContrastiveLoss`). Defaults to `False`.
+        $check_values
         reduction, name, dtype: as `keras.losses.Loss`.
 
     Inputs: `y_true` labels `(batch,)` / `(batch, 1)` / one-hot; `y_pred`
@@ -225,11 +214,8 @@ class SupConLoss(ContrastiveLoss):
     Raises:
         ValueError: on invalid arguments or inputs, naming the argument.
 
-    Example:
-
-    >>> import numpy as np, clzoo
+    $example
     >>> loss = clzoo.losses.SupConLoss(temperature=0.1)
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
     >>> float(loss(np.array([0, 0, 1, 1]), z)) > 0
     True
 

@@ -4,6 +4,7 @@ import keras
 
 from clzoo.losses.arguments import validate_chunk_size, validate_number, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
+from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -15,6 +16,7 @@ def _validate_options(epsilon):
     return {"epsilon": _validate_epsilon(epsilon)}
 
 
+@shared_docstring
 def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,
                       chunk_size=None):
     """epsilon-SupInfoNCE per sample (SINCERE paper eq. 15; Barbano et al. 2023).
@@ -33,9 +35,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         temperature: positive float. Defaults to `0.1`.
         epsilon: margin >= 0, in logit units. Defaults to `0.25`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
-        chunk_size: None, or anchors per block: the same value and gradient in
-            about six `chunk_size x N` float32 buffers (`N = batch * views`),
-            see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.
+        $chunk_size
 
     Returns:
         float32 `(batch,)`.
@@ -44,10 +44,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         ValueError: for a non-positive temperature, a negative epsilon, or
             bad input shapes.
 
-    Example:
-
-    >>> import numpy as np, clzoo
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
+    $example
     >>> tuple(clzoo.losses.sup_info_nce_loss(np.array([0, 0, 1, 1]), z, epsilon=0.1).shape)
     (4,)
 
@@ -66,6 +63,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
+@shared_docstring
 class SupInfoNCELoss(ContrastiveLoss):
     """epsilon-SupInfoNCE: SINCERE with a margin `epsilon` on the positive's denominator term.
 
@@ -76,20 +74,13 @@ class SupInfoNCELoss(ContrastiveLoss):
     ```
 
     Args:
-        temperature: positive float. Defaults to `0.1`.
-            `"learnable"` makes it a trained weight (CLIP), see
-            `clzoo.losses.LearnableTemperature`; the keyword arguments
-            `temperature_init`, `min_temperature`, `max_temperature` then apply.
+        $temperature
         epsilon: margin >= 0 (the SINCERE paper searched 0.1, 0.25, 0.5).
             Defaults to `0.25`.
-        normalize, chunk_size, check_values, reduction, name, dtype: as
-            `clzoo.losses.SINCERELoss` / its function.
+        $as_sincere
 
-    Example:
-
-    >>> import numpy as np, clzoo
+    $example
     >>> loss = clzoo.losses.SupInfoNCELoss(epsilon=0.25)
-    >>> z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
     >>> float(loss(np.array([0, 0, 1, 1]), z)) > 0
     True
 
