@@ -80,8 +80,6 @@ class DCLLoss(ContrastiveLoss):
     - [Yeh et al. 2022](https://arxiv.org/abs/2110.06848)
     """
 
-    uses_labels = False
-
     function = staticmethod(dcl_loss)
     uses_labels = False
 
