@@ -45,17 +45,17 @@ def measure(name, train, test, baselines_done):
     features = [embed(encoder, s.images, size=size, normalize=False, verbose=False)
                 for s in (train, test)]
     result = evaluate_embeddings(features[0], train.labels, features[1], test.labels,
-                                 ("knn", "probe"), ks=(20,), verbose=False).metrics
-    rows = [(f"`{name}`", result["knn"]["k20"], result["probe"]["accuracy"])]
+                                 ("knn", "probe"), ks=(20,), verbose=False)
+    rows = [(f"`{name}`", result.knn["k20"], result.probe)]
     keras.utils.set_random_seed(0)
     baseline = baseline_metrics(train, test, get_encoder(architecture), ks=(20,), size=size)
     if "raw_pixels" not in baselines_done:
         raw = baseline["raw_pixels"]
-        rows.append((f"raw pixels ({size}x{size})", raw["knn"]["k20"], raw["linear_probe"]))
+        rows.append((f"raw pixels ({size}x{size})", raw.knn["k20"], raw.probe))
         baselines_done.add("raw_pixels")
     if architecture not in baselines_done:
         rand = baseline["random_init"]
-        rows.append((f"random-init {architecture}", rand["knn"]["k20"], rand["linear_probe"]))
+        rows.append((f"random-init {architecture}", rand.knn["k20"], rand.probe))
         baselines_done.add(architecture)
     return rows
 

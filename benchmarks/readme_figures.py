@@ -52,7 +52,7 @@ def run_seed(seed, folder):
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    from clzoo.train.results import read_run  # noqa: PLC0415 (--check imports no Keras)
+    from clzoo.eval.records import read_run  # noqa: PLC0415 (--check imports no Keras)
 
     run = read_run(out)
     k = f"k{run.knn_k}"

@@ -343,14 +343,14 @@ def _finished(folder):
 
 
 def _losses(run):
-    from clzoo.train.results import read_run  # noqa: PLC0415 (--list reads no run)
+    from clzoo.eval.records import read_run  # noqa: PLC0415 (--list reads no run)
 
     return list(read_run(run).loss_curve)
 
 
 def collect(folder, run, config):
     """The numbers every claim reads, from a finished cell's run, eval folders and embeddings."""
-    from clzoo.train.results import read_eval, read_run  # noqa: PLC0415
+    from clzoo.eval.records import read_eval, read_run  # noqa: PLC0415
 
     record, report = read_run(run), read_eval(run / "eval")
     out = {"final_loss": record.loss_curve[-1], "knn_k20": report.knn["k20"]}

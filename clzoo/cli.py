@@ -112,7 +112,7 @@ def _train(args):
         return 1
     if metrics is None:  # a non-chief worker: the chief writes the run
         return 0
-    from clzoo.train.results import RunResult
+    from clzoo.eval.records import RunResult
 
     run = RunResult.from_summary(metrics, path=output)
     print("\n" + _results_table(run, config.data))
@@ -235,17 +235,17 @@ def _eval(args):
     result = evaluate(encoder, source, metrics, output_dir=out, ks=args.k, shots=args.shots,
                       probe_epochs=args.probe_epochs, timings=timer, plan=True,
                       info={"model": _model_name(args.model, path), "space": args.space})
-    m = result.metrics
-    if "knn" in m:
-        print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in m["knn"].items()))
-    for name, label in (("ncc", "nearest-class-center top-1"), ("probe", "linear probe top-1"),
-                        ("sgd_probe", "SGD linear probe top-1")):
-        if name in m:
-            print(f"{label}: {m[name]['accuracy']:.2%}")
-    if "separation" in m:
-        print(f"target-noise margin: {m['separation']['margin']:.4f}")
+    if result.knn:
+        print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in result.knn.items()))
+    for value, label in ((result.ncc, "nearest-class-center top-1"), (result.probe, "linear probe top-1"),
+                         (result.sgd_probe, "SGD linear probe top-1")):
+        if value is not None:
+            print(f"{label}: {value:.2%}")
+    if result.margin is not None:
+        print(f"target-noise margin: {result.margin:.4f}")
+    metric_seconds = sum(result.timings.get(name, 0.0) for name in metrics)
     print(f"wrote {out / 'report.md'}, metrics.json and {len(result.files) - 2} plots "
-          f"({m['timings']['total']:.0f} s in all, {sum(m['seconds'].values()):.0f} s of metrics)")
+          f"({result.timings['total']:.0f} s in all, {metric_seconds:.0f} s of metrics)")
     return 0
 
 
@@ -287,13 +287,6 @@ def _export(args):
     return 0
 
 
-def _nested(metrics, keys):
-    """`metrics[k0][k1]...`, or None when a metric was not computed."""
-    for key in keys:
-        metrics = metrics.get(key) if isinstance(metrics, dict) else None
-    return metrics
-
-
 def _compare(args):
     from clzoo.eval import compare_results, evaluate, parse_metrics
     from clzoo.eval.plan import eval_plan, forward_rate
@@ -325,14 +318,12 @@ def _compare(args):
     for key, row in table.items():
         lines.append(f"| {key} | {row['A']:.2%} | {row['B']:.2%} | {row['difference']:+.2%} | "
                      f"[{row['low']:+.2%}, {row['high']:+.2%}] | {'yes' if row['significant'] else 'no'} |")
-    scalar = [("target-noise margin", ("separation", "margin")),
-              ("CDNV (test)", ("geometry", "test", "cdnv")),
-              ("directional CDNV (test)", ("geometry", "test", "directional_cdnv")),
-              ("probe ECE", ("calibration", "ece")),
-              ("DCL - NSCL gap (test)", ("loss_gap", "gap"))]
+    scalar = [("target-noise margin", "margin"), ("CDNV (test)", "cdnv"),
+              ("directional CDNV (test)", "directional_cdnv"), ("probe ECE", "ece"),
+              ("DCL - NSCL gap (test)", "loss_gap")]
     rows = []
-    for label, keys in scalar:
-        values = [_nested(r.metrics, keys) for r in results]
+    for label, field in scalar:
+        values = [getattr(r, field) for r in results]
         if all(isinstance(v, float) for v in values):
             rows.append(f"| {label} | {values[0]:.4g} | {values[1]:.4g} |")
     if rows:

@@ -54,10 +54,11 @@ def baseline_metrics(train, test, random_encoder=None, ks=(1, 5, 20, 200), probe
         verbose: progress lines.
 
     Returns:
-        `{"raw_pixels": {"knn": {"k5": acc, ...}, "linear_probe": acc},
-        "random_init": {...}}`, accuracies in [0, 1].
+        `{"raw_pixels": Baseline, "random_init": Baseline}` (`clzoo.eval.records.Baseline`:
+        `knn` `{"k5": acc, ...}` and `probe`, None without `probe`), accuracies in [0, 1].
     """
     from clzoo.eval.embed import embed
+    from clzoo.eval.records import Baseline
     from clzoo.eval.report import evaluate_embeddings
 
     metrics = ("knn", "probe") if probe else ("knn",)
@@ -71,8 +72,6 @@ def baseline_metrics(train, test, random_encoder=None, ks=(1, 5, 20, 200), probe
             print(f"[clzoo eval] baseline: {name} ...", flush=True)
         result = evaluate_embeddings(featurize(train.images), train.labels,
                                      featurize(test.images), test.labels, metrics,
-                                     ks=tuple(ks), verbose=False).metrics
-        out[name] = {"knn": result["knn"]}
-        if probe:
-            out[name]["linear_probe"] = result["probe"]["accuracy"]
+                                     ks=tuple(ks), verbose=False)
+        out[name] = Baseline(knn=result.knn, probe=result.probe)
     return out

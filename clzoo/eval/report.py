@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from clzoo.eval.bootstrap import bootstrap_accuracy_difference
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
+from clzoo.eval.records import EvalReport
 from clzoo.eval.steps import StepTimer
 from clzoo.files import atomic_write_text
 
@@ -25,11 +26,14 @@ __all__ = ["METRICS", "EvaluationResult", "compare_results", "draw_plots",
            "evaluate", "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]
 
 
-@dataclasses.dataclass
-class EvaluationResult:
-    """What `evaluate` / `evaluate_embeddings` return.
+@dataclasses.dataclass(frozen=True)
+class EvaluationResult(EvalReport):
+    """What `evaluate` / `evaluate_embeddings` return: the `EvalReport` that `read_eval` reads back
+    from the written folder, plus what only exists in memory.
 
     Attributes:
+        knn, ncc, probe, sgd_probe, margin, cdnv, directional_cdnv, ece, loss_gap, timings:
+            as `clzoo.eval.records.EvalReport` (None / empty when not computed).
         metrics: JSON-ready dict, the content of `metrics.json`: `title`, the
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,
             `classes`, `metrics` (names computed), one entry per metric under
@@ -42,9 +46,8 @@ class EvaluationResult:
         files: paths written (empty without `output_dir`).
     """
 
-    metrics: dict
-    correct: dict
-    results: dict = dataclasses.field(default_factory=dict)
+    correct: dict = dataclasses.field(default_factory=dict, repr=False)
+    results: dict = dataclasses.field(default_factory=dict, repr=False)
     files: list = dataclasses.field(default_factory=list)
 
 
@@ -135,8 +138,8 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     >>> x = np.random.default_rng(0).normal(size=(40, 8)) + np.repeat(np.eye(8)[:2] * 5, 20, 0)
     >>> y = np.repeat([0, 1], 20)
     >>> r = clzoo.eval.evaluate_embeddings(x, y, x, y, "knn,ncc", ks=(1,), verbose=False)
-    >>> r.metrics["knn"], r.metrics["ncc"], sorted(r.correct)
-    ({'k1': 1.0}, {'accuracy': 1.0}, ['knn_k1', 'ncc'])
+    >>> r.knn, r.ncc, r.probe, sorted(r.correct)
+    ({'k1': 1.0}, 1.0, None, ['knn_k1', 'ncc'])
     """
     names = parse_metrics(metrics)
     info = dict(info or {})
@@ -155,14 +158,15 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     out.update({name: result.scalars for name, result in results.items()})
     out["seconds"] = {name: result.seconds for name, result in results.items()}
     correct = {key: value for result in results.values() for key, value in result.correct.items()}
-    evaluation = EvaluationResult(out, correct, results)
     plots = []
     if output_dir is not None:
         with timer.step("plots"):
-            plots = draw_plots(evaluation, output_dir)
+            plots = draw_plots(results, output_dir)
     out["timings"] = {**timer.seconds, "total": round(sum(timer.seconds.values()), 2)}
+    evaluation = EvaluationResult.from_metrics(out, path=output_dir, correct=correct, results=results)
     if output_dir is not None:
-        evaluation.files = write_report(evaluation, output_dir, plots=plots)
+        evaluation = dataclasses.replace(evaluation,
+                                         files=write_report(evaluation, output_dir, plots=plots))
     return evaluation
 
 
@@ -207,8 +211,8 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     >>> images = np.repeat(np.arange(0, 250, 25, dtype=np.uint8), 4)[:, None, None, None]
     >>> images = np.broadcast_to(images, (40, 8, 8, 3))
     >>> train, test = clzoo.eval.train_test_split(images, np.arange(40) // 20, test_size=0.5)
-    >>> clzoo.eval.evaluate(encoder, (train, test), "ncc", verbose=False).metrics["ncc"]
-    {'accuracy': 1.0}
+    >>> clzoo.eval.evaluate(encoder, (train, test), "ncc", verbose=False).ncc
+    1.0
     """
     from clzoo.data.sources import DataSource
     from clzoo.eval.embed import embed
@@ -258,11 +262,12 @@ def _report_lines(evaluation):
     return lines + [f"| total | {timings['total']} |", ""]
 
 
-def draw_plots(evaluation, output_dir):
-    """Draw every metric's plots of `evaluation` into `output_dir`; returns their paths."""
+def draw_plots(results, output_dir):
+    """Draw the plots of `results` (`{name: MetricResult}`, an evaluation's `results`) into
+    `output_dir`; returns their paths."""
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    return [plot.write(output) for result in evaluation.results.values() for plot in result.plots]
+    return [plot.write(output) for result in results.values() for plot in result.plots]
 
 
 def write_report(evaluation, output_dir, plots=None):
@@ -278,7 +283,7 @@ def write_report(evaluation, output_dir, plots=None):
     """
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    files = draw_plots(evaluation, output) if plots is None else list(plots)
+    files = draw_plots(evaluation.results, output) if plots is None else list(plots)
     atomic_write_text(output / "report.md", "\n".join(_report_lines(evaluation)))
     atomic_write_text(output / "metrics.json", json.dumps(evaluation.metrics, indent=2) + "\n")
     return [output / "metrics.json", output / "report.md"] + files

@@ -1,16 +1,16 @@
 """The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`.
 
 The run summary keeps its own keys (`knn_top1`, `knn_top1_k`, `knn_top1_by_k`,
-`linear_probe`, `ncc_accuracy`, `baselines`; `clzoo.train.results.SUMMARY_KEYS`);
-`clzoo.train.results.read_run` reads them back under the metric names the
+`linear_probe`, `ncc_accuracy`, `baselines`; `clzoo.eval.records.SUMMARY_KEYS`);
+`clzoo.eval.records.read_run` reads them back under the metric names the
 report under `eval/` uses.
 """
 
 import keras
 
+from clzoo.eval.records import SUMMARY_KEYS
 from clzoo.models import adapt_whitening
 from clzoo.train.builders import build_encoder
-from clzoo.train.results import SUMMARY_KEYS
 
 
 def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None):
@@ -23,8 +23,7 @@ def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None
     """
     from clzoo.eval import evaluate
 
-    return evaluate(encoder, data, metrics=("knn",), verbose=verbose, train=train,
-                    ks=tuple(ks)).metrics["knn"]
+    return evaluate(encoder, data, metrics=("knn",), verbose=verbose, train=train, ks=tuple(ks)).knn
 
 
 def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_path, verbose=True):
@@ -50,12 +49,11 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
                       output_dir=eval_dir if spec.report else None, verbose=bool(verbose),
                       ks=tuple(spec.knn_k),
                       info={"model": str(encoder_path), "data": str(recipe.data)})
-    knn = report.metrics["knn"]
-    metrics = {"knn_top1": knn[f"k{spec.knn_headline_k}"], "knn_top1_k": spec.knn_headline_k,
-               "knn_top1_by_k": knn}
-    for name, key in SUMMARY_KEYS.items():  # report name -> stored key
-        if name in report.metrics:
-            metrics[key] = report.metrics[name]["accuracy"]
+    metrics = {"knn_top1": report.knn[f"k{spec.knn_headline_k}"], "knn_top1_k": spec.knn_headline_k,
+               "knn_top1_by_k": report.knn}
+    for name, key in SUMMARY_KEYS.items():  # record field -> stored key
+        if getattr(report, name) is not None:
+            metrics[key] = getattr(report, name)
     if spec.baselines:
         metrics["baselines"] = baselines(recipe, train_split, test_split, encoder.input_shape[1],
                                          probe=SUMMARY_KEYS["probe"] in metrics, verbose=bool(verbose))
@@ -75,4 +73,4 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
     rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
                             verbose=verbose)
-    return {name: rows[name] for name in wanted}
+    return {name: rows[name].to_dict() for name in wanted}  # metrics.json's form

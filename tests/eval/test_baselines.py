@@ -40,8 +40,8 @@ def test_raw_pixel_row_equals_a_knn_on_the_pixels():
     y /= np.linalg.norm(y, axis=1, keepdims=True)
     expected = knn_predictions(x, train.labels, y, (1, 5), 2)
     for k in (1, 5):
-        assert rows["raw_pixels"]["knn"][f"k{k}"] == np.mean(expected[k] == test.labels)
-    assert rows["raw_pixels"]["linear_probe"] == 1.0
+        assert rows["raw_pixels"].knn[f"k{k}"] == np.mean(expected[k] == test.labels)
+    assert rows["raw_pixels"].probe == 1.0
     assert "random_init" not in rows
 
 
@@ -51,5 +51,5 @@ def test_random_init_row_uses_the_given_encoder():
     constant = keras.Model(inputs, keras.ops.ones_like(keras.layers.Flatten()(inputs))[:, :3])
     rows = baseline_metrics(train, test, constant, ks=(1,), probe=False, size=4)
     # Identical features for every image: no better than the class prior.
-    assert rows["random_init"]["knn"]["k1"] <= 0.5 + 1e-9
-    assert "linear_probe" not in rows["random_init"]
+    assert rows["random_init"].knn["k1"] <= 0.5 + 1e-9
+    assert rows["random_init"].probe is None

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from clzoo import cli
+from clzoo.eval.records import read_eval, read_run
 from clzoo.train import load_recipe, train
 from clzoo.train.callbacks import AtomicCheckpoint, StopOnNaN
-from clzoo.train.results import read_eval, read_run
 
 TINY = ["data=digits", "training.epochs=2", "training.batch_size=128",
         "model.architecture=resnet8", "model.embedding_dim=16", "eval.knn_k=[1,5]",

@@ -1,6 +1,7 @@
-"""Typed records of a finished run: `read_run` for a `clzoo train` folder, `read_eval` for a `clzoo eval` one.
+"""Typed records of results: `RunResult` (`read_run`, a `clzoo train` folder) and `EvalReport`
+(`read_eval`, a `clzoo eval` folder; `clzoo.eval.evaluate` returns one in memory).
 
-One set of names for every reader: `knn` (`{"k5": accuracy, ...}`), `ncc`, `probe`.
+One set of names for every reader: `knn` (`{"k5": accuracy, ...}`), `ncc`, `probe`, `margin`, ...
 The files on disk keep their keys: a run's `metrics.json` stores the NCC and
 probe accuracies as `ncc_accuracy` and `linear_probe` (`SUMMARY_KEYS`), the
 `clzoo eval` report under their metric names. Both readers accept every folder
@@ -13,8 +14,8 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["SUMMARY_KEYS", "Baseline", "EvalReport", "RecordError", "RunResult", "read_eval",
-           "read_run"]
+__all__ = ["REPORT_SCALARS", "SUMMARY_KEYS", "Baseline", "EvalReport", "RecordError", "RunResult",
+           "read_eval", "read_run"]
 
 SUMMARY_KEYS = {"ncc": "ncc_accuracy", "probe": "linear_probe"}  # record name -> metrics.json key
 
@@ -59,7 +60,7 @@ class Baseline:
 
     Example:
 
-    >>> from clzoo.train.results import Baseline
+    >>> from clzoo.eval.records import Baseline
     >>> Baseline.from_dict({"knn": {"k5": 0.9}, "linear_probe": 0.8}).probe
     0.8
     """
@@ -98,7 +99,7 @@ class RunResult:
 
     Example:
 
-    >>> from clzoo.train.results import RunResult
+    >>> from clzoo.eval.records import RunResult
     >>> run = RunResult.from_summary({"knn_top1": 0.9, "knn_top1_k": 5,
     ...                               "knn_top1_by_k": {"k5": 0.9}, "linear_probe": 0.8})
     >>> run.probe, run.ncc, run.to_summary()["linear_probe"]
@@ -190,7 +191,7 @@ def read_run(path):
     Example:
 
     >>> import json, tempfile, pathlib
-    >>> from clzoo.train.results import read_run
+    >>> from clzoo.eval.records import read_run
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "metrics.json").write_text(json.dumps(
     ...     {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k5": 0.9}}))
@@ -203,20 +204,44 @@ def read_run(path):
                                   loss_curve=_loss_curve(folder / "history.jsonl"))
 
 
+# EvalReport field -> the path of its value in a report's `metrics.json` (one name per quantity).
+REPORT_SCALARS = {
+    "ncc": ("ncc", "accuracy"), "probe": ("probe", "accuracy"), "sgd_probe": ("sgd_probe", "accuracy"),
+    "margin": ("separation", "margin"), "cdnv": ("geometry", "test", "cdnv"),
+    "directional_cdnv": ("geometry", "test", "directional_cdnv"), "ece": ("calibration", "ece"),
+    "loss_gap": ("loss_gap", "gap"),
+}
+
+
+def _scalar(metrics, keys, where):
+    """The number at `metrics[k0][k1]...`: None when its metric was not run, or when a report
+    written by an earlier version lacks the key; a `RecordError` when it is not a number."""
+    value = metrics
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    if keys[-1] == "accuracy" and metrics.get(keys[0]) is not None and value is None:
+        raise RecordError(f"{where}: {keys[0]!r} has no 'accuracy' ({metrics[keys[0]]!r})")
+    return _number(value, f"{where}: {'.'.join(keys)!r}", optional=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalReport:
-    """A `clzoo eval` report folder (`metrics.json` under the metric names).
+    """An evaluation report (`metrics.json` under the metric names), from disk or from `evaluate`.
 
     Attributes:
         knn: kNN top-1 per k, `{"k1": accuracy, ...}`; empty when `knn` was not run.
         ncc, probe, sgd_probe: top-1 accuracies, None when not run.
-        metrics: every entry of the report as stored, e.g. `metrics["separation"]`,
-            `metrics["calibration"]`, `metrics["few_shot"]`, `metrics["loss_gap"]`.
+        margin: the target-noise margin (`separation`), None when not run.
+        cdnv, directional_cdnv: the test split's CDNV and directional CDNV (`geometry`).
+        ece: the probe's expected calibration error (`calibration`).
+        loss_gap: the DCL - NSCL gap on the test split (`loss_gap`).
+        timings: `{step: wall seconds, ..., "total": sum}`; empty when not recorded.
+        metrics: every entry of the report as stored, e.g. `metrics["few_shot"]`.
         path: the report folder, or None.
 
     Example:
 
-    >>> from clzoo.train.results import EvalReport
+    >>> from clzoo.eval.records import EvalReport
     >>> EvalReport.from_metrics({"knn": {"k1": 0.5}, "probe": {"accuracy": 0.7}}).probe
     0.7
     """
@@ -225,22 +250,28 @@ class EvalReport:
     ncc: float | None = None
     probe: float | None = None
     sgd_probe: float | None = None
+    margin: float | None = None
+    cdnv: float | None = None
+    directional_cdnv: float | None = None
+    ece: float | None = None
+    loss_gap: float | None = None
+    timings: dict = dataclasses.field(default_factory=dict)
     metrics: dict = dataclasses.field(default_factory=dict, repr=False)
     path: Path | None = None
 
     @classmethod
-    def from_metrics(cls, metrics, path=None, where="metrics.json"):
-        """The record of a report's `metrics.json` dict (`where` names it in errors)."""
+    def from_metrics(cls, metrics, path=None, where="metrics.json", **extra):
+        """The record of a report's `metrics.json` dict (`where` names it in errors).
+
+        `extra` fills the fields a subclass adds (`EvaluationResult`'s in-memory ones).
+        """
         knn = _accuracies(metrics["knn"], f"{where}: 'knn'") if "knn" in metrics else {}
-        accuracy = {}
-        for name in ("ncc", "probe", "sgd_probe"):
-            entry = metrics.get(name)
-            if entry is not None and not (isinstance(entry, dict) and "accuracy" in entry):
-                raise RecordError(f"{where}: {name!r} has no 'accuracy' ({entry!r})")
-            accuracy[name] = None if entry is None else _number(
-                entry["accuracy"], f"{where}: '{name}.accuracy'")
-        return cls(knn=knn, **accuracy, metrics=dict(metrics),
-                   path=None if path is None else Path(path))
+        scalars = {name: _scalar(metrics, keys, where) for name, keys in REPORT_SCALARS.items()}
+        timings = metrics.get("timings") or {}
+        if not isinstance(timings, dict):
+            raise RecordError(f"{where}: 'timings' must be an object, got {timings!r}")
+        return cls(knn=knn, **scalars, timings=dict(timings), metrics=dict(metrics),
+                   path=None if path is None else Path(path), **extra)
 
 
 def read_eval(path):
@@ -252,7 +283,7 @@ def read_eval(path):
     Example:
 
     >>> import json, tempfile, pathlib
-    >>> from clzoo.train.results import read_eval
+    >>> from clzoo.eval.records import read_eval
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "metrics.json").write_text(json.dumps({"ncc": {"accuracy": 0.6}}))
     >>> read_eval(folder).ncc

@@ -1,4 +1,4 @@
-"""`clzoo.train.results`: typed run and eval records, their round trip and their errors.
+"""`clzoo.eval.records`: typed run and eval records, their round trip and their errors.
 
 A real run folder is read in `tests/train/test_runner.py::test_train_cli_writes_a_complete_run`.
 """
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clzoo.train.results import EvalReport, RecordError, RunResult, read_eval, read_run
+from clzoo.eval.records import EvalReport, RecordError, RunResult, read_eval, read_run
 
 SUMMARY = {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k1": 0.85, "k5": 0.9},
            "ncc_accuracy": 0.8, "linear_probe": 0.95, "final_train_loss": 3.2,
