@@ -204,6 +204,9 @@ def read_run(path):
                                   loss_curve=_loss_curve(folder / "history.jsonl"))
 
 
+# Where reports written before the metric names settled keep a value (field -> path): the
+# built-in ResNet-20 presets' reports store `ncc_accuracy` (a number) and `linear_probe`.
+EARLIER_SCALARS = {"ncc": ("ncc_accuracy",), "probe": ("linear_probe", "accuracy")}
 # EvalReport field -> the path of its value in a report's `metrics.json` (one name per quantity).
 REPORT_SCALARS = {
     "ncc": ("ncc", "accuracy"), "probe": ("probe", "accuracy"), "sgd_probe": ("sgd_probe", "accuracy"),
@@ -267,6 +270,9 @@ class EvalReport:
         """
         knn = _accuracies(metrics["knn"], f"{where}: 'knn'") if "knn" in metrics else {}
         scalars = {name: _scalar(metrics, keys, where) for name, keys in REPORT_SCALARS.items()}
+        for name, keys in EARLIER_SCALARS.items():
+            if scalars[name] is None:
+                scalars[name] = _scalar(metrics, keys, where)
         timings = metrics.get("timings") or {}
         if not isinstance(timings, dict):
             raise RecordError(f"{where}: 'timings' must be an object, got {timings!r}")

@@ -4,6 +4,7 @@ A real run folder is read in `tests/train/test_runner.py::test_train_cli_writes_
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +88,13 @@ def test_read_eval_report_and_run_folder(tmp_path):
     assert EvalReport.from_metrics(report, path=tmp_path / "eval") == direct
     with pytest.raises(RecordError, match="'probe' has no 'accuracy'"):
         EvalReport.from_metrics({"probe": 0.5})
+
+
+def test_a_report_written_by_an_earlier_version_still_reads():
+    """tests/eval/old_report/metrics.json: a built-in preset's report from before the metric
+    names settled (`ncc_accuracy` as a number, the probe under `linear_probe`)."""
+    report = read_eval(Path(__file__).parent / "old_report")
+    assert report.knn == {"k1": 0.5677, "k5": 0.608, "k20": 0.628, "k200": 0.5957}
+    assert (report.ncc, report.probe, report.sgd_probe) == (0.4659, 0.6234, None)
+    assert report.margin == pytest.approx(0.0022109, abs=1e-7) and report.ece == pytest.approx(0.0083291, abs=1e-7)
+    assert report.cdnv == pytest.approx(2.68418, abs=1e-5) and report.loss_gap is None
