@@ -288,7 +288,7 @@ def _export(args):
 
 
 def _compare(args):
-    from clzoo.eval import compare_results, evaluate, parse_metrics
+    from clzoo.eval import compare_results, comparison_markdown, evaluate, parse_metrics
     from clzoo.eval.plan import eval_plan, forward_rate
     from clzoo.files import atomic_write_text, check_output
 
@@ -310,25 +310,7 @@ def _compare(args):
                                 info={"model": _model_name(target, path), "space": args.space,
                                       "data": args.data}))
     table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
-    lines = [f"# clzoo compare on {args.data} ({args.space} space)", "", f"- {names[0]}", f"- {names[1]}", "",
-             "Top-1 of each classifier and the 95% percentile bootstrap interval of A - B "
-             f"({args.resamples} resamples of the test set, SINCERE sec. 4).", "",
-             "| classifier | A | B | A - B | 95% interval | excludes 0 |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for key, row in table.items():
-        lines.append(f"| {key} | {row['A']:.2%} | {row['B']:.2%} | {row['difference']:+.2%} | "
-                     f"[{row['low']:+.2%}, {row['high']:+.2%}] | {'yes' if row['significant'] else 'no'} |")
-    scalar = [("target-noise margin", "margin"), ("CDNV (test)", "cdnv"),
-              ("directional CDNV (test)", "directional_cdnv"), ("probe ECE", "ece"),
-              ("DCL - NSCL gap (test)", "loss_gap")]
-    rows = []
-    for label, field in scalar:
-        values = [getattr(r, field) for r in results]
-        if all(isinstance(v, float) for v in values):
-            rows.append(f"| {label} | {values[0]:.4g} | {values[1]:.4g} |")
-    if rows:
-        lines += ["", "| metric | A | B |", "| --- | --- | --- |"] + rows
-    lines += ["", "Full reports: [A](A/report.md), [B](B/report.md)", ""]
+    lines = comparison_markdown(results, names, table, args.data, args.space, args.resamples)
     atomic_write_text(out / "compare.md", "\n".join(lines))
     atomic_write_text(out / "compare.json", json.dumps(
         {"data": args.data, "models": names, "bootstrap": table,
@@ -360,8 +342,8 @@ def _push(args):
 
 
 def _transfer(args):
-    from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, sgd_linear_probe
     from clzoo.eval.plan import forward_rate, transfer_plan
+    from clzoo.eval.probe_transfer import check_image_size, transfer_probe
     from clzoo.files import atomic_write_text, check_output
     from clzoo.presets import load_preset
 
@@ -370,34 +352,16 @@ def _transfer(args):
     source = _check_data(args.data)
     encoder = load_preset(args.preset)
     train, test = source.load("train"), source.load("test")
-    size = encoder.input_shape[1]
-    if tuple(train.images.shape[1:3]) != (size, size):
-        raise ValueError(f"The preset takes {size}x{size} images; {args.data} has "
-                         f"{train.images.shape[1]}x{train.images.shape[2]}.")
-    learning_rates = list(args.learning_rates)
-    rate = forward_rate(encoder, train.images)
-    print(transfer_plan(args.protocol, len(train), len(test), rate, learning_rates, args.epochs),
-          flush=True)
-    if args.protocol == "sgd":
-        result = sgd_linear_probe(encoder, train.images, train.labels, test.images, test.labels,
-                                  learning_rates=learning_rates,
-                                  epochs=args.epochs, verbose=1)
-    else:
-        result = logistic_regression_probe(
-            embed(encoder, train.images, normalize=False), train.labels,
-            embed(encoder, test.images, normalize=False), test.labels)
-    interval = bootstrap_accuracy(result.predictions == test.labels)
-    report = {"preset": args.preset, "data": args.data, "protocol": args.protocol,
-              "top1": result.accuracy, "ci95": [interval.low, interval.high], **{
-                  k: v for k, v in result.details.items() if k != "protocol"},
-              "test_images": int(len(test))}
-    chosen, tried = result.details.get("learning_rate"), result.details.get("validation_accuracy") or {}
-    chosen = ("" if chosen is None else f", learning rate {chosen:g}"
-              + (" chosen on the validation split" if len(tried) > 1 else ""))
-    print(f"linear-probe top-1 on {args.data}: {result.accuracy:.2%} "
-          f"(95% bootstrap interval {interval.low:.2%} - {interval.high:.2%}, {len(test)} test images"
-          f"{chosen})")
+    check_image_size(encoder, train, args.data)  # before the plan and the first fit
+    print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
+                        list(args.learning_rates), args.epochs), flush=True)
+    result = transfer_probe(encoder, train, test, args.protocol, args.learning_rates, args.epochs)
+    chosen = ("" if result.learning_rate is None else f", learning rate {result.learning_rate:g}"
+              + (" chosen on the validation split" if result.learning_rates_tried > 1 else ""))
+    print(f"linear-probe top-1 on {args.data}: {result.top1:.2%} (95% bootstrap interval "
+          f"{result.low:.2%} - {result.high:.2%}, {result.test_images} test images{chosen})")
     if args.output:
+        report = result.to_dict(preset=args.preset, data=args.data)
         atomic_write_text(Path(args.output), json.dumps(report, indent=2, default=float) + "\n")
         print(f"wrote {args.output}")
     return 0

@@ -33,6 +33,7 @@ from clzoo.eval.bootstrap import (
     bootstrap_accuracy_difference,
 )
 from clzoo.eval.calibration import Reliability, expected_calibration_error, reliability
+from clzoo.eval.compare import compare_results, comparison_markdown
 from clzoo.eval.embed import embed, projection_embeddings, projection_encoder
 from clzoo.eval.embedding_map import tsne_points
 from clzoo.eval.few_shot import few_shot_errors
@@ -65,9 +66,9 @@ from clzoo.eval.metric import (
 )
 from clzoo.eval.monitor import KNNMonitor
 from clzoo.eval.noisy_labels import NoisyLabelRanking, rank_suspected_mislabeled
+from clzoo.eval.probe_transfer import TransferResult, transfer_probe
 from clzoo.eval.report import (
     EvaluationResult,
-    compare_results,
     evaluate,
     evaluate_embeddings,
 )
@@ -84,9 +85,9 @@ DEFAULT_METRICS = default_metrics()
 __all__ = [
     "BASELINES", "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "BootstrapInterval",
     "EvalContext", "EvaluationResult", "KNNMonitor", "MetricResult", "NoisyLabelRanking",
-    "Plot", "ProbeResult", "Reliability", "ReportMetric", "Separation",
+    "Plot", "ProbeResult", "TransferResult", "Reliability", "ReportMetric", "Separation",
     "baseline_metrics", "bootstrap", "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv",
-    "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results",
+    "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results", "comparison_markdown",
     "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
     "knn_predict", "knn_predictions", "logistic_regression_probe", "margin_difference", "margin_interval",
@@ -94,5 +95,5 @@ __all__ = [
     "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
     "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
     "reliability", "retrieval_metrics", "sgd_linear_probe", "target_noise_separation", "train_test_split",
-    "tsne_points", "variability",
+    "transfer_probe", "tsne_points", "variability",
 ]

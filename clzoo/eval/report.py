@@ -11,10 +11,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 
-from clzoo.eval.bootstrap import bootstrap_accuracy_difference
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.records import EvalReport
 from clzoo.eval.steps import StepTimer
@@ -22,7 +20,7 @@ from clzoo.files import atomic_write_text
 
 BLAS_THREADS = 1  # threads of NumPy / SciPy / scikit-learn while the metrics run
 
-__all__ = ["METRICS", "EvaluationResult", "compare_results", "draw_plots",
+__all__ = ["METRICS", "EvaluationResult", "draw_plots",
            "evaluate", "evaluate_embeddings", "model_label", "parse_metrics", "write_report"]
 
 
@@ -287,24 +285,3 @@ def write_report(evaluation, output_dir, plots=None):
     atomic_write_text(output / "report.md", "\n".join(_report_lines(evaluation)))
     atomic_write_text(output / "metrics.json", json.dumps(evaluation.metrics, indent=2) + "\n")
     return [output / "metrics.json", output / "report.md"] + files
-
-
-def compare_results(a, b, names=("A", "B"), resamples=1000, seed=0):
-    """Paired bootstrap intervals of `a - b` for every classifier both results scored.
-
-    Args:
-        a, b: `EvaluationResult`s on the same test set.
-        names: labels of the two columns. Defaults to `("A", "B")`.
-        resamples: bootstrap resamples. Defaults to `1000` (SINCERE sec. 4).
-        seed: resampling seed.
-
-    Returns:
-        dict `{classifier: {names[0]: acc, names[1]: acc, "difference", "low", "high", "significant"}}`.
-    """
-    table = {}
-    for key in [k for k in a.correct if k in b.correct]:  # kNN by k, then the others
-        interval = bootstrap_accuracy_difference(a.correct[key], b.correct[key], resamples, seed=seed)
-        table[key] = {names[0]: float(np.mean(a.correct[key])), names[1]: float(np.mean(b.correct[key])),
-                      "difference": interval.difference, "low": interval.low, "high": interval.high,
-                      "significant": interval.significant}
-    return table

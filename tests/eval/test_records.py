@@ -96,5 +96,6 @@ def test_a_report_written_by_an_earlier_version_still_reads():
     report = read_eval(Path(__file__).parent / "old_report")
     assert report.knn == {"k1": 0.5677, "k5": 0.608, "k20": 0.628, "k200": 0.5957}
     assert (report.ncc, report.probe, report.sgd_probe) == (0.4659, 0.6234, None)
-    assert report.margin == pytest.approx(0.0022109, abs=1e-7) and report.ece == pytest.approx(0.0083291, abs=1e-7)
+    assert report.margin == pytest.approx(0.0022109, abs=1e-7)
+    assert report.ece == pytest.approx(0.0083291, abs=1e-7)
     assert report.cdnv == pytest.approx(2.68418, abs=1e-5) and report.loss_gap is None

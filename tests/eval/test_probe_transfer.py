@@ -1,0 +1,35 @@
+"""`clzoo.eval.transfer_probe`: the linear-probe transfer protocol behind `clzoo transfer`."""
+
+import keras
+import pytest
+
+from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, transfer_probe
+from clzoo.eval.probe_transfer import check_image_size
+from tests.eval.test_baselines import _two_blobs
+
+
+def _flatten_encoder(size=4):
+    inputs = keras.Input((size, size, 3))
+    return keras.Model(inputs, keras.layers.Flatten()(inputs))
+
+
+def test_lbfgs_transfer_is_the_probe_on_frozen_features_with_its_interval():
+    train, test = _two_blobs(60, 0), _two_blobs(40, 1)
+    encoder = _flatten_encoder()
+    result = transfer_probe(encoder, train, test, protocol="lbfgs")
+    direct = logistic_regression_probe(embed(encoder, train.images, normalize=False), train.labels,
+                                       embed(encoder, test.images, normalize=False), test.labels)
+    interval = bootstrap_accuracy(direct.predictions == test.labels)
+    assert (result.top1, result.low, result.high) == (direct.accuracy, interval.low, interval.high)
+    assert result.test_images == 40 and result.learning_rate is None
+    written = result.to_dict(preset="p", data="d")
+    assert list(written)[:4] == ["preset", "data", "protocol", "top1"]
+    assert written["ci95"] == [interval.low, interval.high] and written["test_images"] == 40
+
+
+def test_a_wrong_image_size_or_protocol_is_refused_before_any_fit():
+    train = _two_blobs(10, 0)
+    with pytest.raises(ValueError, match=r"encoder takes 8x8 images; mine has 4x4"):
+        check_image_size(_flatten_encoder(8), train, "mine")
+    with pytest.raises(ValueError, match=r"`protocol` must be one of"):
+        transfer_probe(_flatten_encoder(), train, train, protocol="adam")
