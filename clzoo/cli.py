@@ -93,7 +93,7 @@ def _train(args):
         config = load_recipe(recipe, overrides)
         output = Path(args.resume if isinstance(args.resume, str) else
                       args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-        metrics = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
+        run = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
     except RecipeError as error:
         for line in error.lines:
             _error(line)
@@ -110,11 +110,8 @@ def _train(args):
     except OSError as error:  # a full disk while checkpointing: the previous checkpoint is kept
         _error(error)
         return 1
-    if metrics is None:  # a non-chief worker: the chief writes the run
+    if run is None:  # a non-chief worker: the chief writes the run
         return 0
-    from clzoo.eval.records import RunResult
-
-    run = RunResult.from_summary(metrics, path=output)
     print("\n" + _results_table(run, config.data))
     print(f"final training loss {run.final_loss:.4f} | "
           f"{run.images_per_second:.0f} images/s | wall {run.wall_seconds:.0f} s")

@@ -33,6 +33,15 @@ def _number(value, where, optional=False):
     return float(value)
 
 
+def _whole(value, where):
+    """`value` as an int, or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"{where}: expected a whole number, got {value!r}")
+    return value
+
+
 def _accuracies(value, where):
     """`{"k5": accuracy, ...}`, checked."""
     if not isinstance(value, dict) or not value:
@@ -94,6 +103,9 @@ class RunResult:
         final_loss: the last epoch's training loss (None for a run with no epoch).
         loss_curve: the training loss per epoch, from `history.jsonl` (empty when absent).
         wall_seconds, images_per_second: wall time and training throughput.
+        steps: optimizer steps of the run (None in summaries without it).
+        classifier_top1, classifier_ece: the classifier's own test top-1 and ECE (task
+            `soft_target` only; None otherwise).
         summary: every key of `metrics.json` as stored (steps, backend, versions, ...).
         path: the run folder, or None for a record built in memory.
 
@@ -116,6 +128,9 @@ class RunResult:
     loss_curve: tuple = ()
     wall_seconds: float | None = None
     images_per_second: float | None = None
+    steps: int | None = None
+    classifier_top1: float | None = None
+    classifier_ece: float | None = None
     summary: dict = dataclasses.field(default_factory=dict, repr=False)
     path: Path | None = None
 
@@ -145,6 +160,9 @@ class RunResult:
                                  optional=True),
             images_per_second=_number(summary.get("images_per_second"),
                                       f"{where}: 'images_per_second'", optional=True),
+            steps=_whole(summary.get("steps"), f"{where}: 'steps'"),
+            **{key: _number(summary.get(key), f"{where}: {key!r}", optional=True)
+               for key in ("classifier_top1", "classifier_ece")},
             summary=dict(summary), path=None if path is None else Path(path))
 
     def to_summary(self):

@@ -12,6 +12,7 @@ import numpy as np
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
 from clzoo.data.sources import data_source
+from clzoo.eval.records import read_run
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
@@ -58,7 +59,9 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
             A finished run is left as it is and its metrics are returned.
 
     Returns:
-        the metrics dict (None on non-chief workers of a multi-worker run).
+        the run's `clzoo.eval.records.RunResult` (what `read_run(output_dir)` reads back:
+        `knn_top1`, `knn`, `probe`, `baselines`, `loss_curve`, ...; None on non-chief
+        workers of a multi-worker run).
 
     Raises:
         RecipeError: a recipe, data spec or batch size that cannot run.
@@ -73,7 +76,8 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     source = _check_before_work(recipe, place, run.path)
     with run.owned(enabled=place.is_chief):
-        return _run(recipe, run, place, source, verbose, resume)
+        summary = _run(recipe, run, place, source, verbose, resume)
+    return None if summary is None else read_run(run.path)
 
 
 def _run(recipe, run, place, source, verbose, resume):

@@ -66,7 +66,7 @@ runs = {}
 for loss in ("SINCERELoss", "SupConLoss"):
     config = load_recipe(None, settings + [f"loss.name={loss}", "loss.temperature=0.1"])
     runs[loss] = train(config, f"runs/notebook_{loss}_{os.getpid()}", verbose=0 if TINY else 1)
-    print(loss, {k: f"{v:.2%}" for k, v in runs[loss]["knn_top1_by_k"].items()})
+    print(loss, {k: f"{v:.2%}" for k, v in runs[loss].knn.items()})
 
 # %% [markdown]
 # ## Nearest target and nearest noise similarity

@@ -74,7 +74,7 @@ def test_a_stack_run_whitens_its_stem_checkpoints_lookahead_and_ships_test_time_
     identity = np.eye(12, dtype="float32").reshape(2, 2, 3, 12)
     assert not np.allclose(kernel[..., :12], identity, atol=1e-2)  # fitted to the digits
     assert any(layer.name == "shift_down_right" for layer in encoder._flatten_layers())
-    assert whole["knn_top1"] > 0.5  # ten digit classes: chance is 10%
+    assert whole.knn_top1 > 0.5  # ten digit classes: chance is 10%
     # the checkpoint holds Lookahead's slow weights, so a resumed run continues them: training
     # ends on them (the last step's pull has decay 1), so they equal the trained weights
     checkpoint = keras.saving.load_model(tmp_path / "whole" / "checkpoint.keras")

@@ -57,7 +57,7 @@ def test_k_above_the_images_other_than_the_headline_is_skipped_not_refused(setup
     path, tmp_path = setup
     metrics = train(load_recipe(path, ["training.epochs=1", "eval.knn_k=[1, 5, 200]"]),
                     tmp_path / "run", verbose=0)
-    assert set(metrics["knn_top1_by_k"]) == {"k1", "k5"}
+    assert set(metrics.knn) == {"k1", "k5"}
 
 
 def test_an_output_beside_the_splits_is_fine(setup):

@@ -103,8 +103,8 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
 
     resumed = json.loads((run / "metrics.json").read_text())
     assert resumed["steps"] == 15 and resumed["resumed_from_step"] > 0
-    assert resumed["knn_top1_by_k"] == reference["knn_top1_by_k"]
-    np.testing.assert_allclose(resumed["final_train_loss"], reference["final_train_loss"], rtol=1e-5)
+    assert resumed["knn_top1_by_k"] == reference.knn
+    np.testing.assert_allclose(resumed["final_train_loss"], reference.final_loss, rtol=1e-5)
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     expected = [json.loads(line) for line in
                 (tmp_path / "reference" / "history.jsonl").read_text().splitlines()]
@@ -134,6 +134,6 @@ def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one
               resume=True)
     # Resuming a finished run is a no-op: nothing trains, metrics.json is not rewritten.
     again = train(load_recipe(path), tmp_path / "run", verbose=0, resume=True)
-    assert again["steps"] == 2 and again["knn_top1"] == first["knn_top1"]
+    assert again.steps == 2 and again.knn_top1 == first.knn_top1
     assert (tmp_path / "run" / "metrics.json").read_bytes() == saved
     assert (tmp_path / "run" / "metrics.json").stat().st_mtime_ns == mtime

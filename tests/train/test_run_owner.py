@@ -42,7 +42,7 @@ def test_a_second_writer_is_refused_naming_the_first(recipe_file, tmp_path):
         holder.kill()
         holder.wait()
     # The kernel drops a dead process's lock: the folder is free again, no stale-lock cleanup needed.
-    assert train(load_recipe(recipe_file), run, verbose=0)["steps"] == 2
+    assert train(load_recipe(recipe_file), run, verbose=0).steps == 2
 
 
 def test_a_folder_holding_the_users_files_is_never_written(recipe_file, tmp_path):
@@ -90,4 +90,4 @@ def test_run_folders_from_before_the_stamp_and_os_files_are_not_foreign(recipe_f
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     (fresh / ".DS_Store").write_text("")
-    assert train(load_recipe(recipe_file), fresh, verbose=0)["steps"] == 2
+    assert train(load_recipe(recipe_file), fresh, verbose=0).steps == 2

@@ -48,8 +48,8 @@ def test_soft_target_recipe_trains_a_classifier(loss, tmp_path):
     metrics = train(config, tmp_path / "run", verbose=0)
     # 4 classes: chance is 25%. After 80 steps the batch-norm moving statistics still lag, which
     # holds the classifier (inference mode) below the kNN on the same features.
-    assert metrics["classifier_top1"] > 0.4 and metrics["knn_top1"] > 0.6
-    assert 0 <= metrics["classifier_ece"] <= 1
+    assert metrics.classifier_top1 > 0.4 and metrics.knn_top1 > 0.6
+    assert 0 <= metrics.classifier_ece <= 1
     history = [json.loads(line) for line in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
     assert history[-1]["loss"] < history[0]["loss"]
     assert (tmp_path / "run" / "encoder.keras").is_file()
