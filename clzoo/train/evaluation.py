@@ -56,7 +56,7 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
             metrics[key] = getattr(report, name)
     if spec.baselines:
         metrics["baselines"] = baselines(recipe, train_split, test_split, encoder.input_shape[1],
-                                         probe=SUMMARY_KEYS["probe"] in metrics, verbose=bool(verbose))
+                                         probe=report.probe is not None, verbose=bool(verbose))
     return metrics
 
 
