@@ -53,7 +53,8 @@ def _train_overrides(args):
     given = [(f"--set {item}", item) for item in args.set or []]
     for flag, key, value in (("--data", "data", args.data), ("--epochs", "training.epochs", args.epochs),
                              ("--batch-size", "training.batch_size", args.batch_size),
-                             ("--strategy", "training.strategy", args.strategy)):
+                             ("--strategy", "training.strategy", args.strategy),
+                             ("--image-size", "image_size", args.image_size)):
         if value is not None:
             given.append((f"{flag} {value}", (key, value)))
     seen = {}
@@ -188,14 +189,14 @@ def _load_encoder(target, space="encoder"):
     return projection_encoder(model), path
 
 
-def _check_data(data):
-    """The `DataSource` of a `--data` spec, resolved once and passed down; a bad spec is refused
-    here, before any model is loaded or image decoded."""
+def _check_data(data, image_size=None):
+    """The `DataSource` of a `--data` spec (resized on load to `--image-size`), resolved once and
+    passed down; a bad spec is refused here, before any model is loaded or image decoded."""
     from clzoo.data.checks import check_data
     from clzoo.data.sources import data_source
 
     try:
-        source = data_source(data)
+        source = data_source(data, image_size=image_size)
         check_data(source)
     except ValueError as error:
         raise ValueError(f"--data {data!r}: {error}") from None
@@ -225,7 +226,7 @@ def _eval(args):
         _default_output(args.model, path or Path(str(args.model)),
                         "eval" if args.space == "encoder" else "eval_projection"),
         args.overwrite, folder=True, what="the report folder (default --output)")
-    source = _check_data(args.data)
+    source = _check_data(args.data, args.image_size)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
         encoder, path = _load_encoder(args.model, args.space)
@@ -253,7 +254,7 @@ def _embed(args):
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
     check_free(args.output, args.overwrite)
     _model_path(args.model, args.space)
-    source = _check_data(args.data)
+    source = _check_data(args.data, args.image_size)
     encoder, path = _load_encoder(args.model, args.space)
     splits = ("train", "test") if args.split == "both" else (args.split,)
     table = embed_splits(encoder, source, splits, normalize=args.normalize)
@@ -294,7 +295,7 @@ def _compare(args):
     targets = (("A", args.model_a), ("B", args.model_b))
     for _, target in targets:  # every input checked before any evaluation
         _model_path(target, args.space)
-    source = _check_data(args.data)
+    source = _check_data(args.data, args.image_size)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train"), source.load("test")
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
@@ -322,7 +323,7 @@ def _show_views(args):
     from clzoo.files import check_output
 
     check_output(args.output, args.overwrite)
-    split = _check_data(args.data).load("train")
+    split = _check_data(args.data, args.image_size).load("train")
     path = show_views(split, args.output, recipe=args.recipe, images=args.images, views=args.views,
                       seed=args.seed)
     print(f"wrote {path}")
@@ -346,7 +347,7 @@ def _transfer(args):
 
     if args.output:
         check_output(args.output, args.overwrite)
-    source = _check_data(args.data)
+    source = _check_data(args.data, args.image_size)
     encoder = load_preset(args.preset)
     train, test = source.load("train"), source.load("test")
     check_image_size(encoder, train, args.data)  # before the plan and the first fit
@@ -469,10 +470,17 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _add_image_size(p):
+    p.add_argument("--image-size", type=_whole(1), metavar="N",
+                   help="resize every image to NxN on load (image folders of mixed sizes; as "
+                        "Keras' image_dataset_from_directory, aspect ratio not kept)")
+
+
 def _add_train_parser(commands):
     p = commands.add_parser("train", help="train an encoder from a recipe YAML")
     p.add_argument("recipe", nargs="?", help="recipe YAML (see recipes/)")
     p.add_argument("--data", help="'digits', an image folder with train/ and test/, or tfds:<name>")
+    _add_image_size(p)
     p.add_argument("--epochs", type=_whole(1))
     p.add_argument("--batch-size", type=_whole(1))
     p.add_argument("--output", help="run folder (default runs/<recipe>-<time>)")
@@ -493,6 +501,7 @@ def _add_eval_parsers(commands):
     p = commands.add_parser("eval", help="evaluate a trained encoder: metrics.json, report.md, plots")
     p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    _add_image_size(p)
     p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
                    help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
                         "(default: all but sgd_probe and coarse_to_fine)")
@@ -511,6 +520,7 @@ def _add_eval_parsers(commands):
     p = commands.add_parser("embed", help="write a model's embeddings and labels to .npz or .parquet")
     p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    _add_image_size(p)
     p.add_argument("--output", required=True,
                    help="embeddings.npz (numpy) or embeddings.parquet (needs pyarrow)")
     p.add_argument("--split", choices=("train", "test", "both"), default="both")
@@ -535,6 +545,7 @@ def _add_eval_parsers(commands):
     p.add_argument("model_a", help="run folder or .keras file")
     p.add_argument("model_b", help="run folder or .keras file")
     p.add_argument("--data", required=True)
+    _add_image_size(p)
     p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap")
     p.add_argument("--k", default="1,5,20,200", type=_int_list)
     p.add_argument("--resamples", type=_whole(1), default=1000)
@@ -547,6 +558,7 @@ def _add_eval_parsers(commands):
 def _add_other_parsers(commands):
     p = commands.add_parser("show-views", help="PNG grid of training images and their augmented views")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    _add_image_size(p)
     p.add_argument("--recipe", default="supcon", choices=[*VIEW_RECIPE_NAMES, "airbench"],
                    help="view recipe; 'airbench': its batch-wise views, one column per epoch")
     p.add_argument("--images", type=_whole(1), default=8)
@@ -567,6 +579,7 @@ def _add_other_parsers(commands):
     p = commands.add_parser("transfer", help="linear-probe transfer from a pretrained encoder")
     p.add_argument("preset", help="built-in preset name, hf://owner/repo or a preset folder")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    _add_image_size(p)
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="sgd",
                    help="sgd: SINCERE app. J (default); lbfgs: logistic regression on features")
     p.add_argument("--epochs", type=_whole(1), default=100, help="sgd protocol epochs (app. J: 100)")

@@ -5,6 +5,7 @@ Every source gives the same thing: uint8 images `(N, H, W, 3)`, int32 labels
 `clzoo.data.cache_dir()`; the source folder is only read.
 """
 
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -20,6 +21,7 @@ import numpy as np
 
 from clzoo.data.cache import cache_dir, discard, read_npz
 from clzoo.data.label_sets import LABEL_SETS, derive_label_set
+from clzoo.data.resize import check_image_size, resize_image
 from clzoo.data.split import Split
 from clzoo.files import atomic_write
 
@@ -85,11 +87,14 @@ class DataSource:
         spec: the spec as given (str), for messages and reports.
         source: `"digits"`, `"tfds:NAME"` or a folder path (`"folder:PATH"` kept as given).
         label_set: a name of `clzoo.data.label_sets.LABEL_SETS`, or None.
+        image_size: resize every image to this square size on load (`clzoo.data.resize`),
+            or None to keep their own size (which must then be one size).
     """
 
     spec: str
     source: str
     label_set: str = None
+    image_size: int = None
 
     def __str__(self):
         return self.spec
@@ -107,22 +112,31 @@ class DataSource:
             raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
         if on_unreadable not in ("error", "skip"):
             raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
+        size = self.image_size
         if self.label_set == "cifar100_coarse":
-            return _load_tfds("cifar100", split, coarse_key="coarse_label")
+            return _load_tfds("cifar100", split, coarse_key="coarse_label", image_size=size)
         if self.label_set is not None:
-            return derive_label_set(data_source(self.source).load(split, on_unreadable), self.label_set)
+            whole = data_source(self.source, image_size=size).load(split, on_unreadable)
+            return derive_label_set(whole, self.label_set)
         if self.source in EMBEDDED:
-            return _load_digits(split)
+            digits = _load_digits(split)
+            return digits if size is None else _resized(digits, size)
         if self.source.startswith("tfds:"):
-            return _load_tfds(self.source[len("tfds:"):], split)
-        return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable)
+            return _load_tfds(self.source[len("tfds:"):], split, image_size=size)
+        return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
 
 
-def data_source(data):
-    """Resolve a data spec (as `load_split` takes it) to a `DataSource`; a `DataSource` is returned as is.
+def data_source(data, image_size=None):
+    """Resolve a data spec (as `load_split` takes it) to a `DataSource`; a `DataSource` is returned
+    as is, or with `image_size` when one is given.
+
+    Args:
+        data: a data spec or a `DataSource`.
+        image_size: resize every image to this square size on load (for image sets of mixed
+            sizes, as `image_dataset_from_directory(image_size=...)`); None keeps their size.
 
     Raises:
-        ValueError: as `parse_data_spec`.
+        ValueError: as `parse_data_spec`; an `image_size` that is not 1-4096 pixels.
 
     Example:
 
@@ -131,10 +145,16 @@ def data_source(data):
     >>> source.label_set is None, source.load("test").images.shape
     (True, (360, 32, 32, 3))
     """
+    image_size = check_image_size(image_size)
     if isinstance(data, DataSource):
-        return data
+        return data if image_size is None else dataclasses.replace(data, image_size=image_size)
     source, label_set = parse_data_spec(data)
-    return DataSource(str(data), source, label_set)
+    return DataSource(str(data), source, label_set, image_size)
+
+
+def _resized(split, size):
+    images = np.stack([resize_image(image, size) for image in split.images])
+    return dataclasses.replace(split, images=images)
 
 
 def parse_data_spec(data):
@@ -188,7 +208,7 @@ def _load_digits(split):
     return Split(images[idx], labels[idx], [str(i) for i in range(10)])
 
 
-def _load_tfds(name, split, coarse_key=None):
+def _load_tfds(name, split, coarse_key=None, image_size=None):
     try:
         import tensorflow_datasets as tfds
     except ImportError as error:
@@ -211,15 +231,16 @@ def _load_tfds(name, split, coarse_key=None):
             coarse.append(example[coarse_key])
     if not images:
         raise ValueError(f"tfds dataset {name!r} has no examples in split {split!r}.")
+    images = [np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image for image in images]
+    if image_size is not None:
+        images = [resize_image(image.astype(np.uint8), image_size) for image in images]
     shapes = {image.shape for image in images}
     if len(shapes) > 1:
         raise ValueError(
             f"tfds dataset {name!r} has images of several sizes {sorted(shapes)[:3]}...; "
-            "clzoo needs one size per dataset."
+            "resize them on load with --image-size N (recipe key image_size)."
         )
     images = np.stack(images)
-    if images.shape[-1] == 1:
-        images = np.repeat(images, 3, axis=-1)
     label_feature = info.features[info.supervised_keys[1]]
     names = list(getattr(label_feature, "names", None) or
                  [str(i) for i in range(int(np.max(labels)) + 1)])
@@ -429,14 +450,16 @@ def _to_rgb(image):
     return np.asarray(image.convert("RGB"), dtype=np.uint8)
 
 
-def _decode(path, skip=False):
-    """uint8 `(H, W, 3)` pixels of an image file, turned upright by its EXIF orientation tag."""
+def _decode(path, skip=False, size=None):
+    """uint8 `(H, W, 3)` pixels of an image file, turned upright by its EXIF orientation tag,
+    resized to `(size, size)` when `size` is given."""
     from PIL import Image, ImageOps
 
     try:
         with Image.open(path) as image:
             # Phone photos store pixels as the sensor read them and the rotation in EXIF.
-            return _to_rgb(ImageOps.exif_transpose(image))
+            pixels = _to_rgb(ImageOps.exif_transpose(image))
+            return pixels if size is None else resize_image(pixels, size)
     except Exception as error:  # PIL raises several types for bad files.
         if skip:
             return None
@@ -520,11 +543,12 @@ def _folder_root(path):
     return root.resolve()
 
 
-def _load_folder(path, split, on_unreadable="error"):
+def _load_folder(path, split, on_unreadable="error", image_size=None):
     root = _folder_root(path)
     files, stats, labels, classes = _list_folder(root, split, on_unreadable)
     key = _cache_key(root, split, on_unreadable, files, stats)
-    cached = cache_dir("datasets") / f"{root.name}-{split}-{key}.npz"
+    resized = "" if image_size is None else f"-{image_size}px"
+    cached = cache_dir("datasets") / f"{root.name}-{split}-{key}{resized}.npz"
     split_data = _read_cached(cached, files, labels, classes, root / split)
     if split_data is not None:
         return split_data
@@ -534,7 +558,7 @@ def _load_folder(path, split, on_unreadable="error"):
     from clzoo.console import tqdm_disable
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        decode = functools.partial(_decode, skip=on_unreadable == "skip")
+        decode = functools.partial(_decode, skip=on_unreadable == "skip", size=image_size)
         images = list(tqdm(pool.map(decode, files, chunksize=256), total=len(files),
                            desc=f"decoding {root.name}/{split}", unit="img",
                            disable=tqdm_disable()))
@@ -564,7 +588,7 @@ def _stack_one_size(images, files, where):
         raise ValueError(
             f"Images in {where} differ in size: {os.path.basename(files[0])} is "
             f"{first[:2]}, {odd} is {next(s for s in shapes if s != first)[:2]}. "
-            "Resize them to one size first (sizes are read after the EXIF orientation tag is "
-            "applied: a rotated photo counts as its upright size)."
+            "Resize them on load with --image-size N (recipe key image_size; sizes are read after "
+            "the EXIF orientation tag is applied: a rotated photo counts as its upright size)."
         )
     return np.stack(images)

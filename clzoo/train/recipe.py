@@ -233,6 +233,8 @@ class Recipe(_Section):
     seed: NonNegativeInt = 0
     # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
     data: str = Field("digits", min_length=1, max_length=4096)
+    # resize every image to image_size x image_size on load (image sets of mixed sizes); None keeps them
+    image_size: PositiveInt | None = Field(None, le=4096)
     task: Literal["contrastive", "soft_target"] = "contrastive"
     model: ModelSpec = Field(default_factory=ModelSpec)
     loss: LossSpec = Field(default_factory=LossSpec)

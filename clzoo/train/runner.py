@@ -135,7 +135,7 @@ def _check_before_work(recipe, place, output):
 
     Returns the spec resolved to a `DataSource`, which the run reads its splits from."""
     try:
-        source = data_source(recipe.data)
+        source = data_source(recipe.data, image_size=recipe.image_size)
         data = check_data(source)
     except ValueError as error:
         raise RecipeError([f"data = {recipe.data!r}: {error}"]) from None

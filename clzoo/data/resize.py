@@ -1,0 +1,41 @@
+"""Resizing on load, for image sets of mixed sizes (`image_size`, `--image-size`).
+
+As Keras' `image_dataset_from_directory(image_size=...)` does, every image is resized to the
+given square size on load, without keeping its aspect ratio; here with Pillow's bilinear
+filter (antialiased when shrinking). Sizes are taken after the EXIF orientation is applied.
+"""
+
+import numbers
+
+import numpy as np
+
+MAX_IMAGE_SIZE = 4096  # pixels per side; a larger value is more likely a typo than a wish
+
+
+def check_image_size(value):
+    """`value` as an int side in pixels, or None; `ValueError` naming the expected range."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not (
+            1 <= value <= MAX_IMAGE_SIZE):
+        raise ValueError(f"`image_size` must be a whole number of pixels from 1 to {MAX_IMAGE_SIZE}, "
+                         f"or None to keep the images' own size. Received: image_size={value!r}")
+    return int(value)
+
+
+def resize_image(image, size):
+    """uint8 `(H, W, 3)` -> uint8 `(size, size, 3)` (bilinear); returned as is when already that size.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.data.resize import resize_image
+    >>> resize_image(np.zeros((20, 30, 3), np.uint8), 16).shape
+    (16, 16, 3)
+    """
+    if image.shape[:2] == (size, size):
+        return image
+    from PIL import Image
+
+    resized = Image.fromarray(image).resize((size, size), Image.Resampling.BILINEAR)
+    return np.asarray(resized, dtype=np.uint8)
