@@ -158,6 +158,10 @@ def _model_path(target, space="encoder"):
     name = "encoder.keras" if space == "encoder" else "checkpoint.keras"
     path = target / name if target.is_dir() else target
     if not path.is_file():
+        if space == "encoder" and not target.exists():
+            from clzoo.presets.loading import refuse_retired
+
+            refuse_retired(target)  # a retired built-in name: say so and name its replacement
         raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
     return path
 

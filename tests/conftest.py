@@ -99,7 +99,22 @@ def pytest_addoption(parser):
 def runs_large(config):
     """Two tiers, as keras-hub's `--run_large`: large tests run with `--run-large` or when the
     `-m` expression names them (`-m large` is the large tier alone); otherwise they are deselected."""
-    return config.getoption("run_large") or "large" in (config.option.markexpr or "")
+    expression = config.option.markexpr or ""
+    return config.getoption("run_large") or ("large" in expression and "not large" not in expression)
+
+
+def _named(config):
+    """Test ids given on the command line (`file.py::test`), relative to the root: a large test
+    named this way runs without `--run-large`."""
+    root = Path(str(config.rootpath))
+    named = set()
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep:
+            relative = Path(path).resolve().relative_to(root) if Path(path).is_absolute() or (
+                root / path).exists() else Path(path)
+            named.add(f"{relative.as_posix()}::{rest}")
+    return named
 
 
 def pytest_report_header(config):
@@ -136,10 +151,12 @@ def _check_groups_hold(config, items):
 @pytest.hookimpl(trylast=True)  # after folder rules (tests/losses/conftest.py) have marked their items
 def pytest_collection_modifyitems(config, items):
     _check_groups_hold(config, items)
-    large = runs_large(config)
+    large, named = runs_large(config), _named(config)
     kept, dropped = [], []
     for item in items:
-        wanted = LANE in backends_of(item) and (large or item.get_closest_marker("large") is None)
+        chosen = large or item.get_closest_marker("large") is None or any(
+            item.nodeid == name or item.nodeid.startswith(name + "[") for name in named)
+        wanted = LANE in backends_of(item) and chosen
         (kept if wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -117,3 +117,13 @@ def test_clzoo_models_encoder_names_its_new_home():
     assert clzoo.presets.Encoder.presets() == dict(clzoo.presets.BUILTIN_PRESETS)
     with pytest.raises(AttributeError, match="clzoo.presets.Encoder"):
         clzoo.models.Encoder  # noqa: B018
+
+
+def test_clzoo_imports_under_python_OO():
+    """Docstrings are stripped under -OO; the shared-docstring code must not need them."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-OO", "-c", "import clzoo, clzoo.losses, clzoo.metrics"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 MAX_IMAGE_SIZE = 4096  # pixels per side; a larger value is more likely a typo than a wish
+MEMORY_FRACTION = 0.5  # of the machine's memory the resized images may take (the rest: decoding, training)
 
 
 def check_image_size(value):
@@ -21,6 +22,17 @@ def check_image_size(value):
         raise ValueError(f"`image_size` must be a whole number of pixels from 1 to {MAX_IMAGE_SIZE}, "
                          f"or None to keep the images' own size. Received: image_size={value!r}")
     return int(value)
+
+
+def check_resized_memory(count, size, where):
+    """Refuse, before decoding, `count` images resized to `size` that would not fit in memory."""
+    from clzoo.machine import machine_bytes
+
+    needed, total = count * size * size * 3, machine_bytes()
+    if total and needed > MEMORY_FRACTION * total:
+        raise ValueError(f"{count} images of {where} at --image-size {size} take "
+                         f"{needed / 2**30:.1f} GiB as uint8, over half of this machine's "
+                         f"{total / 2**30:.1f} GiB; choose a smaller --image-size")
 
 
 def resize_image(image, size):

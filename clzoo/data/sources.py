@@ -21,7 +21,7 @@ import numpy as np
 
 from clzoo.data.cache import cache_dir, discard, read_npz
 from clzoo.data.label_sets import LABEL_SETS, derive_label_set
-from clzoo.data.resize import check_image_size, resize_image
+from clzoo.data.resize import check_image_size, check_resized_memory, resize_image
 from clzoo.data.split import Split
 from clzoo.files import atomic_write
 
@@ -97,7 +97,8 @@ class DataSource:
     image_size: int = None
 
     def __str__(self):
-        return self.spec
+        return self.spec if self.image_size is None else (
+            f"{self.spec} (resized to {self.image_size}x{self.image_size})")
 
     @property
     def folder(self):
@@ -153,6 +154,7 @@ def data_source(data, image_size=None):
 
 
 def _resized(split, size):
+    check_resized_memory(len(split), size, "the data")
     images = np.stack([resize_image(image, size) for image in split.images])
     return dataclasses.replace(split, images=images)
 
@@ -223,17 +225,18 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
         raise ValueError(f"tfds dataset {name!r} (split {split!r}) could not be loaded: "
                          f"{type(error).__name__}: {reason}") from None
     image_key, label_key = info.supervised_keys
+    if image_size is not None:
+        check_resized_memory(info.splits[split].num_examples, image_size, f"tfds:{name} {split}")
     images, labels, coarse = [], [], []
     for example in tfds.as_numpy(dataset):
-        images.append(example[image_key])
+        image = example[image_key]
+        image = np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image
+        images.append(image if image_size is None else resize_image(image.astype(np.uint8), image_size))
         labels.append(example[label_key])
         if coarse_key:
             coarse.append(example[coarse_key])
     if not images:
         raise ValueError(f"tfds dataset {name!r} has no examples in split {split!r}.")
-    images = [np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image for image in images]
-    if image_size is not None:
-        images = [resize_image(image.astype(np.uint8), image_size) for image in images]
     shapes = {image.shape for image in images}
     if len(shapes) > 1:
         raise ValueError(
@@ -548,6 +551,8 @@ def _load_folder(path, split, on_unreadable="error", image_size=None):
     files, stats, labels, classes = _list_folder(root, split, on_unreadable)
     key = _cache_key(root, split, on_unreadable, files, stats)
     resized = "" if image_size is None else f"-{image_size}px"
+    if image_size is not None:
+        check_resized_memory(len(files), image_size, root / split)
     cached = cache_dir("datasets") / f"{root.name}-{split}-{key}{resized}.npz"
     split_data = _read_cached(cached, files, labels, classes, root / split)
     if split_data is not None:

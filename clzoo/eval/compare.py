@@ -40,24 +40,26 @@ def compare_results(a, b, names=("A", "B"), resamples=1000, seed=0):
     return table
 
 
-def comparison_markdown(results, models, table, data, space="encoder", resamples=1000):
+def comparison_markdown(results, models, table, data, space="encoder", resamples=1000, names=("A", "B")):
     """The lines of `compare.md`: the two models, each classifier's A - B interval, the scalars.
 
     Args:
         results: the two `EvaluationResult`s (A, B).
         models: the two models' labels, e.g. `["A: runs/sincere", "B: runs/supcon"]`.
-        table: `compare_results(A, B, names=("A", "B"))`.
+        table: `compare_results(A, B, names=names)`.
         data: the data spec, for the heading.
         space: `"encoder"` or `"projection"`.
         resamples: the bootstrap resamples behind `table`.
+        names: the two column names `table` uses. Defaults to `("A", "B")`.
     """
+    a, b = names
     lines = [f"# clzoo compare on {data} ({space} space)", "", f"- {models[0]}", f"- {models[1]}", "",
-             "Top-1 of each classifier and the 95% percentile bootstrap interval of A - B "
+             f"Top-1 of each classifier and the 95% percentile bootstrap interval of {a} - {b} "
              f"({resamples} resamples of the test set, SINCERE sec. 4).", "",
-             "| classifier | A | B | A - B | 95% interval | excludes 0 |",
+             f"| classifier | {a} | {b} | {a} - {b} | 95% interval | excludes 0 |",
              "| --- | --- | --- | --- | --- | --- |"]
     for key, row in table.items():
-        lines.append(f"| {key} | {row['A']:.2%} | {row['B']:.2%} | {row['difference']:+.2%} | "
+        lines.append(f"| {key} | {row[a]:.2%} | {row[b]:.2%} | {row['difference']:+.2%} | "
                      f"[{row['low']:+.2%}, {row['high']:+.2%}] | {'yes' if row['significant'] else 'no'} |")
     rows = []
     for label, field in SCALAR_ROWS:
@@ -65,5 +67,5 @@ def comparison_markdown(results, models, table, data, space="encoder", resamples
         if all(isinstance(v, float) for v in values):
             rows.append(f"| {label} | {values[0]:.4g} | {values[1]:.4g} |")
     if rows:
-        lines += ["", "| metric | A | B |", "| --- | --- | --- |"] + rows
-    return lines + ["", "Full reports: [A](A/report.md), [B](B/report.md)", ""]
+        lines += ["", f"| metric | {a} | {b} |", "| --- | --- | --- |"] + rows
+    return lines + ["", f"Full reports: [{a}]({a}/report.md), [{b}]({b}/report.md)", ""]

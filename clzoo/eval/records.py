@@ -276,9 +276,10 @@ class EvalReport:
     directional_cdnv: float | None = None
     ece: float | None = None
     loss_gap: float | None = None
-    timings: dict = dataclasses.field(default_factory=dict)
-    metrics: dict = dataclasses.field(default_factory=dict, repr=False)
-    path: Path | None = None
+    # wall times, the stored dict and the folder are not what a report measured: not in ==
+    timings: dict = dataclasses.field(default_factory=dict, compare=False)
+    metrics: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    path: Path | None = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def from_metrics(cls, metrics, path=None, where="metrics.json", **extra):
@@ -317,5 +318,8 @@ def read_eval(path):
     run_folder = (folder / "recipe.yaml").is_file() or not (folder / "metrics.json").is_file()
     if run_folder and (folder / "eval" / "metrics.json").is_file():
         folder = folder / "eval"
+    elif (folder / "recipe.yaml").is_file():
+        raise RecordError(f"{folder} is a run folder without eval/metrics.json (its metrics.json is "
+                          f"the run summary: read_run); clzoo eval {folder} --data ... writes a report")
     return EvalReport.from_metrics(_load_json(folder / "metrics.json"), path=folder,
                                    where=str(folder / "metrics.json"))

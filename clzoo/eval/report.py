@@ -44,9 +44,9 @@ class EvaluationResult(EvalReport):
         files: paths written (empty without `output_dir`).
     """
 
-    correct: dict = dataclasses.field(default_factory=dict, repr=False)
-    results: dict = dataclasses.field(default_factory=dict, repr=False)
-    files: list = dataclasses.field(default_factory=list)
+    correct: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    results: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    files: list = dataclasses.field(default_factory=list, compare=False)
 
 
 def model_label(model):

@@ -75,6 +75,8 @@ def fill_docstring(doc, temperature=None):
 
 def shared_docstring(obj):
     """Decorator: fill the shared paragraphs into a loss class's or function's docstring."""
+    if obj.__doc__ is None:  # python -OO strips docstrings
+        return obj
     default = inspect.signature(obj).parameters.get("temperature")
     obj.__doc__ = fill_docstring(obj.__doc__, None if default is None else default.default)
     return obj

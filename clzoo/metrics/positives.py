@@ -99,5 +99,6 @@ class AnchorsWithoutPositives(RatioMetric):
         return ops.sum(weights * ops.cast(count == 0, "float32")), ops.sum(weights)
 
 
-MeanPositives.__doc__ = MeanPositives.__doc__.format(labels=_LABELS)
-AnchorsWithoutPositives.__doc__ = AnchorsWithoutPositives.__doc__.format(labels=_LABELS)
+for _metric in (MeanPositives, AnchorsWithoutPositives):
+    if _metric.__doc__ is not None:  # python -OO strips docstrings
+        _metric.__doc__ = _metric.__doc__.format(labels=_LABELS)

@@ -108,6 +108,8 @@ def _resolve(handle):
     if handle.startswith("hf://"):
         repo, revision = parse_hf_handle(handle)
         name, entry = _registry_entry_for(repo)
+        if revision is None:
+            refuse_retired(handle)  # clzoo's Hub repos of retired presets are not published
         if name is None or revision is not None:
             return _resolve_hf(repo, revision, entry)
         handle = name  # one of clzoo's repos without a revision: exactly its built-in name
@@ -119,17 +121,24 @@ def _resolve(handle):
         return _resolve_hf(*parse_hf_handle(entry["handle"]), entry)
     folder = Path(handle).expanduser()
     if not folder.is_dir():
-        _refuse_retired(handle)
+        refuse_retired(handle)
         known = ", ".join(PRESETS) or "none"
         raise PresetError(
             f"Unknown preset {handle!r}: not a built-in name ({known}), not hf://owner/repo and "
-            "not a folder." + did_you_mean(handle, PRESETS)
+            "not a folder." + did_you_mean(handle, [*PRESETS, *_retired()])
         )
     return folder, None, None
 
 
-def _refuse_retired(name):
-    retired = read_json(RETIRED) if RETIRED.is_file() else {}
+def _retired():
+    return read_json(RETIRED) if RETIRED.is_file() else {}
+
+
+def refuse_retired(name):
+    """Raise `PresetError` naming the replacement when `name` (or `hf://clzoo/<name>`) is a
+    retired built-in preset (`builtin/retired.json`); return otherwise."""
+    retired = _retired()
+    name = str(name).removeprefix("hf://clzoo/")
     if name in retired:
         entry = retired[name]
         raise PresetError(f"Preset {name!r} was retired on {entry['retired']} ({entry['reason']}): "

@@ -10,10 +10,10 @@ step estimates 1.5 GB and ran at 3.9 GB RSS in all; ResNet-50 at 1,024 images
 (`recipes/supcon/cifar10.yaml`) estimates 48 GB and was killed at 23.8 GB.
 """
 
-import os
 
 import numpy as np
 
+from clzoo.machine import machine_bytes
 from clzoo.train.recipe import RecipeError
 
 # Share of the machine's memory a step's activations may take (the rest: runtime, data, weights).
@@ -49,14 +49,6 @@ def activation_bytes_per_image(encoder):
             if dims is not None and all(d is not None for d in dims[1:]):
                 total += int(np.prod(dims[1:], dtype=np.int64)) * 4
     return total
-
-
-def machine_bytes():
-    """Physical memory of this machine in bytes, or None where the OS does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def check_step_memory(recipe, encoder, views, on_cpu, total=None):

@@ -289,6 +289,17 @@ class Recipe(_Section):
         return self
 
     @model_validator(mode="after")
+    def _batch_views_take_the_image_size(self):
+        from clzoo.train.builders import views_from_config
+
+        size = views_from_config(self.views).size
+        if self.views.get("recipe") == "airbench" and self.image_size not in (None, size):
+            raise ValueError(f"image_size = {self.image_size}: the airbench views take the images as "
+                             f"they are, at views.size = {size} (no resize); set image_size to {size} "
+                             f"or views.size to {self.image_size}")
+        return self
+
+    @model_validator(mode="after")
     def _chunking_needs_contrastive_task(self):
         if self.model.encoder_chunk_size is not None and self.task != "contrastive":
             raise ValueError("model.encoder_chunk_size (GradCache) needs task contrastive "

@@ -1,5 +1,7 @@
 """`image_size` / `--image-size`: image sets of mixed sizes resized on load."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -70,3 +72,21 @@ def test_the_console_script_takes_image_size_and_its_refusal_names_it(tmp_path):
     assert Image.open(tmp_path / "b.png").size[0] > 0
     bad = _run(["show-views", "--data", str(root), "--image-size", "0", "--output", str(tmp_path / "c.png")])
     assert bad.returncode == 2 and "--image-size" in bad.stderr
+
+
+def test_an_image_size_too_large_for_memory_is_refused_before_decoding(tmp_path, monkeypatch):
+    from clzoo import machine
+
+    root, _ = _mixed(tmp_path)
+    monkeypatch.setattr(machine, "machine_bytes", lambda: 1000)  # 7 images x 10 x 10 x 3 > half
+    monkeypatch.setattr("clzoo.data.sources._decode", None)  # decoding would fail loudly
+    with pytest.raises(ValueError, match=r"7 images of .* at --image-size 10 take .*choose a smaller"):
+        data_source(str(root), image_size=10).load("train")
+
+
+def test_airbench_views_refuse_an_image_size_they_do_not_take():
+    recipe = Path(__file__).parents[2] / "recipes" / "supcon" / "cifar10_airbench.yaml"
+    with pytest.raises(ValueError, match=r"image_size = 24: the airbench views take the images as they "
+                                         r"are, at views.size = 32"):
+        load_recipe(recipe, ["image_size=24"])
+    assert load_recipe(recipe, ["image_size=32"]).image_size == 32

@@ -1,6 +1,7 @@
 """`clzoo.eval.transfer_probe`: the linear-probe transfer protocol behind `clzoo transfer`."""
 
 import keras
+import numpy as np
 import pytest
 
 from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, transfer_probe
@@ -33,3 +34,14 @@ def test_a_wrong_image_size_or_protocol_is_refused_before_any_fit():
         check_image_size(_flatten_encoder(8), train, "mine")
     with pytest.raises(ValueError, match=r"`protocol` must be one of"):
         transfer_probe(_flatten_encoder(), train, train, protocol="adam")
+
+
+def test_the_comparison_report_uses_the_names_it_is_given():
+    from clzoo.eval import compare_results, comparison_markdown, evaluate_embeddings
+
+    x, y = np.eye(4), np.array([0, 0, 1, 1])
+    r = evaluate_embeddings(x, y, x, y, "ncc", verbose=False)
+    table = compare_results(r, r, names=("sincere", "supcon"), resamples=50)
+    lines = comparison_markdown([r, r], ["sincere: a", "supcon: b"], table, "d", names=("sincere", "supcon"))
+    assert "| ncc | 100.00% | 100.00% | +0.00% |" in "\n".join(lines)
+    assert "| classifier | sincere | supcon | sincere - supcon |" in "\n".join(lines)

@@ -99,3 +99,23 @@ def test_a_report_written_by_an_earlier_version_still_reads():
     assert report.margin == pytest.approx(0.0022109, abs=1e-7)
     assert report.ece == pytest.approx(0.0083291, abs=1e-7)
     assert report.cdnv == pytest.approx(2.68418, abs=1e-5) and report.loss_gap is None
+
+
+def test_read_eval_of_a_run_folder_without_a_report_says_so(tmp_path):
+    (tmp_path / "recipe.yaml").write_text("name: x\n")
+    (tmp_path / "metrics.json").write_text(json.dumps(
+        {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k5": 0.9}, "linear_probe": 0.8}))
+    with pytest.raises(RecordError, match=r"run folder without eval/metrics.json .*read_run"):
+        read_eval(tmp_path)
+    assert read_run(tmp_path).probe == 0.8
+
+
+def test_two_evaluations_of_the_same_features_are_equal_records():
+    import numpy as np
+
+    import clzoo
+
+    x, y = np.eye(4), np.array([0, 0, 1, 1])
+    a, b = (clzoo.eval.evaluate_embeddings(x, y, x, y, "knn,ncc", ks=(1,), verbose=False) for _ in "ab")
+    assert a == b and a.timings.keys() == b.timings.keys()  # wall times differ, results do not
+    assert EvalReport.from_metrics(a.metrics).ncc == a.ncc == 1.0

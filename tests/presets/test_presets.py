@@ -75,11 +75,19 @@ def test_builtin_preset_matches_its_registry(name):
 
 @pytest.mark.parametrize("name", sorted(json.load(
     (Path(__file__).parents[2] / "pretrained" / "retired.json").open())))
-def test_a_retired_preset_names_its_replacement(name):
+def test_a_retired_preset_names_its_replacement(name, tmp_path):
+    from tests.test_cli import _run
+
     replacement = json.loads((Path(__file__).parents[2] / "pretrained" / "retired.json").read_text())[name]
     assert replacement["replacement"] in clzoo.presets.BUILTIN_PRESETS
-    with pytest.raises(PresetError, match=rf"{name}' was retired.*use '{replacement['replacement']}'"):
-        clzoo.presets.Encoder.from_preset(name)
+    match = rf"{name}' was retired.*use '{replacement['replacement']}'"
+    for handle in (name, f"hf://clzoo/{name}"):
+        with pytest.raises(PresetError, match=match):
+            clzoo.presets.Encoder.from_preset(handle)
+    # every command that takes a model says so too, in one line, before any data is read
+    embed = _run(["embed", name, "--data", "digits", "--output", str(tmp_path / "e.npz")], cwd=tmp_path)
+    assert embed.returncode == 2 and len(embed.stderr.strip().splitlines()) == 1
+    assert "was retired" in embed.stderr and replacement["replacement"] in embed.stderr
 
 
 @pytest.mark.parametrize("name", sorted(json.loads(
