@@ -14,7 +14,7 @@
 # [`recipes/sincere/cifar10_small.yaml`](https://github.com/clzoo/clzoo/blob/main/recipes/sincere/cifar10_small.yaml), the same run,
 # and its SupCon twin).
 #
-# **The outputs saved with this notebook** come from smaller settings, 4 minutes on 2 shared
+# **The outputs saved with this notebook** come from smaller settings, 12 minutes on 2 shared
 # CPU cores: `CLZOO_NOTEBOOK_DATA=<CIFAR-10 folder>@cifar2 CLZOO_NOTEBOOK_EPOCHS=1`, i.e. cat vs
 # dog only (CIFAR-2, the paper's Table 1 task: 10,000 training images) and one epoch per loss.
 # One epoch leaves both encoders barely trained, so their histograms overlap; the last section
