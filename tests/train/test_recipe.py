@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clzoo.eval.records import Baseline
 from clzoo.train import DEFAULTS, RecipeError, load_recipe, train
 from clzoo.train.builders import build_loss
 from tests.data.image_folders import write_image_folder
@@ -206,7 +207,7 @@ def test_encoder_options_reach_the_encoder_and_its_random_init_baseline(monkeypa
     seen = []
     monkeypatch.setattr(clzoo.eval.baselines, "baseline_metrics",
                         lambda train, test, encoder, **kwargs: seen.append(encoder) or
-                        {"random_init": {}})
+                        {"random_init": Baseline(knn={"k1": 0.5})})
     split = from_arrays(np.zeros((4, 8, 8, 3), np.uint8), np.arange(4) % 2)
     baselines(recipe, split, split, 8, probe=False, verbose=0)
     assert seen[0].count_params() == small
