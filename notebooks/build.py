@@ -115,8 +115,28 @@ def _terminal_text(text):
     return "\n".join(lines)
 
 
+def _data_placeholders():
+    """{path: placeholder} of the data folders this machine gave the notebooks (a user's copy
+    names its own; the header of each notebook says which setting made its outputs)."""
+    folders = {}
+    for variable in ("CLZOO_NOTEBOOK_DATA", "CLZOO_CIFAR10"):
+        value = os.environ.get(variable, "").partition("@")[0]
+        if value and Path(value).is_dir():
+            folders[str(Path(value).resolve())] = "<CIFAR-10 folder>"
+            folders[value] = "<CIFAR-10 folder>"
+    return dict(sorted(folders.items(), key=lambda item: -len(item[0])))  # longest first
+
+
+def hide_paths(text, placeholders):
+    """`text` with each data folder of this machine replaced by its placeholder."""
+    for path, placeholder in placeholders.items():
+        text = text.replace(path, placeholder)
+    return text
+
+
 def _clean_outputs(cell):
-    """Merge consecutive streams of a name, keep rewritten lines' final state, drop TF start-up logs."""
+    """Merge consecutive streams of a name, keep rewritten lines' final state, drop TF start-up
+    logs, and name this machine's data folders by placeholder."""
     outputs = []
     for output in cell.get("outputs", []):
         if (output["output_type"] == "stream" and outputs
@@ -124,9 +144,12 @@ def _clean_outputs(cell):
             outputs[-1]["text"] += output["text"]
         else:
             outputs.append(output)
+    placeholders = _data_placeholders()
     for output in outputs:
         if output["output_type"] == "stream":
-            output["text"] = _terminal_text(output["text"])
+            output["text"] = hide_paths(_terminal_text(output["text"]), placeholders)
+        elif "text/plain" in output.get("data", {}):
+            output["data"]["text/plain"] = hide_paths(output["data"]["text/plain"], placeholders)
         if output["output_type"] == "stream" and output["name"] == "stderr":
             output["text"] = "".join(line for line in output["text"].splitlines(keepends=True)
                                      if not TF_LOG.fullmatch(line.rstrip("\n")))

@@ -103,3 +103,25 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     for cell in drawing:  # each cell that shows a figure holds its PNG
         assert any("image/png" in output.get("data", {}) for output in cell["outputs"])
     assert len(build.images(nb)) >= len(drawing)
+
+
+# An absolute path under a machine's usual roots, as a run's log line or a report prints it.
+MACHINE_PATH = re.compile(r"(?<![\w.<])/(?:work|home|Users|root|tmp|mnt|data)/[\w.@/-]+")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_saved_outputs_name_no_path_of_the_machine_that_ran_them(path):
+    nb = json.loads(path.read_text())
+    texts = ["".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+             for cell in nb["cells"] for output in cell.get("outputs", [])]
+    found = [match for text in texts for match in MACHINE_PATH.findall(text)]
+    assert not found, f"{path.name} outputs name {found[:3]}: re-run notebooks/build.py --execute"
+
+
+def test_build_hides_the_data_folders_it_was_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLZOO_NOTEBOOK_DATA", f"{tmp_path}@cifar2")
+    monkeypatch.delenv("CLZOO_CIFAR10", raising=False)
+    cell = {"outputs": [{"output_type": "stream", "name": "stdout",
+                         "text": f"clzoo | {tmp_path}@cifar2: 10000 train images\n"}]}
+    build._clean_outputs(cell)
+    assert cell["outputs"][0]["text"] == "clzoo | <CIFAR-10 folder>@cifar2: 10000 train images\n"
