@@ -345,7 +345,7 @@ def _push(args):
 
 def _transfer(args):
     from clzoo.eval.plan import forward_rate, transfer_plan
-    from clzoo.eval.probe_transfer import check_image_size, transfer_probe
+    from clzoo.eval.probe_transfer import check_input_size, transfer_probe
     from clzoo.files import atomic_write_text, check_output
     from clzoo.presets import load_preset
 
@@ -354,7 +354,7 @@ def _transfer(args):
     source = _check_data(args.data, args.image_size)
     encoder = load_preset(args.preset)
     train, test = source.load("train"), source.load("test")
-    check_image_size(encoder, train, args.data)  # before the plan and the first fit
+    check_input_size(encoder, train, args.data)  # before the plan and the first fit
     print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
                         list(args.learning_rates), args.epochs), flush=True)
     result = transfer_probe(encoder, train, test, args.protocol, args.learning_rates, args.epochs)

@@ -25,7 +25,12 @@ def check_image_size(value):
 
 
 def check_resized_memory(count, size, where):
-    """Refuse, before decoding, `count` images resized to `size` that would not fit in memory."""
+    """Refuse, before decoding, `count` images resized to `size` that would not fit in memory.
+
+    Raises:
+        ValueError: `count * size * size * 3` bytes (uint8 RGB) exceed `MEMORY_FRACTION` of the
+            machine's physical memory; the message gives both in GiB.
+    """
     from clzoo.machine import machine_bytes
 
     needed, total = count * size * size * 3, machine_bytes()

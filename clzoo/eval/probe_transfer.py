@@ -43,21 +43,36 @@ class TransferResult:
                 "test_images": self.test_images}
 
 
-def check_image_size(encoder, split, data="the data"):
-    """Raise `ValueError` naming both sizes when `split`'s images are not the encoder's size."""
+def check_input_size(encoder, split, data="the data"):
+    """Raise `ValueError` naming both sizes when `split`'s images `(N, H, W, C)` are not the
+    encoder's `(H, W)` (`--image-size` resizes them on load).
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from clzoo.data import from_arrays
+    >>> from clzoo.eval.probe_transfer import check_input_size
+    >>> encoder = keras.Sequential([keras.Input((4, 4, 3)), keras.layers.Flatten()])
+    >>> check_input_size(encoder, from_arrays(np.zeros((2, 4, 4, 3), np.uint8), [0, 1]))
+    """
     size = encoder.input_shape[1]
     if tuple(split.images.shape[1:3]) != (size, size):
         raise ValueError(f"The encoder takes {size}x{size} images; {data} has "
-                         f"{split.images.shape[1]}x{split.images.shape[2]}.")
+                         f"{split.images.shape[1]}x{split.images.shape[2]} (--image-size {size} "
+                         "resizes them on load).")
 
 
 def transfer_probe(encoder, train, test, protocol="sgd", learning_rates=(0.1,), epochs=100,
                    verbose=1):
     """Fit a linear probe on `encoder`'s frozen features of `train`, score it on `test`.
 
+    Source: SINCERE (Feeney & Hughes), app. J and Table 2 (transfer by a linear probe on frozen
+    features); the interval is a 95% percentile bootstrap over the test images (SINCERE sec. 4).
+
     Args:
         encoder: `keras.Model`, images `(B, H, W, C)` -> features `(B, D)`.
-        train, test: `clzoo.data.Split`s of images the encoder's size.
+        train, test: `clzoo.data.Split`s: uint8 images `(N, H, W, C)` of the encoder's size and
+            int labels `(N,)`.
         protocol: `"sgd"` (SINCERE app. J) or `"lbfgs"` (logistic regression).
         learning_rates: the SGD learning rates to choose from on a validation split.
         epochs: SGD epochs per fit.
@@ -71,7 +86,7 @@ def transfer_probe(encoder, train, test, protocol="sgd", learning_rates=(0.1,), 
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"`protocol` must be one of {PROTOCOLS}. Received: protocol={protocol!r}")
-    check_image_size(encoder, train)
+    check_input_size(encoder, train)
     if protocol == "sgd":
         result = sgd_linear_probe(encoder, train.images, train.labels, test.images, test.labels,
                                   learning_rates=list(learning_rates), epochs=epochs, verbose=verbose)

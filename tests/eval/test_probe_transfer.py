@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from clzoo.eval import bootstrap_accuracy, embed, logistic_regression_probe, transfer_probe
-from clzoo.eval.probe_transfer import check_image_size
+from clzoo.eval.probe_transfer import check_input_size
 from tests.eval.test_baselines import _two_blobs
 
 
@@ -31,7 +31,7 @@ def test_lbfgs_transfer_is_the_probe_on_frozen_features_with_its_interval():
 def test_a_wrong_image_size_or_protocol_is_refused_before_any_fit():
     train = _two_blobs(10, 0)
     with pytest.raises(ValueError, match=r"encoder takes 8x8 images; mine has 4x4"):
-        check_image_size(_flatten_encoder(8), train, "mine")
+        check_input_size(_flatten_encoder(8), train, "mine")
     with pytest.raises(ValueError, match=r"`protocol` must be one of"):
         transfer_probe(_flatten_encoder(), train, train, protocol="adam")
 
