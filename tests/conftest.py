@@ -106,14 +106,12 @@ def runs_large(config):
 def _named(config):
     """Test ids given on the command line (`file.py::test`), relative to the root: a large test
     named this way runs without `--run-large`."""
-    root = Path(str(config.rootpath))
     named = set()
     for arg in config.args:
         path, sep, rest = arg.partition("::")
         if sep:
-            relative = Path(path).resolve().relative_to(root) if Path(path).is_absolute() or (
-                root / path).exists() else Path(path)
-            named.add(f"{relative.as_posix()}::{rest}")
+            relative = os.path.relpath(os.path.abspath(path), str(config.rootpath))
+            named.add(f"{Path(relative).as_posix()}::{rest}")
     return named
 
 
