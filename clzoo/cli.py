@@ -221,6 +221,7 @@ def _default_output(target, path, name):
 
 def _eval(args):
     from clzoo.eval import evaluate, parse_metrics
+    from clzoo.eval.report_folder import check_report_folder
     from clzoo.eval.steps import StepTimer
     from clzoo.files import check_output
 
@@ -230,6 +231,7 @@ def _eval(args):
         _default_output(args.model, path or Path(str(args.model)),
                         "eval" if args.space == "encoder" else "eval_projection"),
         args.overwrite, folder=True, what="the report folder (default --output)")
+    check_report_folder(out)
     source = _check_data(args.data, args.image_size)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):

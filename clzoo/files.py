@@ -125,12 +125,12 @@ def _recover(path):
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def replace_folder(path, build_fn):
+def replace_folder(path, build_fn, owned=()):
     """Build a folder through `build_fn(staging)` beside `path`, then swap it in as a whole.
 
     A reader sees the old folder or the new one, never a mix of the two. Only a
-    folder whose every entry the new build also writes is replaced: files of
-    the user's inside it are never deleted. A writer killed before the swap
+    folder whose every entry the new build also writes (or `owned` names) is
+    replaced: files of the user's inside it are never deleted. A writer killed before the swap
     leaves a hidden staging folder; one killed between the swap's two renames
     leaves the old folder aside; the next call cleans up (restoring the old
     folder in the second case).
@@ -138,13 +138,17 @@ def replace_folder(path, build_fn):
     Args:
         path: the folder to write.
         build_fn: `staging_path -> None`, writes the folder's files there.
+        owned: names of entries in `path` that an earlier build of the same
+            output wrote (its manifest), dropped although this build does not
+            write them. Defaults to none.
 
     Returns:
         `Path` of `path`.
 
     Raises:
         FileExistsError: `path` holds entries the new build does not write
-            (nothing is replaced; the message names them).
+            (nothing is replaced; the message names them), or `path` is the
+            working directory or holds it.
 
     Example:
 
@@ -156,7 +160,10 @@ def replace_folder(path, build_fn):
     >>> sorted(p.name for p in out.iterdir())
     ['a.json']
     """
-    path = Path(path)
+    given, path = Path(path), Path(path).absolute()
+    if Path.cwd().resolve().is_relative_to(path.resolve()):
+        raise FileExistsError(f"{path} is the working directory (or holds it); a folder that is "
+                              "replaced as a whole must be another one: choose a new folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     _recover(path)
     staging_prefix, replaced_prefix = _staging_names(path)
@@ -165,7 +172,8 @@ def replace_folder(path, build_fn):
     try:
         build_fn(staging)
         if path.exists():
-            foreign = sorted({p.name for p in path.iterdir()} - {p.name for p in staging.iterdir()})
+            written = {p.name for p in staging.iterdir()} | set(owned)
+            foreign = sorted({p.name for p in path.iterdir()} - written)
             if foreign:
                 raise FileExistsError(f"{path} holds files this output does not write "
                                       f"({', '.join(foreign[:3])}); they are never deleted: "
@@ -178,4 +186,4 @@ def replace_folder(path, build_fn):
             os.replace(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return path
+    return given

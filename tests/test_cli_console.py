@@ -100,6 +100,10 @@ def test_eval(run, data, env, tmp_path):
     assert (out / "report.md").is_file() and "weighted kNN top-1" in result.stdout
     again = _clzoo(["eval", run[0], "--data", data, "--output", out], env, code=2)
     assert "--overwrite" in again.stderr
+    summary = (Path(run[0]) / "metrics.json").read_bytes()
+    into_run = _clzoo(["eval", run[0], "--data", data, "--output", run[0], "--overwrite"], env, code=2)
+    assert "a report does not write" in into_run.stderr and "Traceback" not in into_run.stderr
+    assert (Path(run[0]) / "metrics.json").read_bytes() == summary  # the run's summary stays
 
 
 @pytest.mark.xdist_group(CONSOLE)

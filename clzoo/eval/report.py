@@ -15,8 +15,9 @@ from threadpoolctl import threadpool_limits
 
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.records import EvalReport
+from clzoo.eval.report_folder import REPORT_FILES, check_report_folder, report_files
 from clzoo.eval.steps import StepTimer
-from clzoo.files import atomic_write_text
+from clzoo.files import atomic_write_text, replace_folder
 
 BLAS_THREADS = 1  # threads of NumPy / SciPy / scikit-learn while the metrics run
 
@@ -105,7 +106,9 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         metrics: registry names (`clzoo.eval.METRICS`), a comma-separated
             string, or `"all"`. Defaults to (None) `clzoo.eval.DEFAULT_METRICS`.
         class_names: list of names, index = label.
-        output_dir: folder for `metrics.json`, `report.md` and PNGs, or None.
+        output_dir: folder for `metrics.json`, `report.md` and PNGs, or None. It is
+            replaced as a whole (an earlier report's files go, the plots included);
+            a folder holding anything else is refused before any metric runs.
         ks: kNN neighbourhood sizes. Defaults to `(1, 5, 20, 200)`.
         shots: m for the m-shot errors and bound; an m larger than the
             smallest training class is skipped. Defaults to `(10, 100)`.
@@ -129,6 +132,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         ValueError: an unknown metric, bad features or labels, or a metric
             whose needs are not met (`sgd_probe` without encoder), before any
             metric runs.
+        FileExistsError: `output_dir` holds files no earlier report wrote.
 
     Example:
 
@@ -140,6 +144,8 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     ({'k1': 1.0}, 1.0, None, ['knn_k1', 'ncc'])
     """
     names = parse_metrics(metrics)
+    if output_dir is not None:
+        check_report_folder(output_dir)
     info = dict(info or {})
     timer = _timer(timings, verbose, len(names) + (output_dir is not None))
     context = EvalContext.create(
@@ -156,16 +162,32 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     out.update({name: result.scalars for name, result in results.items()})
     out["seconds"] = {name: result.seconds for name, result in results.items()}
     correct = {key: value for result in results.values() for key, value in result.correct.items()}
-    plots = []
-    if output_dir is not None:
+    if output_dir is None:
+        out["timings"] = _total(timer)
+        return EvaluationResult.from_metrics(out, correct=correct, results=results)
+    return _save(out, results, correct, timer, Path(output_dir))
+
+
+def _total(timer):
+    return {**timer.seconds, "total": round(sum(timer.seconds.values()), 2)}
+
+
+def _save(out, results, correct, timer, folder):
+    """Draw the plots and write the report in a staging folder, then swap it in as a set; the
+    earlier report's files that this one does not write go with it (`report_folder`)."""
+    built = {}
+
+    def build(staging):
         with timer.step("plots"):
-            plots = draw_plots(results, output_dir)
-    out["timings"] = {**timer.seconds, "total": round(sum(timer.seconds.values()), 2)}
-    evaluation = EvaluationResult.from_metrics(out, path=output_dir, correct=correct, results=results)
-    if output_dir is not None:
-        evaluation = dataclasses.replace(evaluation,
-                                         files=write_report(evaluation, output_dir, plots=plots))
-    return evaluation
+            plots = draw_plots(results, staging)
+        out["timings"] = _total(timer)
+        out["files"] = [*REPORT_FILES, *(p.name for p in plots)]
+        built["report"] = EvaluationResult.from_metrics(out, path=folder, correct=correct,
+                                                        results=results)
+        write_report(built["report"], staging, plots=plots)
+
+    replace_folder(folder, build, owned=report_files(folder))
+    return dataclasses.replace(built["report"], files=[folder / name for name in out["files"]])
 
 
 def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
@@ -217,6 +239,8 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     from clzoo.eval.splits import resolve_data
 
     names = parse_metrics(metrics)
+    if output_dir is not None:
+        check_report_folder(output_dir)
     plan = kwargs.pop("plan", False)
     timer = _timer(kwargs.pop("timings", None), verbose, 3 + len(names) + (output_dir is not None))
     with timer.step("load_data", str(data) if isinstance(data, (str, Path, DataSource)) else ""):
