@@ -6,6 +6,7 @@ from pathlib import Path
 
 import keras
 
+from clzoo.presets.download import download
 from clzoo.presets.format import PresetError, read_json, verify_preset
 from clzoo.registry import Registry, did_you_mean
 from clzoo.saving import deserialize
@@ -53,21 +54,6 @@ def _registry_entry_for(repo):
     return None, None
 
 
-def _download(repo, revision):
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as error:
-        raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
-    try:
-        return Path(snapshot_download(repo_id=repo, revision=revision))
-    except Exception as error:  # network, offline cache miss, missing repo or revision
-        at = f"@{revision}" if revision else ""
-        raise PresetError(
-            f"Could not get preset hf://{repo}{at} from the Hugging Face Hub or its cache: "
-            f"{type(error).__name__}: {error}"
-        ) from error
-
-
 def _resolve_hf(repo, revision, entry):
     """(snapshot folder, pinned SHA-256, cache root links may point into) of Hub repo `repo`.
 
@@ -78,7 +64,7 @@ def _resolve_hf(repo, revision, entry):
     if entry is not None:
         pinned = entry.get("checksums_sha256")
         revision = revision or entry.get("revision")
-    folder = _download(repo, revision)
+    folder = download(repo, revision)
     # Snapshot files are links into the repo's blobs/ folder: two levels up.
     return folder, pinned, folder.parent.parent
 
@@ -91,7 +77,9 @@ def resolve_preset(handle):
       registry's `revision`, checked against the registry's SHA-256;
     - `hf://owner/repo[@revision]`: downloaded with huggingface_hub
       (`snapshot_download(revision=...)`) into its cache (works offline from
-      the cache with `HF_HUB_OFFLINE=1`). A repo that the registry lists is
+      the cache with `HF_HUB_OFFLINE=1`): only the preset format's files, and
+      none when the Hub lists them above their size caps or above
+      `$CLZOO_MAX_PRESET_DOWNLOAD_BYTES` in all (default 2 GiB). A repo that the registry lists is
       pinned exactly like its built-in name (local copy, registry revision
       unless one is named, SHA-256 always);
     - a folder path.

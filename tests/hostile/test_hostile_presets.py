@@ -122,9 +122,22 @@ def fake_hub(monkeypatch, preset):
         calls.append((repo_id, revision))
         return str(preset)
 
-    monkeypatch.setitem(sys.modules, "huggingface_hub",
-                        types.SimpleNamespace(snapshot_download=snapshot_download))
+    monkeypatch.setitem(sys.modules, "huggingface_hub", _hub_module(snapshot_download))
     return calls
+
+
+def _hub_module(snapshot_download, sizes=None, offline=False):
+    """A stand-in for `huggingface_hub`: `snapshot_download`, and an `HfApi` whose
+    `get_paths_info` lists the preset files with `sizes` (`{name: bytes}`; none: unreachable)."""
+
+    class HfApi:
+        def get_paths_info(self, repo_id, paths, revision=None):
+            if sizes is None:
+                raise ConnectionError("no network")
+            return [types.SimpleNamespace(path=p, size=sizes[p]) for p in paths if p in sizes]
+
+    return types.SimpleNamespace(snapshot_download=snapshot_download, HfApi=HfApi,
+                                 constants=types.SimpleNamespace(HF_HUB_OFFLINE=offline))
 
 
 @pytest.mark.parametrize("handle, revision", [("hf://someone/tiny@v1.0", "v1.0"),
@@ -169,8 +182,8 @@ def test_hub_cache_links_may_point_only_into_the_repo_cache(monkeypatch, preset,
     for name in [*PRESET_FILES, "checksums.json"]:
         shutil.copy(preset / name, blobs / name)
         os.symlink(blobs / name, snapshot / name)
-    monkeypatch.setitem(sys.modules, "huggingface_hub", types.SimpleNamespace(
-        snapshot_download=lambda repo_id, revision=None: str(snapshot)))
+    monkeypatch.setitem(sys.modules, "huggingface_hub", _hub_module(
+        lambda repo_id, revision=None, allow_patterns=None: str(snapshot)))
     load_preset("hf://someone/tiny")  # the Hub cache's own links are fine
     (snapshot / "config.json").unlink()
     os.symlink(preset / "config.json", snapshot / "config.json")  # outside the repo's cache
@@ -204,3 +217,45 @@ def test_presets_registry_backs_builtin_presets():
         assert PRESETS.get(name).args == (name,) and PRESETS.get(name).func is load_preset
         assert sha256(loading.PRETRAINED / on_disk[name]["path"] / "checksums.json") \
             == on_disk[name]["checksums_sha256"]
+
+
+def _sizes(preset):
+    return {name: (preset / name).stat().st_size for name in [*PRESET_FILES, "checksums.json"]}
+
+
+def test_only_the_preset_files_are_fetched_and_their_sizes_are_checked_first(monkeypatch, preset):
+    fetched = []
+
+    def snapshot_download(repo_id, revision=None, allow_patterns=None):
+        fetched.append(sorted(allow_patterns))
+        return str(preset)
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", _hub_module(snapshot_download, _sizes(preset)))
+    load_preset("hf://someone/tiny")
+    assert fetched == [sorted([*PRESET_FILES, "checksums.json"])]  # nothing else in the repo
+    total = sum(_sizes(preset).values())
+    monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", str(total - 1))
+    with pytest.raises(PresetError, match=rf"{total:,} bytes, more than the download ceiling of "
+                                          rf"{total - 1:,}.*nothing was downloaded"):
+        load_preset("hf://someone/tiny")
+    assert len(fetched) == 1
+    monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", "lots")
+    with pytest.raises(PresetError, match="CLZOO_MAX_PRESET_DOWNLOAD_BYTES must be a positive"):
+        load_preset("hf://someone/tiny")
+
+
+def test_a_file_over_its_cap_is_refused_before_download(monkeypatch, preset):
+    huge = {**_sizes(preset), "model.weights.h5": 9 << 30}
+    hub = _hub_module(lambda *a, **k: pytest.fail("downloaded"), huge)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", hub)
+    with pytest.raises(PresetError, match=r"model.weights.h5 is 9,663,676,416 bytes, more than"):
+        load_preset("hf://someone/tiny")
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_offline_or_unreachable_hub_still_loads_from_the_cache(monkeypatch, preset, offline):
+    hub = _hub_module(lambda repo_id, revision=None, allow_patterns=None: str(preset),
+                      sizes=None, offline=offline)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", hub)
+    monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", "1")  # sizes unknown: the disk caps hold
+    assert load_preset("hf://someone/tiny") is not None

@@ -1,0 +1,73 @@
+"""Fetch a preset from the Hugging Face Hub: only the files the preset format names, under a ceiling.
+
+The Hub says how large each file is before anything is fetched, so a repository whose
+weights (or anything else) exceed the format's size caps or the user's ceiling is refused
+without downloading a byte of it; files the format does not name are never fetched.
+"""
+
+import os
+
+from clzoo.presets.format import MAX_BYTES, PresetError
+
+CEILING_VARIABLE = "CLZOO_MAX_PRESET_DOWNLOAD_BYTES"
+DEFAULT_CEILING = 2 << 30  # 2 GiB: a ViT-B is 0.35 GB; the weights' own cap is 8 GiB
+
+
+def download_ceiling():
+    """Most bytes one preset download may fetch: `$CLZOO_MAX_PRESET_DOWNLOAD_BYTES`, else 2 GiB.
+
+    Raises:
+        PresetError: the variable is set to something other than a positive integer.
+    """
+    value = os.environ.get(CEILING_VARIABLE)
+    if value is None or value == "":
+        return DEFAULT_CEILING
+    if not value.strip().isdigit() or int(value) <= 0:
+        raise PresetError(f"{CEILING_VARIABLE} must be a positive number of bytes, got {value!r}")
+    return int(value)
+
+
+def download(repo, revision):
+    """Local snapshot folder of the preset files of Hub repo `repo` at `revision` (None: main).
+
+    Raises:
+        ImportError: huggingface_hub is not installed.
+        PresetError: a file larger than its cap or all of them larger than the ceiling
+            (before downloading), or a failed download (network, offline cache miss,
+            missing repo or revision).
+    """
+    from pathlib import Path
+
+    try:
+        import huggingface_hub as hub
+    except ImportError as error:
+        raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
+    handle = f"hf://{repo}" + (f"@{revision}" if revision else "")
+    files = sorted(MAX_BYTES)
+    _check_sizes(hub, repo, revision, files, handle)
+    try:
+        return Path(hub.snapshot_download(repo_id=repo, revision=revision, allow_patterns=files))
+    except Exception as error:  # network, offline cache miss, missing repo or revision
+        raise PresetError(f"Could not get preset {handle} from the Hugging Face Hub or its cache: "
+                          f"{type(error).__name__}: {error}") from error
+
+
+def _check_sizes(hub, repo, revision, files, handle):
+    """Refuse, before downloading, files over their cap or a total over the ceiling."""
+    ceiling = download_ceiling()
+    if hub.constants.HF_HUB_OFFLINE:
+        return  # only the cache is read; its files are checked on disk against the caps
+    try:
+        infos = hub.HfApi().get_paths_info(repo, files, revision=revision)
+    except Exception:  # no network, no repo: snapshot_download serves the cache or says why
+        return
+    sizes = {info.path: info.size for info in infos if getattr(info, "size", None) is not None}
+    for name, size in sizes.items():
+        if name in MAX_BYTES and size > MAX_BYTES[name]:
+            raise PresetError(f"{handle}: {name} is {size:,} bytes, more than the {MAX_BYTES[name]:,} "
+                              "a preset's file may be; nothing was downloaded")
+    total = sum(sizes.values())
+    if total > ceiling:
+        raise PresetError(f"{handle} is {total:,} bytes, more than the download ceiling of "
+                          f"{ceiling:,} bytes; nothing was downloaded. Set {CEILING_VARIABLE} "
+                          "higher to fetch it")
