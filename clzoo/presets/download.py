@@ -44,7 +44,9 @@ def download(repo, revision):
         raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
     handle = f"hf://{repo}" + (f"@{revision}" if revision else "")
     files = sorted(MAX_BYTES)
-    _check_sizes(hub, repo, revision, files, handle)
+    from huggingface_hub import constants  # a submodule, not loaded by `import huggingface_hub`
+
+    _check_sizes(hub, constants.HF_HUB_OFFLINE, repo, revision, files, handle)
     try:
         return Path(hub.snapshot_download(repo_id=repo, revision=revision, allow_patterns=files))
     except Exception as error:  # network, offline cache miss, missing repo or revision
@@ -52,10 +54,10 @@ def download(repo, revision):
                           f"{type(error).__name__}: {error}") from error
 
 
-def _check_sizes(hub, repo, revision, files, handle):
+def _check_sizes(hub, offline, repo, revision, files, handle):
     """Refuse, before downloading, files over their cap or a total over the ceiling."""
     ceiling = download_ceiling()
-    if hub.constants.HF_HUB_OFFLINE:
+    if offline:
         return  # only the cache is read; its files are checked on disk against the caps
     try:
         infos = hub.HfApi().get_paths_info(repo, files, revision=revision)

@@ -8,6 +8,7 @@ import keras
 
 from clzoo.presets.download import download
 from clzoo.presets.format import PresetError, read_json, verify_preset
+from clzoo.presets.weights_check import check_weights_file
 from clzoo.registry import Registry, did_you_mean
 from clzoo.saving import deserialize
 
@@ -205,6 +206,7 @@ def load_preset(handle, verify=True, trainable=False):
         raise PresetError(f"{config_path} describes a {type(model).__name__}, not a Keras model.")
     weights = folder / "model.weights.h5"
     try:
+        check_weights_file(weights, model)  # before an array is read
         model.load_weights(weights)
     except Exception as error:
         raise PresetError(f"Cannot load weights from {weights}: {type(error).__name__}: {error}") from error

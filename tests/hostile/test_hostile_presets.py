@@ -259,3 +259,27 @@ def test_offline_or_unreachable_hub_still_loads_from_the_cache(monkeypatch, pres
     monkeypatch.setitem(sys.modules, "huggingface_hub", hub)
     monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", "1")  # sizes unknown: the disk caps hold
     assert load_preset("hf://someone/tiny") is not None
+
+
+def test_a_small_weights_file_declaring_a_huge_array_is_refused_before_reading(preset):
+    import h5py
+
+    with h5py.File(preset / "model.weights.h5", "a") as weights:  # a few KB on disk, 40 GB declared
+        weights.create_dataset("layers/extra/vars/0", shape=(100_000, 100_000), dtype="float32",
+                               chunks=(1, 1000), compression="gzip")
+    assert (preset / "model.weights.h5").stat().st_size < 10 << 20
+    _write_checksums(preset, _valid_listing(preset))
+    with pytest.raises(PresetError, match=r"layers/extra/vars/0 declares shape \(100000, 100000\) "
+                                          r"\(40,000,000,000 bytes\), larger than the model's largest"):
+        load_preset(str(preset))
+
+
+def test_a_weights_file_declaring_more_arrays_than_the_model_is_refused(preset):
+    import h5py
+
+    with h5py.File(preset / "model.weights.h5", "a") as weights:
+        for i in range(200):
+            weights.create_dataset(f"padding/{i}", shape=(64, 64), dtype="float32")
+    _write_checksums(preset, _valid_listing(preset))
+    with pytest.raises(PresetError, match=r"bytes of arrays, more than the model's"):
+        load_preset(str(preset))
