@@ -262,6 +262,14 @@ class JSONLinesHistory(keras.callbacks.Callback):
         atomic_write_text(self.path, previous + line + "\n")
 
 
+class EpochCSVLogger(keras.callbacks.CSVLogger):
+    """`keras.callbacks.CSVLogger` numbering epochs from 1, as `history.jsonl`, `steps.jsonl` and
+    the progress bar do (Keras's own logger writes the 0-based index)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch + 1, logs)
+
+
 class Throughput(keras.callbacks.Callback):
     """Measure training images per second (excluding the first, compiling batch).
 

@@ -8,6 +8,7 @@ import keras
 from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
+    EpochCSVLogger,
     Forecast,
     JSONLinesHistory,
     RestoreEpochLoss,
@@ -75,6 +76,9 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     if batches is not None:
         if offset:  # finish the interrupted epoch, then the rest on the same stream
             left = plan.steps - offset
+            if place.is_chief and verbose:  # Keras's bar counts only the steps left ("22/22")
+                print(f"clzoo: resuming epoch {first_epoch + 1}/{plan.epochs} at step "
+                      f"{offset}/{plan.steps}: {left} steps left in it", flush=True)
             model.fit(batches.take(left), epochs=first_epoch + 1, initial_epoch=first_epoch,
                       steps_per_epoch=left, **fit)
             batches, first_epoch = batches.skip(left), first_epoch + 1
@@ -132,7 +136,7 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
         callbacks.insert(0, RestoreEpochLoss(state))
     if chief:
         run.truncate_csv(first_epoch)
-        callbacks += [keras.callbacks.CSVLogger(str(run / "history.csv"), append=True),
+        callbacks += [EpochCSVLogger(str(run / "history.csv"), append=True),
                       keras.callbacks.TensorBoard(str(run / "tensorboard"), update_freq="epoch",
                                                   write_graph=False)]
     return _Callbacks(nan_guard, signals, checkpoint, throughput, callbacks)

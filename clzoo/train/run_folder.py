@@ -151,12 +151,12 @@ class RunFolder:
         return json.loads(self.metrics.read_text())
 
     def truncate_csv(self, epochs):
-        """Drop `history.csv` rows of epochs past the checkpoint (CSVLogger's epochs are 0-based)."""
+        """Drop `history.csv` rows of epochs past the checkpoint's `epochs` (numbered from 1)."""
         path = self.path / "history.csv"
         if not path.exists():
             return
         lines = path.read_text().splitlines()
-        kept = lines[:1] + [line for line in lines[1:] if line and int(line.split(",")[0]) < epochs]
+        kept = lines[:1] + [line for line in lines[1:] if line and int(line.split(",")[0]) <= epochs]
         atomic_write_text(path, "".join(line + "\n" for line in kept))
 
 

@@ -109,6 +109,8 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
     expected = [json.loads(line) for line in
                 (tmp_path / "reference" / "history.jsonl").read_text().splitlines()]
     assert [row["epoch"] for row in history] == [1, 2, 3]
+    csv_epochs = [line.split(",")[0] for line in (run / "history.csv").read_text().splitlines()]
+    assert csv_epochs == ["epoch", "1", "2", "3"]  # numbered as history.jsonl, after the truncation
     np.testing.assert_allclose([r["loss"] for r in history], [r["loss"] for r in expected], rtol=1e-5)
     a = keras.saving.load_model(run / "encoder.keras").get_weights()
     b = keras.saving.load_model(tmp_path / "reference" / "encoder.keras").get_weights()
