@@ -125,3 +125,14 @@ def test_build_hides_the_data_folders_it_was_given(tmp_path, monkeypatch):
                          "text": f"clzoo | {tmp_path}@cifar2: 10000 train images\n"}]}
     build._clean_outputs(cell)
     assert cell["outputs"][0]["text"] == "clzoo | <CIFAR-10 folder>@cifar2: 10000 train images\n"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_a_notebook_that_builds_a_model_seeds_it_first(path):
+    """A notebook re-run gives the outputs it shows: weights drawn only after a seed."""
+    code = "\n".join(source for kind, source in build.cells(
+        (path.parent / "scripts" / f"{path.stem}.py").read_text()) if kind == "code")
+    built = [code.find(call) for call in ("get_encoder(", "ContrastiveModel(") if call in code]
+    if built:
+        seeded = code.find("keras.utils.set_random_seed(")
+        assert 0 <= seeded < min(built), f"{path.name} builds a model before keras.utils.set_random_seed"

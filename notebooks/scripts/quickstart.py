@@ -25,6 +25,7 @@ import keras
 
 import clzoo
 
+keras.utils.set_random_seed(0)  # the same initial weights, views and order on every run
 TINY = bool(os.environ.get("CLZOO_NOTEBOOK_TINY"))  # CI runs every notebook with tiny settings
 DATA = "digits"  # an image folder or "tfds:cifar10" work the same way
 EPOCHS = 1 if TINY else 5
