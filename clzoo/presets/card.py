@@ -134,14 +134,23 @@ def hub_dataset(spec):
 
     >>> from clzoo.presets.card import hub_dataset
     >>> hub_dataset("data/cifar10@cifar2")
-    ('uoft-cs/cifar10', 'CIFAR-10 (cifar2 labels)')
+    ('uoft-cs/cifar10', 'CIFAR-10 (cifar2 labels: 2 classes, cat vs dog)')
     >>> hub_dataset("digits")
     (None, 'digits')
     """
     base, _, label_set = str(spec).partition("@")
     name = base[len("tfds:"):] if base.startswith("tfds:") else base.rstrip("/").split("/")[-1]
     hub_id, display = HUB_DATASETS.get(name, (None, name))
-    return hub_id, f"{display} ({label_set} labels)" if label_set else display
+    if not label_set:
+        return hub_id, display
+    what = LABEL_SET_CLASSES.get(label_set)
+    return hub_id, f"{display} ({label_set} labels" + (f": {what})" if what else ")")
+
+
+# What each derived label set asks, so a card's accuracy is read against the right chance level.
+LABEL_SET_CLASSES = {"cifar2": "2 classes, cat vs dog",
+                     "cifar10_coarse": "2 classes, animal vs vehicle",
+                     "cifar100_coarse": "20 superclasses"}
 
 
 def probe_accuracy(metadata):

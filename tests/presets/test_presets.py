@@ -71,6 +71,11 @@ def test_builtin_preset_matches_its_registry(name):
     # the probe of `clzoo eval`'s report where the preset was built with one, else train's
     probe = meta["metrics"].get("eval", {}).get("linear_probe", {}).get("accuracy") or trained["linear_probe"]
     assert round(probe, 4) == entry["metrics"]["linear_probe_top1"]
+    from tests.presets.builtin_cards import card_of
+
+    card = (loading.PRETRAINED / entry["path"] / "README.md").read_text()
+    assert card == card_of(name, entry), "the card is not its metadata's: run tests/presets/builtin_cards.py"
+    assert "```bibtex" in card and "/work/" not in card and "../shared" not in card
 
 
 @pytest.mark.parametrize("name", sorted(json.load(
