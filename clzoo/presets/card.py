@@ -13,6 +13,7 @@ import datetime
 
 import yaml
 
+from clzoo.eval.records import EvalReport, RunResult
 from clzoo.version import __version__
 
 PIPELINE_TAG = "image-feature-extraction"
@@ -157,7 +158,8 @@ def probe_accuracy(metadata):
     """Linear-probe top-1 of the preset's `clzoo eval` report, or None.
 
     Reports name it `probe` (the metric's registry name); presets made before
-    that rename (the built-in ones, checksummed) call it `linear_probe`.
+    that rename (the built-in ones, checksummed) call it `linear_probe`
+    (`clzoo.eval.records.EvalReport` reads both).
 
     Example:
 
@@ -167,16 +169,29 @@ def probe_accuracy(metadata):
     >>> probe_accuracy({"metrics": {"eval": {"linear_probe": {"accuracy": 0.25}}}})
     0.25
     """
-    report = metadata.get("metrics", {}).get("eval", {})
-    probe = report.get("probe") or report.get("linear_probe")
-    return probe["accuracy"] if probe else None
+    report = eval_record(metadata)
+    return None if report is None else report.probe
+
+
+def eval_record(metadata):
+    """The `EvalReport` of the preset's `clzoo eval` report (`metrics.eval`), or None."""
+    report = metadata.get("metrics", {}).get("eval")
+    return EvalReport.from_metrics(report, where="metadata.json: metrics.eval") if report else None
+
+
+def train_record(metadata):
+    """The `RunResult` of the run's summary (`metrics.train`), or None when it has no kNN."""
+    summary = metadata.get("metrics", {}).get("train") or {}
+    if not {"knn_top1", "knn_top1_k", "knn_top1_by_k"} <= set(summary):
+        return None
+    return RunResult.from_summary(summary, where="metadata.json: metrics.train")
 
 
 def _model_index(metadata, hub_id, display):
-    train = metadata.get("metrics", {}).get("train", {})
+    run = train_record(metadata)
     metrics = [{"type": "accuracy", "value": round(100 * value, 2),
                 "name": f"weighted kNN top-1 ({k}, cosine)"}
-               for k, value in train.get("knn_top1_by_k", {}).items()]
+               for k, value in (run.knn if run else {}).items()]
     probe = probe_accuracy(metadata)
     if probe is not None:
         metrics.append({"type": "accuracy", "value": round(100 * probe, 2),
@@ -193,8 +208,8 @@ def _header(metadata, loss, license):
     if hub_id:
         header["datasets"] = [hub_id]
     header["pipeline_tag"] = PIPELINE_TAG
-    train = metadata.get("metrics", {}).get("train", {})
-    if hub_id and (train.get("knn_top1_by_k") or probe_accuracy(metadata) is not None):
+    run = train_record(metadata)
+    if hub_id and ((run and run.knn) or probe_accuracy(metadata) is not None):
         header["model-index"] = _model_index(metadata, hub_id, display)
     return header
 
@@ -238,8 +253,8 @@ def model_card(metadata, license="apache-2.0", handle=None):
     loss = metadata.get("loss", {}).get("name", "unknown")
     paper = PAPERS.get(loss)
     _, display = hub_dataset(metadata.get("dataset"))
-    train = metadata.get("metrics", {}).get("train", {})
-    knn = ", ".join(f"{k}: {v:.2%}" for k, v in train.get("knn_top1_by_k", {}).items())
+    run = train_record(metadata)
+    knn = ", ".join(f"{k}: {v:.2%}" for k, v in (run.knn if run else {}).items())
     lines = ["---", yaml.safe_dump(_header(metadata, loss, license), sort_keys=False).strip(), "---", "",
              f"# {metadata['name']}", "",
              f"{_article(metadata.get('architecture'))} {metadata.get('architecture')} image encoder "
@@ -270,8 +285,9 @@ def _article(word):
 
 def _probe_protocol(metadata):
     """How the probe was fitted, from the report: protocol and its regularization C."""
-    report = metadata.get("metrics", {}).get("eval", {})
-    probe = report.get("probe") or report.get("linear_probe") or {}
+    report = eval_record(metadata)
+    stored = report.metrics if report else {}  # the protocol and C are facts, not measurements
+    probe = stored.get("probe") or stored.get("linear_probe") or {}
     protocol = probe.get("protocol") or "logistic regression"
     c = f", C = {probe['C']:g}" if isinstance(probe.get("C"), (int, float)) else ""
     return f"{protocol}{c}, on frozen features of the training split"
@@ -312,8 +328,9 @@ def _compute_lines(metadata):
             f"views) in {hours:.2f} h of wall time on {where}")
     if compute.get("cpu_hours") is not None:
         line += f" ({compute['cpu_hours']:.2f} CPU-hours)"
-    rate = metadata.get("metrics", {}).get("train", {}).get("images_per_second")
-    if isinstance(rate, (int, float)) and rate > 0:
+    run = train_record(metadata)
+    rate = run.images_per_second if run else None
+    if rate:
         line += f", {rate:,.0f} training images/s"
     return ["## Compute", "", line + f"; devices: {', '.join(compute.get('devices') or ['n/a'])}.", ""]
 
@@ -358,8 +375,8 @@ def _flip_lines(metadata):
         return []
     if metadata.get("test_time_measured"):
         return _test_time_lines(metadata)
-    knn = metadata.get("metrics", {}).get("eval", {}).get("knn", {})
-    shown = ", ".join(f"{k}: {v:.2%}" for k, v in knn.items())
+    report = eval_record(metadata)
+    shown = ", ".join(f"{k}: {v:.2%}" for k, v in (report.knn if report else {}).items())
     return ["The preset's features are the mean over each image and its mirror image "
             "(`clzoo.models.flip_averaged`, test-time flip; twice the inference cost). The numbers "
             "above are the trained encoder's own; with the flip, as shipped, weighted kNN top-1: "

@@ -11,7 +11,7 @@ huggingface_hub = pytest.importorskip("huggingface_hub")
 
 
 def _metadata(data="tfds:cifar10", loss="SINCERELoss", probe=0.7):
-    metrics = {"train": {"knn_top1_by_k": {"k5": 0.6, "k20": 0.65}}}
+    metrics = {"train": {"knn_top1": 0.65, "knn_top1_k": 20, "knn_top1_by_k": {"k5": 0.6, "k20": 0.65}}}
     if probe is not None:
         metrics["eval"] = {"probe": {"accuracy": probe}}
     return {"name": "tiny", "architecture": "resnet20", "dataset": data, "loss": {"name": loss},

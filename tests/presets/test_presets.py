@@ -29,7 +29,8 @@ def _run(tmp_path):
     (run / "recipe.yaml").write_text(yaml.safe_dump(
         {"name": "tiny", "data": "tfds:cifar10", "model": {"architecture": "resnet10_narrow"},
          "loss": {"name": "SINCERELoss", "temperature": 0.1}}))
-    (run / "metrics.json").write_text(json.dumps({"knn_top1_by_k": {"k20": 0.5}, "knn_top1": 0.5}))
+    (run / "metrics.json").write_text(json.dumps(
+        {"knn_top1_by_k": {"k20": 0.5}, "knn_top1": 0.5, "knn_top1_k": 20}))
     return run, encoder
 
 
