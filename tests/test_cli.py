@@ -263,6 +263,7 @@ def test_export_saved_model_gives_the_keras_outputs(tiny_encoder, tmp_path, caps
     assert "exists already" in capsys.readouterr().err
 
 
+@pytest.mark.large
 def test_export_names_the_missing_package_in_one_line(tiny_encoder, tmp_path):
     from clzoo.export.serving import missing_packages
 
@@ -308,6 +309,7 @@ def _file_size_limit(limit):
     return apply
 
 
+@pytest.mark.large
 def test_an_os_fault_is_one_line_naming_the_path(tiny_encoder, tmp_path):
     path, data = tiny_encoder
     out = tmp_path / "features.npz"

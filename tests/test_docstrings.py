@@ -14,6 +14,7 @@ MODULES = sorted(
 )
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)

@@ -48,6 +48,7 @@ def test_the_users_files_are_never_deleted(tmp_path):
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.large
 def test_kill_9_mid_build_then_the_next_call_cleans_up(tmp_path):
     out = tmp_path / "preset"
     replace_folder(out, _writer({"a.json": "A1"}))

@@ -23,6 +23,7 @@ def _loaded_after(statements, backend, prelude=""):
     return [ast.literal_eval(line) for line in lines]
 
 
+@pytest.mark.large
 def test_import_clzoo_is_enough_to_load_a_full_checkpoint(tmp_path):
     path = tmp_path / "model.keras"
     save = ("import clzoo, sys\n"
@@ -40,6 +41,7 @@ def test_import_clzoo_is_enough_to_load_a_full_checkpoint(tmp_path):
     assert result.stdout.split()[-3:] == ["ContrastiveModel", "SINCERELoss", "LARS"]
 
 
+@pytest.mark.large
 def test_a_script_given_the_arguments_m_clzoo_still_registers_the_keras_classes():
     # Only `python -m clzoo` itself skips the registrations, not `-m clzoo` among a script's arguments.
     code = "import sys, clzoo; print('clzoo.losses' in sys.modules)"
@@ -49,6 +51,7 @@ def test_a_script_given_the_arguments_m_clzoo_still_registers_the_keras_classes(
     assert result.stdout.split()[-1] == "True"
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_import_clzoo_and_clzoo_losses_load_no_tensorflow_or_sklearn(backend):
     pytest.importorskip(backend)
@@ -119,6 +122,7 @@ def test_clzoo_models_encoder_names_its_new_home():
         clzoo.models.Encoder  # noqa: B018
 
 
+@pytest.mark.large
 def test_clzoo_imports_under_python_OO():
     """Docstrings are stripped under -OO; the shared-docstring code must not need them."""
     import subprocess

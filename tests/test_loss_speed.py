@@ -18,6 +18,7 @@ from loss_speed import textbook_supcon  # noqa: E402  (benchmarks/loss_speed.py)
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")
 
 
+@pytest.mark.large
 def test_textbook_supcon_equals_sup_con_loss_in_value_and_gradient():
     rng = np.random.default_rng(3)
     z = rng.normal(size=(12, 2, 5))

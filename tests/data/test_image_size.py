@@ -59,6 +59,7 @@ def test_the_recipe_key_is_checked_with_the_recipe():
         load_recipe(None, ["image_size=0"])
 
 
+@pytest.mark.large
 def test_the_console_script_takes_image_size_and_its_refusal_names_it(tmp_path):
     from tests.test_cli import _run
 

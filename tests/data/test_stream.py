@@ -58,6 +58,7 @@ def test_soft_targets_without_views_are_the_images_themselves():
 
 # What "balanced" adds to "views", P x K sampling, is tf.data and NumPy alone: the tensorflow lane
 # resumes it; every lane resumes the two kinds whose Keras layers run inside tf.data.
+@pytest.mark.large
 @pytest.mark.parametrize("kind", [pytest.param("balanced", marks=pytest.mark.backends("tensorflow")),
                                   "soft_targets", "views"])
 def test_a_stream_resumed_at_any_step_gives_the_uninterrupted_batches(kind):

@@ -31,6 +31,7 @@ def _batch(split, config, seed=0):
     return x.numpy()
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", _recipes())
 def test_recipe_shapes_range_randomness_and_seed(name):
     config = view_recipe(name, size=24, views=2)

@@ -106,6 +106,7 @@ def test_batch_larger_than_dataset():
         batches(_split(4), "views", batch_size=8)
 
 
+@pytest.mark.large
 def test_view_ops_are_traced_once_per_settings_and_give_the_uncached_batches(monkeypatch):
     import tensorflow as tf
 

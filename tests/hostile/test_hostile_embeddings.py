@@ -79,6 +79,7 @@ def test_valid_sample_weights_match_the_weighted_mean(weight):
     np.testing.assert_allclose(to_numpy(L.SupConLoss()(Y, Z, sample_weight=weight)), want, rtol=1e-6)
 
 
+@pytest.mark.large
 def test_negative_sample_weight_is_caught_compiled_with_check_values():
     loss = L.SupConLoss(check_values=True)
     fn = compiled(lambda w, z: loss(np.array([0, 0, 1, 1]), z, sample_weight=w), unknown_batch=False)
@@ -95,6 +96,7 @@ def test_non_finite_embeddings_are_reported_with_check_values(loss, bad):
         L.LOSSES.get(loss)(check_values=True)(Y, z)
 
 
+@pytest.mark.large
 def test_non_finite_embeddings_stop_a_compiled_step_with_check_values():
     z = Z.copy()
     z[2, 1, 0] = np.nan

@@ -324,6 +324,7 @@ def test_an_all_zero_label_row_is_refused(loss, similarity, row):
         loss(label_similarity=similarity)(y, Z)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("similarity", ["cosine", "jaccard"])
 def test_an_all_zero_label_row_is_refused_compiled(similarity):
     y = MULTI_HOT.copy()

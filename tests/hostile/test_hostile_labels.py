@@ -195,6 +195,7 @@ def _tf_xla(fn):
     return tf.function(fn, jit_compile=True)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("loss", sorted(SUPERVISED))
 @pytest.mark.parametrize("labels", [NOT_ONE_HOT["multi_hot"], NOT_ONE_HOT["soft_mixup"],
                                     np.array([0.5, 1, 2, 3], "float32"),

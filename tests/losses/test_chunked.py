@@ -60,6 +60,7 @@ def _numeric_gradient(name, z, temperature, eps=1e-6):
 
 
 # 0.5: the shared-exponential path; 0.02 (2 / t > 80): the row-maximum path.
+@pytest.mark.large
 @pytest.mark.parametrize("temperature", [0.5, 0.02])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_chunked_value_and_gradient_match_reference(name, temperature):
@@ -110,6 +111,7 @@ def _check_chunks(make_loss, call, want, want_grad, temperature, settings):
                                    err_msg=f"chunk_size={chunk_size}")
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("temperature", [0.5, 0.02])
 @pytest.mark.parametrize("rows", sorted(LABEL_ROWS))
 @pytest.mark.parametrize("kind", ["cosine", "jaccard"])
@@ -146,6 +148,7 @@ QUEUED = {
 }
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("temperature", [0.5, 0.02])
 @pytest.mark.parametrize("name", sorted(QUEUED))
 def test_chunked_memory_columns_match_reference(name, temperature):

@@ -130,6 +130,7 @@ class TestLossContract:
         value, grad = value_and_grad(lambda x: cls(temperature=0.01)(y_true, x), y_pred)
         assert np.isfinite(value) and np.all(np.isfinite(grad)) and np.any(grad != 0)
 
+    @pytest.mark.large
     def test_fit_and_save(self, name, tmp_path):
         cls = _cls(name)
         keras.utils.set_random_seed(0)

@@ -83,6 +83,7 @@ def test_chunked_still_recomputes_the_logits_in_the_backward_pass(name):
     assert _count_products(LOSSES[name](16)) > 3
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_kept_and_recomputed_logits_give_the_same_value_and_gradient(name):
     kept_value, kept_grad = value_and_grad(lambda z: LOSSES[name](None)(Y, z), Z)

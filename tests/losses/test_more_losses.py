@@ -205,6 +205,7 @@ CHUNKABLE = {
 
 # One-anchor blocks, the extreme the float64 checks of test_chunked.py (blocks of 3, 4, 5 and 16
 # anchors) leave out, and SupCon's max_positives chunked.
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(CHUNKABLE))
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_chunked_equals_full_in_value_and_gradient(name, compiled):
@@ -221,6 +222,7 @@ def test_chunked_equals_full_in_value_and_gradient(name, compiled):
                                rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 @pytest.mark.parametrize("name", sorted(CHUNKABLE))
 def test_mixed_precision_fit_is_finite_at_low_temperature(policy, name):

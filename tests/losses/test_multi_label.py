@@ -64,6 +64,7 @@ def test_matches_loop_reference(name, kind, rows, temperature, views):
     np.testing.assert_allclose(got, want, rtol=2e-6 / temperature + 1e-5, atol=1e-4)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("kind", ["cosine", "jaccard"])
 @pytest.mark.parametrize("temperature, views", [(0.01, 3), (0.1, 1), (0.1, 2)])
@@ -144,6 +145,7 @@ def test_max_positives_cannot_be_combined():
         L.SupConLoss(max_positives=2, label_similarity="cosine")
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_config_round_trip_and_chunks(name):
     _, _, extra = LOSSES[name]

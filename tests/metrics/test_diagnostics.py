@@ -117,6 +117,7 @@ def test_one_hot_labels_and_errors():
         M.Alignment().update_state(None, z, np.ones(3))
 
 
+@pytest.mark.large
 def test_in_fit_history_and_serialization(tmp_path):
     keras.utils.set_random_seed(0)
     encoder = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(), keras.layers.Dense(8)])

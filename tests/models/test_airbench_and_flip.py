@@ -12,6 +12,7 @@ pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (t
 X = np.random.default_rng(0).uniform(size=(4, 32, 32, 3)).astype("float32")
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name, dim, params", [("airbench", 256, 1_972_536),
                                                ("airbench_half", 128, 497_976)])
 def test_airbench_shapes_and_size(name, dim, params):

@@ -97,6 +97,7 @@ def _assert_same_variables(a, b, atol=2e-5):
                                    atol=atol, err_msg=va.path)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("norm", [None, "frozen_batch", "group"])
 def test_weights_after_fit_equal_the_full_batch_step(norm):
     chunked, reference = _pair(lambda: _encoder(norm))
@@ -118,6 +119,7 @@ def test_learnable_temperature_gets_its_gradient_from_the_loss_pass():
     _assert_same_variables(chunked, reference)
 
 
+@pytest.mark.large
 def test_batch_norm_in_training_mode_uses_per_sub_batch_statistics():
     # Documented behaviour: each sub-batch of M images is normalized with its own statistics and
     # the moving statistics are updated once per sub-batch, in order; dropout draws the same masks
@@ -133,6 +135,7 @@ def test_batch_norm_in_training_mode_uses_per_sub_batch_statistics():
     assert any(differs), "per-sub-batch statistics must differ from full-batch ones here"
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("momentum", [None, 0.9])
 def test_memory_queue_and_key_encoder_match_the_unchunked_step(momentum):
     chunked, reference = _pair(lambda: _encoder("group"), queue_size=32, momentum=momentum)

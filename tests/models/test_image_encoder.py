@@ -21,6 +21,7 @@ def _encoders():
             "test_time_averaged": clzoo.models.test_time_averaged(base, 1)}
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("kind", ["get_encoder", "flip_averaged", "test_time_averaged"])
 def test_uint8_and_unit_float_give_the_same_features(kind):
     encoder = _encoders()[kind]
@@ -44,6 +45,7 @@ def test_uint8_and_unit_float_give_the_same_features(kind):
     (PIXELS.astype("float32"), "float pixels in [0, 255]"),
     (PIXELS.astype("float32") / 127.5 - 1, "float pixels in [-1"),
 ])
+@pytest.mark.large
 def test_other_inputs_are_refused_and_the_encoder_keeps_working(bad, says):
     encoder = _encoders()["flip_averaged"]
     before = encoder.predict(PIXELS, verbose=0)

@@ -68,6 +68,7 @@ def _run_steps(model, x, y, batch=4):
     return losses
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("momentum", [None, 0.9])
 def test_fit_contrasts_batch_with_the_queue_of_earlier_steps(momentum):
     x, y = batches(16)

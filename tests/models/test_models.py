@@ -99,6 +99,7 @@ def test_contrastive_model_views_are_encoded_independently():
         model(x[:, 0])
 
 
+@pytest.mark.large
 def test_save_and_load_round_trip(tmp_path):
     model = _model()
     model.compile(optimizer="sgd", loss=clzoo.losses.SINCERELoss(temperature=0.2))

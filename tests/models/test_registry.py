@@ -29,12 +29,14 @@ def test_registry_lists_every_encoder():
         clzoo.models.get_encoder("resnet9")
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(EXPECTED_DIM))
 def test_builds_at_32(name):
     encoder = clzoo.models.get_encoder(name, (32, 32, 3))
     assert encoder.output_shape == (None, EXPECTED_DIM[name])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name, kwargs", [("hub_resnet50", {}), ("resnet18", {}),
                                           ("vit_small_patch4", {"patch_size": 16})])
 def test_builds_at_224(name, kwargs):
@@ -43,6 +45,7 @@ def test_builds_at_224(name, kwargs):
     assert encoder.output_shape == (None, EXPECTED_DIM[name])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", LIGHT)
 def test_round_trip_and_one_training_step(name, tmp_path):
     encoder = clzoo.models.get_encoder(name, (32, 32, 3))
@@ -82,6 +85,7 @@ def test_classifier_and_head_options():
     assert config["batch_norm"] is True
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name, policy", [("resnet20", "mixed_float16"), ("resnet20", "mixed_bfloat16"),
                                           ("vit_small_patch4", "mixed_bfloat16")])
 def test_one_step_under_mixed_precision(name, policy):

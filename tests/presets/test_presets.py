@@ -79,6 +79,7 @@ def test_builtin_preset_matches_its_registry(name):
     assert "```bibtex" in card and "/work/" not in card and "../shared" not in card
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(json.load(
     (Path(__file__).parents[2] / "pretrained" / "retired.json").open())))
 def test_a_retired_preset_names_its_replacement(name, tmp_path):
@@ -96,6 +97,7 @@ def test_a_retired_preset_names_its_replacement(name, tmp_path):
     assert "was retired" in embed.stderr and replacement["replacement"] in embed.stderr
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", sorted(json.loads(
     (Path(__file__).parents[2] / "pretrained" / "registry.json").read_text())))
 def test_every_builtin_preset_verifies_and_embeds(name):
@@ -105,6 +107,7 @@ def test_every_builtin_preset_verifies_and_embeds(name):
     assert features.shape == (3, entry["feature_dim"]) and np.all(np.isfinite(features))
 
 
+@pytest.mark.large
 def test_readme_example_runs_offline():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     code = readme.split("<!-- preset-example -->")[1].split("```python")[1].split("```")[0]
@@ -166,6 +169,7 @@ def test_unknown_handle():
         load_preset("nope")
 
 
+@pytest.mark.large
 def test_push_dry_run_writes_the_exact_folder_and_upload_fails_clearly(tmp_path):
     run, _ = _run(tmp_path)
     out = push_preset(run, "hf://someone/tiny", dry_run=tmp_path / "dry")
@@ -185,6 +189,7 @@ def test_push_dry_run_writes_the_exact_folder_and_upload_fails_clearly(tmp_path)
     assert "REFUSED Could not upload to the Hugging Face Hub" in result.stdout, result.stderr[-2000:]
 
 
+@pytest.mark.large
 def test_hf_handle_loads_from_a_prepopulated_offline_cache(tmp_path):
     run, encoder = _run(tmp_path)
     snapshot = tmp_path / "hf" / "hub" / "models--someone--tiny" / "snapshots" / ("a" * 40)
@@ -236,6 +241,7 @@ def test_preset_records_compute_curve_and_test_time_flip(tmp_path):
         rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.large
 def test_a_run_that_shipped_test_time_views_says_its_numbers_are_of_them(tmp_path):
     from huggingface_hub import ModelCard
 

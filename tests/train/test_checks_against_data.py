@@ -52,6 +52,7 @@ def test_an_output_inside_the_data_folder_is_refused(setup):
     assert not inside.exists()
 
 
+@pytest.mark.large
 def test_k_above_the_images_other_than_the_headline_is_skipped_not_refused(setup):
     """The default knn_k [1, 5, 20, 200] on a small dataset: k = 200 is skipped, by design."""
     path, tmp_path = setup
@@ -60,6 +61,7 @@ def test_k_above_the_images_other_than_the_headline_is_skipped_not_refused(setup
     assert set(metrics.knn) == {"k1", "k5"}
 
 
+@pytest.mark.large
 def test_an_output_beside_the_splits_is_fine(setup):
     """Only train/ and test/ are read: a run folder next to them spoils nothing."""
     path, tmp_path = setup

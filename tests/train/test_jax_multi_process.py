@@ -168,6 +168,7 @@ def _error_lines(err):
     ({"KERAS_DISTRIBUTION_JOB_ADDRESSES": "127.0.0.1:1", "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
       "KERAS_DISTRIBUTION_PROCESS_ID": "2"}, "from 0 to 1. Received: KERAS_DISTRIBUTION_PROCESS_ID='2'"),
 ])
+@pytest.mark.large
 def test_a_partial_or_malformed_cluster_is_refused_in_one_line(tmp_path, given, expected):
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(RECIPE.format(data="digits"))

@@ -164,6 +164,7 @@ def test_batch_larger_than_the_data_leaves_nothing(tmp_path):
     assert not output.exists()
 
 
+@pytest.mark.large
 def test_cli_prints_one_line_per_problem_and_no_traceback(tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("training:\n  epochz: 3\n  learning_rate: 0\n")

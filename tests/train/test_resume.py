@@ -119,6 +119,7 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
     assert not list(run.glob(".*.tmp*")), "a temporary file was left behind"
 
 
+@pytest.mark.large
 def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one(tmp_path):
     data = write_tiny_digits(tmp_path / "data", train=64, test=16)
     recipe = tiny_recipe(data)

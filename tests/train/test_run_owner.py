@@ -26,6 +26,7 @@ def recipe_file(tmp_path):
     return path
 
 
+@pytest.mark.large
 def test_a_second_writer_is_refused_naming_the_first(recipe_file, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -67,6 +68,7 @@ def test_a_run_refused_after_the_lock_leaves_nothing(recipe_file, tmp_path, monk
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.large
 def test_finished_is_recorded_not_inferred(recipe_file, tmp_path):
     run = tmp_path / "run"
     first = train(load_recipe(recipe_file), run, verbose=0)
@@ -81,6 +83,7 @@ def test_finished_is_recorded_not_inferred(recipe_file, tmp_path):
         train(load_recipe(recipe_file, ["loss.name=SupConLoss"]), run, verbose=0, resume=True)
 
 
+@pytest.mark.large
 def test_run_folders_from_before_the_stamp_and_os_files_are_not_foreign(recipe_file, tmp_path):
     run = tmp_path / "run"
     first = train(load_recipe(recipe_file), run, verbose=0)

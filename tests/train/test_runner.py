@@ -127,6 +127,7 @@ def test_nan_stops_at_once_and_last_checkpoint_survives(tmp_path):
     assert all(np.all(np.isfinite(w)) for w in restored.get_weights())
 
 
+@pytest.mark.large
 def test_runner_reports_divergence(tmp_path):
     from clzoo.train import TrainingDiverged
 
