@@ -355,8 +355,8 @@ def collect(folder, run, config):
     record, report = read_run(run), read_eval(run / "eval")
     out = {"final_loss": record.loss_curve[-1], "knn_k20": report.knn["k20"]}
     for key in ("classifier_top1", "classifier_ece"):
-        if key in record.summary:
-            out[key] = record.summary[key]
+        if getattr(record, key) is not None:
+            out[key] = getattr(record, key)
     for name, baseline in record.baselines.items():
         out[f"{name}_knn_k20"], out[f"{name}_probe"] = baseline.knn["k20"], baseline.probe
     if report.probe is not None:
