@@ -5,7 +5,7 @@ Times `clzoo --help` / `clzoo eval --help` (best of 3 runs each), then one defau
 command's wall time beside the per-step seconds the report records
 (`metrics.json` -> `timings`).
 
-    python benchmarks/eval_speed.py --model supinfonce_resnet20_cifar10 --data ../shared/data/cifar10
+    python benchmarks/eval_speed.py --model nscl_resnet20_cifar10 --data ../shared/data/cifar10
 """
 
 import argparse
@@ -37,7 +37,7 @@ def wall(args, repeats=1, **kwargs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="supinfonce_resnet20_cifar10",
+    parser.add_argument("--model", default="nscl_resnet20_cifar10",
                         help="preset name, run folder or .keras file")
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent
                                               / "shared" / "data" / "cifar10"))

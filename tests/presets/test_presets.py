@@ -155,7 +155,7 @@ def test_pinned_checksums_of_builtin_presets(tmp_path, monkeypatch):
     from clzoo.presets import loading
 
     copy = tmp_path / "pretrained" / "p"
-    shutil.copytree(loading.PRETRAINED / "supinfonce_resnet20_cifar10", copy)
+    shutil.copytree(loading.PRETRAINED / "nscl_resnet20_cifar10", copy)
     monkeypatch.setattr(loading, "PRETRAINED", tmp_path / "pretrained")
     registry = Registry("preset")
     registry.register("p", lambda: None, path="p", handle="hf://x/p", checksums_sha256="0" * 64)
