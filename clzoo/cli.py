@@ -487,8 +487,9 @@ def _add_train_parser(commands):
     p.add_argument("recipe", nargs="?", help="recipe YAML (see recipes/)")
     p.add_argument("--data", help="'digits', an image folder with train/ and test/, or tfds:<name>")
     _add_image_size(p)
-    p.add_argument("--epochs", type=_whole(1))
-    p.add_argument("--batch-size", type=_whole(1))
+    p.add_argument("--epochs", type=_whole(1), help="training epochs (overrides training.epochs)")
+    p.add_argument("--batch-size", type=_whole(1),
+                   help="images per step, all replicas together (overrides training.batch_size)")
     p.add_argument("--output", help="run folder (default runs/<recipe>-<time>)")
     p.add_argument("--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"),
                    help="where to train (default: the recipe's training.strategy, 'auto': "
@@ -529,7 +530,8 @@ def _add_eval_parsers(commands):
     _add_image_size(p)
     p.add_argument("--output", required=True,
                    help="embeddings.npz (numpy) or embeddings.parquet (needs pyarrow)")
-    p.add_argument("--split", choices=("train", "test", "both"), default="both")
+    p.add_argument("--split", choices=("train", "test", "both"), default="both",
+                   help="which split(s) to embed (default: both, with a split column)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="encoder features, or the projection head's embeddings (a run's checkpoint)")
     p.add_argument("--normalize", action="store_true", help="L2-normalize each embedding")
@@ -550,12 +552,15 @@ def _add_eval_parsers(commands):
     p = commands.add_parser("compare", help="evaluate two encoders with bootstrap intervals")
     p.add_argument("model_a", help="run folder or .keras file")
     p.add_argument("model_b", help="run folder or .keras file")
-    p.add_argument("--data", required=True)
+    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     _add_image_size(p)
-    p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap")
-    p.add_argument("--k", default="1,5,20,200", type=_int_list)
-    p.add_argument("--resamples", type=_whole(1), default=1000)
-    p.add_argument("--space", choices=("encoder", "projection"), default="encoder")
+    p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap",
+                   help="comma-separated, as `clzoo eval --metrics`")
+    p.add_argument("--k", default="1,5,20,200", type=_int_list, help="comma-separated k of kNN")
+    p.add_argument("--resamples", type=_whole(1), default=1000,
+                   help="bootstrap resamples of the test set for each interval (default: 1000)")
+    p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
+                   help="compare encoder features, or the projection head's embeddings")
     p.add_argument("--output", help="folder (default: ./compare)")
     _add_overwrite(p)
     p.set_defaults(func=_compare)
@@ -567,10 +572,10 @@ def _add_other_parsers(commands):
     _add_image_size(p)
     p.add_argument("--recipe", default="supcon", choices=[*VIEW_RECIPE_NAMES, "airbench"],
                    help="view recipe; 'airbench': its batch-wise views, one column per epoch")
-    p.add_argument("--images", type=_whole(1), default=8)
-    p.add_argument("--views", type=_whole(1), default=4)
-    p.add_argument("--seed", type=_whole(0), default=0)
-    p.add_argument("--output", default="views.png")
+    p.add_argument("--images", type=_whole(1), default=8, help="training images, one row each")
+    p.add_argument("--views", type=_whole(1), default=4, help="augmented views per image")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the images and views drawn")
+    p.add_argument("--output", default="views.png", help="PNG file to write (default: views.png)")
     _add_overwrite(p)
     p.set_defaults(func=_show_views)
 
@@ -578,7 +583,7 @@ def _add_other_parsers(commands):
     p.add_argument("run", help="run folder from clzoo train (with eval/ if you ran clzoo eval)")
     p.add_argument("handle", help="hf://owner/repo")
     p.add_argument("--dry-run", metavar="DIR", help="write the exact folder to DIR; upload nothing")
-    p.add_argument("--private", action="store_true")
+    p.add_argument("--private", action="store_true", help="create the Hub repository as private")
     _add_overwrite(p)
     p.set_defaults(func=_push)
 
@@ -589,7 +594,8 @@ def _add_other_parsers(commands):
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="sgd",
                    help="sgd: SINCERE app. J (default); lbfgs: logistic regression on features")
     p.add_argument("--epochs", type=_whole(1), default=100, help="sgd protocol epochs (app. J: 100)")
-    p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list)
+    p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list,
+                   help="comma-separated rates the sgd protocol chooses from on a validation split")
     p.add_argument("--output", help="JSON file for the result")
     _add_overwrite(p)
     p.set_defaults(func=_transfer)

@@ -1,5 +1,6 @@
 """The `clzoo` command as a user meets it: fast help, --version, presets, clean output in a log file."""
 
+import argparse
 import json
 import os
 import re
@@ -325,3 +326,11 @@ def test_an_os_fault_is_one_line_naming_the_path(tiny_encoder, tmp_path):
     assert lines == [f"error: File too large: {out} (errno 27); each file clzoo writes is complete "
                      "or absent, never cut short"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "warm.npz"]  # no partial file
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {a.option_strings or a.dest}" for name, sub in commands.choices.items()
+              for a in sub._actions if not a.help and not isinstance(a, argparse._HelpAction)]
+    assert not silent, f"options without help text: {silent}"
