@@ -55,7 +55,7 @@ def test_round_trip_and_one_training_step(name, tmp_path):
     rng = np.random.default_rng(0)
     views = rng.uniform(size=(4, 2, 32, 32, 3)).astype("float32")
     labels = np.array([0, 0, 1, 1])
-    before = [np.array(w) for w in model.trainable_weights]
+    before = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
     loss = model.train_on_batch(views, labels)
     assert np.isfinite(float(np.asarray(loss).reshape(-1)[0]))
     after = [keras.ops.convert_to_numpy(w) for w in model.trainable_weights]
