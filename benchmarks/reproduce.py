@@ -363,26 +363,26 @@ def collect(folder, run, config):
         out["probe"] = report.probe
     if report.ncc is not None:
         out["ncc"] = report.ncc
-    out.update(_report_extras(report.metrics))
+    out.update(_report_extras(report))
     if (folder / "fine").exists():
         fine = read_eval(folder / "fine")
         out["fine_knn_k20"], out["fine_probe"] = fine.knn["k20"], fine.probe
-        out["within_coarse"] = fine.metrics["coarse_to_fine"]["within_coarse_accuracy"]
+        out["within_coarse"] = fine.within_coarse
     for space in SPACES:
         if (folder / f"{space}.npz").exists():
             out.update(margins.cell_margins(margins.separation_of(folder / f"{space}.npz"), space))
     return out
 
 
-def _report_extras(metrics):
-    """Separation, few-shot and loss-gap numbers of a `clzoo eval` report."""
+def _report_extras(report):
+    """Separation, few-shot and loss-gap numbers of a `clzoo eval` report (`EvalReport`)."""
     out = {}
-    if "separation" in metrics:
-        out["margin_encoder"] = metrics["separation"]["margin"]
-    for m, row in metrics.get("few_shot", {}).items():
+    if report.margin is not None:
+        out["margin_encoder"] = report.margin
+    for m, row in report.few_shot.items():
         out[f"few_shot_{m}_ncc"], out[f"few_shot_{m}_linear"] = row["ncc_error"], row["linear_error"]
-    if "loss_gap" in metrics:
-        out["loss_gap"], out["loss_gap_bound"] = metrics["loss_gap"]["gap"], metrics["loss_gap"]["bound"]
+    if report.loss_gap is not None:
+        out["loss_gap"], out["loss_gap_bound"] = report.loss_gap, report.loss_gap_bound
     return out
 
 

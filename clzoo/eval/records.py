@@ -230,7 +230,8 @@ REPORT_SCALARS = {
     "ncc": ("ncc", "accuracy"), "probe": ("probe", "accuracy"), "sgd_probe": ("sgd_probe", "accuracy"),
     "margin": ("separation", "margin"), "cdnv": ("geometry", "test", "cdnv"),
     "directional_cdnv": ("geometry", "test", "directional_cdnv"), "ece": ("calibration", "ece"),
-    "loss_gap": ("loss_gap", "gap"),
+    "loss_gap": ("loss_gap", "gap"), "loss_gap_bound": ("loss_gap", "bound"),
+    "within_coarse": ("coarse_to_fine", "within_coarse_accuracy"),
 }
 
 
@@ -255,9 +256,11 @@ class EvalReport:
         margin: the target-noise margin (`separation`), None when not run.
         cdnv, directional_cdnv: the test split's CDNV and directional CDNV (`geometry`).
         ece: the probe's expected calibration error (`calibration`).
-        loss_gap: the DCL - NSCL gap on the test split (`loss_gap`).
+        loss_gap, loss_gap_bound: the DCL - NSCL gap on the test split and its bound (`loss_gap`).
+        within_coarse: fine-label accuracy within the true coarse class (`coarse_to_fine`).
+        few_shot: `{m: {"ncc_error": ..., "linear_error": ..., ...}}` per shot count (`few_shot`).
         timings: `{step: wall seconds, ..., "total": sum}`; empty when not recorded.
-        metrics: every entry of the report as stored, e.g. `metrics["few_shot"]`.
+        metrics: every entry of the report as stored, e.g. `metrics["separation"]["per_class_margin"]`.
         path: the report folder, or None.
 
     Example:
@@ -276,6 +279,9 @@ class EvalReport:
     directional_cdnv: float | None = None
     ece: float | None = None
     loss_gap: float | None = None
+    loss_gap_bound: float | None = None
+    within_coarse: float | None = None
+    few_shot: dict = dataclasses.field(default_factory=dict)
     # wall times, the stored dict and the folder are not what a report measured: not in ==
     timings: dict = dataclasses.field(default_factory=dict, compare=False)
     metrics: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
@@ -292,10 +298,15 @@ class EvalReport:
         for name, keys in EARLIER_SCALARS.items():
             if scalars[name] is None:
                 scalars[name] = _scalar(metrics, keys, where)
+        few_shot = metrics.get("few_shot") or {}
+        if not isinstance(few_shot, dict) or not all(isinstance(r, dict) for r in few_shot.values()):
+            raise RecordError(f"{where}: 'few_shot' must map shot counts to objects, got {few_shot!r}")
+        few_shot = {m: {k: _number(v, f"{where}: 'few_shot.{m}.{k}'", optional=True)
+                        for k, v in row.items()} for m, row in few_shot.items()}
         timings = metrics.get("timings") or {}
         if not isinstance(timings, dict):
             raise RecordError(f"{where}: 'timings' must be an object, got {timings!r}")
-        return cls(knn=knn, **scalars, timings=dict(timings), metrics=dict(metrics),
+        return cls(knn=knn, **scalars, few_shot=few_shot, timings=dict(timings), metrics=dict(metrics),
                    path=None if path is None else Path(path), **extra)
 
 

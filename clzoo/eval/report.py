@@ -31,7 +31,8 @@ class EvaluationResult(EvalReport):
     from the written folder, plus what only exists in memory.
 
     Attributes:
-        knn, ncc, probe, sgd_probe, margin, cdnv, directional_cdnv, ece, loss_gap, timings:
+        knn, ncc, probe, sgd_probe, margin, cdnv, directional_cdnv, ece, loss_gap, loss_gap_bound,
+            within_coarse, few_shot, timings:
             as `clzoo.eval.records.EvalReport` (None / empty when not computed).
         metrics: JSON-ready dict, the content of `metrics.json`: `title`, the
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,

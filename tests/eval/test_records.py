@@ -119,3 +119,16 @@ def test_two_evaluations_of_the_same_features_are_equal_records():
     a, b = (clzoo.eval.evaluate_embeddings(x, y, x, y, "knn,ncc", ks=(1,), verbose=False) for _ in "ab")
     assert a == b and a.timings.keys() == b.timings.keys()  # wall times differ, results do not
     assert EvalReport.from_metrics(a.metrics).ncc == a.ncc == 1.0
+
+
+def test_report_details_are_fields_not_keys():
+    report = EvalReport.from_metrics({
+        "knn": {"k1": 0.5}, "loss_gap": {"gap": 0.1, "bound": 0.3},
+        "coarse_to_fine": {"within_coarse_accuracy": 0.4},
+        "few_shot": {"10": {"ncc_error": 0.2, "linear_error": 0.25, "ncc_error_bound_test": 0.9}}})
+    assert (report.loss_gap, report.loss_gap_bound, report.within_coarse) == (0.1, 0.3, 0.4)
+    assert report.few_shot["10"]["linear_error"] == 0.25
+    with pytest.raises(RecordError, match=r"'few_shot' must map shot counts to objects"):
+        EvalReport.from_metrics({"few_shot": [0.2]})
+    with pytest.raises(RecordError, match=r"few_shot.10.ncc_error"):
+        EvalReport.from_metrics({"few_shot": {"10": {"ncc_error": "low"}}})
