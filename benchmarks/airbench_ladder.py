@@ -60,10 +60,12 @@ def rungs():
 
 
 def run(name, overrides, args):
-    """One rung's `metrics.json` (trained, resumed or reused), or None when its run failed."""
+    """One rung's `RunResult` (trained, resumed or reused), or None when its run failed."""
+    from clzoo.eval.records import read_run  # noqa: PLC0415 (--help imports nothing heavy)
+
     folder = Path(args.output) / name
     if (folder / "metrics.json").is_file():
-        return json.loads((folder / "metrics.json").read_text())
+        return read_run(folder)
     sets = [*COMMON, f"training.epochs={args.epochs}", f"data={args.data}",
             f"training.warmup_epochs={round(0.23 * args.epochs, 2)}", *overrides]
     clzoo = [sys.executable, "-m", "clzoo.cli", "train"]
@@ -75,7 +77,7 @@ def run(name, overrides, args):
     if subprocess.run(command).returncode:
         print(f"rung {name} failed; the others go on", flush=True)
         return None
-    return json.loads((folder / "metrics.json").read_text())
+    return read_run(folder)
 
 
 def table(results, epochs):
@@ -108,7 +110,7 @@ def main(argv=None):
     results = {name: metrics for name, metrics in results.items() if metrics is not None}
     path = Path(args.output) / "ladder.json"
     merged = json.loads(path.read_text()) if path.is_file() else {}  # rungs of earlier calls
-    merged.update({k: {"knn_top1": v["knn_top1"], "images_per_second": v["images_per_second"]}
+    merged.update({k: {"knn_top1": v.knn_top1, "images_per_second": v.images_per_second}
                    for k, v in results.items()})
     path.write_text(json.dumps(merged, indent=2) + "\n")
     if args.table:
