@@ -9,7 +9,6 @@ the loss's paper and for clzoo.
 """
 
 import dataclasses
-import datetime
 
 import yaml
 
@@ -116,13 +115,15 @@ HUB_DATASETS = {
 }
 
 
-def clzoo_bibtex(year=None):
-    """BibTeX `@software` entry of clzoo at this version (`year`: defaults to this year)."""
-    return _bibtex("software", "clzoo",
-                   title="clzoo: Keras 3 model zoo and training recipes for supervised and "
-                         "self-supervised contrastive learning",
-                   author="{clzoo developers}", version=__version__,
-                   year=str(year or datetime.date.today().year), url=REPOSITORY)
+def clzoo_bibtex(version=None, year=None):
+    """BibTeX `@software` entry of clzoo: `version` defaults to this one; `year` is left out when
+    None (a card gives the version and year its preset was built with, so it never changes)."""
+    fields = dict(title="clzoo: Keras 3 model zoo and training recipes for supervised and "
+                        "self-supervised contrastive learning",
+                  author="{clzoo developers}", version=version or __version__)
+    if year is not None:
+        fields["year"] = str(year)
+    return _bibtex("software", "clzoo", **fields, url=REPOSITORY)
 
 
 def hub_dataset(spec):
@@ -228,12 +229,13 @@ def _usage(metadata, handle):
             "against `checksums.json` before loading.", ""]
 
 
-def _citation(paper):
+def _citation(paper, metadata):
     lines = ["## Citation", ""]
     if paper is not None:
         lines += ["The loss:", "", paper.cite, "", "```bibtex", paper.bibtex, "```", ""]
     lines += [f"clzoo, which trained and packaged this encoder ({REPOSITORY}):", "",
-              "```bibtex", clzoo_bibtex(), "```", ""]
+              "```bibtex", clzoo_bibtex(metadata.get("clzoo_version"), _built_year(metadata)),
+              "```", ""]
     return lines
 
 
@@ -274,9 +276,16 @@ def model_card(metadata, license="apache-2.0", handle=None):
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
               f"commit `{metadata.get('commit')}`.", ""]
-    lines += _citation(paper)
+    lines += _citation(paper, metadata)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _built_year(metadata):
+    """The year the preset was built (`metadata["created"]`, an ISO date), or None for presets
+    built before that was recorded."""
+    created = str(metadata.get("created") or "")
+    return int(created[:4]) if created[:4].isdigit() else None
 
 
 def _article(word):

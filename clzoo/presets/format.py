@@ -10,6 +10,7 @@ Layout (all written atomically):
     checksums.json       SHA-256 of each file above
 """
 
+import datetime
 import hashlib
 import json
 import subprocess
@@ -223,7 +224,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         metrics["eval"] = json.loads((report / "metrics.json").read_text())
     name = name or run.name
     metadata = {
-        "name": name, "clzoo_version": __version__, "keras_version": keras.__version__,
+        "name": name, "created": datetime.date.today().isoformat(),
+        "clzoo_version": __version__, "keras_version": keras.__version__,
         "commit": _commit(), "loss": recipe.get("loss", {}), "architecture":
         recipe.get("model", {}).get("architecture"), "dataset": recipe.get("data"),
         "recipe": recipe, "metrics": metrics, "feature_dim": int(encoder.output_shape[-1]),

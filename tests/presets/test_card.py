@@ -16,7 +16,7 @@ def _metadata(data="tfds:cifar10", loss="SINCERELoss", probe=0.7):
         metrics["eval"] = {"probe": {"accuracy": probe}}
     return {"name": "tiny", "architecture": "resnet20", "dataset": data, "loss": {"name": loss},
             "recipe": {"data": data}, "metrics": metrics, "feature_dim": 64,
-            "clzoo_version": "0.1.0", "keras_version": "3", "commit": "abc"}
+            "clzoo_version": "0.1.0", "keras_version": "3", "commit": "abc", "created": "2026-11-27"}
 
 
 @pytest.mark.parametrize("data, hub_id", [
@@ -58,7 +58,7 @@ def test_every_loss_cites_its_paper_with_year_venue_and_bibtex(loss):
     assert paper.cite.endswith(f"{year}.")
     text = model_card(_metadata(loss=loss))
     blocks = re.findall(r"```bibtex\n(.*?)\n```", text, flags=re.S)
-    assert blocks == [paper.bibtex, clzoo_bibtex()]
+    assert blocks == [paper.bibtex, clzoo_bibtex("0.1.0", 2026)]
     for block in blocks:
         assert re.match(r"@\w+\{\w+,\n", block) and block.count("{") == block.count("}")
         assert re.search(r"\btitle\s*=", block) and re.search(r"\byear\s*=\s*\{\d{4}\}", block)
@@ -80,3 +80,18 @@ def test_push_dry_run_card_names_the_target_repo(tmp_path):
     assert 'clzoo.presets.Encoder.from_preset("hf://someone/tiny")' in card.text
     assert card.data.datasets == ["uoft-cs/cifar10"]
     assert {r.task_type for r in card.data.eval_results} == {card.data.pipeline_tag}
+
+
+def test_a_card_is_the_same_whenever_and_by_whichever_version_it_is_rendered(monkeypatch):
+    import datetime
+
+    import clzoo.presets.card as card
+
+    first = model_card(_metadata())
+    monkeypatch.setattr(card, "__version__", "9.9.9")
+    real = datetime.date
+    monkeypatch.setattr(datetime, "date", type("D", (real,), {"today": staticmethod(
+        lambda: real(2031, 1, 2))}))
+    assert model_card(_metadata()) == first and "{0.1.0}" in first and "{2026}" in first
+    undated = {k: v for k, v in _metadata().items() if k != "created"}
+    assert "year      =" not in model_card(undated).split("@software")[1]
