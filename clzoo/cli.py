@@ -294,13 +294,15 @@ def _export(args):
 def _compare(args):
     from clzoo.eval import compare_results, comparison_markdown, evaluate, parse_metrics
     from clzoo.eval.plan import eval_plan, forward_rate
+    from clzoo.eval.report_folder import check_report_folder
     from clzoo.files import atomic_write_text, check_output
 
     metrics = parse_metrics(args.metrics)
     out = check_output(args.output or "compare", args.overwrite, folder=True)
     targets = (("A", args.model_a), ("B", args.model_b))
-    for _, target in targets:  # every input checked before any evaluation
+    for label, target in targets:  # every input and output checked before any evaluation
         _model_path(target, args.space)
+        check_report_folder(out / label)
     source = _check_data(args.data, args.image_size)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train"), source.load("test")

@@ -15,7 +15,13 @@ from threadpoolctl import threadpool_limits
 
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.records import EvalReport
-from clzoo.eval.report_folder import REPORT_FILES, check_report_folder, report_files
+from clzoo.eval.report_folder import (
+    REPORT_FILES,
+    SYSTEM_FILES,
+    check_report_folder,
+    report_files,
+    swappable,
+)
 from clzoo.eval.steps import StepTimer
 from clzoo.files import atomic_write_text, replace_folder
 
@@ -38,8 +44,10 @@ class EvaluationResult(EvalReport):
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,
             `classes`, `metrics` (names computed), one entry per metric under
             its registry name, `timings` `{step: wall seconds, ..., "total": sum}`
-            (loading, embedding, each metric, plots; see `evaluate_embeddings`)
-            and `seconds`, the metrics' entries of `timings` (kept for older readers).
+            (loading, embedding, each metric, plots; see `evaluate_embeddings`),
+            `seconds`, the metrics' entries of `timings` (kept for older readers), and,
+            once written, `files`: the names the report wrote (its manifest, what the next
+            report into that folder may replace).
         correct: `{classifier: bool (M,)}` per-test-example correctness
             (`knn_k20`, `ncc`, `probe`, `sgd_probe`), for `compare_results`.
         results: `{name: MetricResult}` with each metric's rows and plots.
@@ -174,20 +182,28 @@ def _total(timer):
 
 
 def _save(out, results, correct, timer, folder):
-    """Draw the plots and write the report in a staging folder, then swap it in as a set; the
-    earlier report's files that this one does not write go with it (`report_folder`)."""
+    """Write the report as a set: built in a staging folder and swapped in whole (the earlier
+    report's files that this one does not write go with it), or, where the folder cannot be
+    swapped (`report_folder.swappable`), its files replaced one by one in place."""
+    folder = folder.resolve() if folder.is_symlink() else folder  # stage beside the real folder
     built = {}
 
-    def build(staging):
+    def build(target):
         with timer.step("plots"):
-            plots = draw_plots(results, staging)
+            plots = draw_plots(results, target)
         out["timings"] = _total(timer)
         out["files"] = [*REPORT_FILES, *(p.name for p in plots)]
         built["report"] = EvaluationResult.from_metrics(out, path=folder, correct=correct,
                                                         results=results)
-        write_report(built["report"], staging, plots=plots)
+        write_report(built["report"], target, plots=plots)
 
-    replace_folder(folder, build, owned=report_files(folder))
+    if swappable(folder):
+        replace_folder(folder, build, owned=report_files(folder))
+    else:
+        stale = report_files(folder) - SYSTEM_FILES
+        build(folder)
+        for name in stale - set(out["files"]):
+            (folder / name).unlink(missing_ok=True)
     return dataclasses.replace(built["report"], files=[folder / name for name in out["files"]])
 
 

@@ -3,45 +3,77 @@
 A report (`metrics.json`, `report.md`, plots) is written as a set (`clzoo.files.replace_folder`):
 the new folder replaces the old one whole, and the old one's files that the new report does
 not write (plots of metrics no longer asked for) go with it, since the old report listed
-them. Anything else in the folder is the user's and refuses the write.
+them. Anything else in the folder (another program's `metrics.json` included) is the user's
+and refuses the write. Where the folder cannot be swapped (a mount point, a parent the user
+may not write) the report's files are replaced one by one in place instead.
 """
 
 import json
+import os
 from pathlib import Path
 
 REPORT_FILES = ("metrics.json", "report.md")
+# Files an operating system drops in folders; never the user's work, never a reason to refuse.
+SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+_SIGNATURE = {"title", "samples", "metrics"}  # keys every clzoo report's metrics.json has
 
 
 def report_files(folder):
-    """Names an earlier report wrote into `folder`: its `metrics.json` manifest (`files`), or,
-    for a report from before the manifest, its `metrics.json`, `report.md` and PNGs. Empty for
-    anything else (a run folder, a user's folder, unreadable JSON)."""
+    """Names an earlier clzoo report wrote into `folder`: its manifest (`metrics.json` -> `files`)
+    or, for a report of an earlier version, its `metrics.json`, `report.md` and PNGs; with the
+    system files. Only the system files for anything else (a run folder, another program's
+    `metrics.json`, unreadable JSON)."""
     folder = Path(folder)
     try:
         metrics = json.loads((folder / "metrics.json").read_text())
     except (OSError, ValueError):
-        return set()
-    if not isinstance(metrics, dict) or (folder / "recipe.yaml").exists():
-        return set()
+        return set(SYSTEM_FILES)
+    if not isinstance(metrics, dict) or not _SIGNATURE <= set(metrics):
+        return set(SYSTEM_FILES)
     files = metrics.get("files")
     if isinstance(files, list) and all(isinstance(name, str) for name in files):
-        return set(files)
-    if {"samples", "metrics", "title"} <= set(metrics):  # a report of an earlier version
-        return set(REPORT_FILES) | {p.name for p in folder.glob("*.png")}
-    return set()
+        return set(files) | set(REPORT_FILES) | SYSTEM_FILES
+    return set(REPORT_FILES) | {p.name for p in folder.glob("*.png")} | SYSTEM_FILES
+
+
+def swappable(folder):
+    """Whether `folder` can be replaced by renaming a sibling onto it: not a mount point, and its
+    parent writable (a symbolic link is followed to the folder it names)."""
+    folder = Path(folder).resolve()
+    if folder.exists() and os.path.ismount(folder):
+        return False
+    return _writable(folder.parent)
+
+
+def _writable(path):
+    """Whether files can be created in `path`, or in its nearest existing ancestor (created
+    folders inherit that)."""
+    path = Path(path)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return os.access(path, os.W_OK | os.X_OK)
 
 
 def check_report_folder(folder):
-    """Refuse, before any metric runs, a report folder holding files no earlier report wrote.
+    """Refuse, before any metric runs, a report folder holding files no earlier report wrote, or
+    the working directory.
 
     Raises:
-        FileExistsError: `folder` exists and holds entries other than an earlier
-            report's (a run folder's checkpoint, the user's files); the message names them.
+        FileExistsError: `folder` holds entries other than an earlier clzoo report's (a run
+            folder's checkpoint, the user's files, another program's `metrics.json`), or it is
+            the working directory or holds it; the message names them.
+        PermissionError: neither the folder nor its parent may be written.
     """
     folder = Path(folder)
+    if Path.cwd().resolve().is_relative_to(folder.resolve()):
+        raise FileExistsError(f"the report folder {folder} is the working directory (or holds it); "
+                              "a report replaces its folder as a whole: choose another --output")
+    if not swappable(folder) and not _writable(folder):
+        raise PermissionError(f"the report folder {folder} cannot be written (no write permission "
+                              "there): choose another --output")
     if not folder.is_dir():
         return
-    foreign = sorted({p.name for p in folder.iterdir()} - report_files(folder) - set(REPORT_FILES))
+    foreign = sorted({p.name for p in folder.iterdir()} - report_files(folder))
     if foreign:
         raise FileExistsError(
             f"the report folder {folder} holds files a report does not write ({', '.join(foreign[:3])}"

@@ -83,3 +83,58 @@ def test_the_working_directory_is_never_replaced(tmp_path, monkeypatch):
     with pytest.raises(FileExistsError, match="working directory"):
         _report(".", "ncc")
     assert _names(tmp_path) == []
+
+
+def test_another_programs_metrics_json_and_manifest_are_not_trusted(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "train.csv").write_text("a,b\n")
+    (folder / "metrics.json").write_text('{"files": ["train.csv"]}')  # not a clzoo report
+    with pytest.raises(FileExistsError, match=r"metrics.json, train.csv"):
+        _report(folder, "ncc")
+    assert (folder / "train.csv").read_text() == "a,b\n"
+
+
+def test_system_files_do_not_block_a_new_report(tmp_path):
+    folder = tmp_path / "report"
+    _report(folder, "ncc")
+    (folder / ".DS_Store").write_bytes(b"\0")
+    _report(folder, "knn")
+    assert read_eval(folder).knn and read_eval(folder).ncc is None
+
+
+def test_a_symlinked_report_folder_keeps_its_link_and_gets_the_new_report(tmp_path):
+    real = tmp_path / "disk2" / "report"
+    _report(real, "knn,separation")
+    link = tmp_path / "report"
+    link.symlink_to(real, target_is_directory=True)
+    _report(link, "ncc")
+    assert link.is_symlink() and _names(real) == ["metrics.json", "report.md"]
+
+
+def test_a_folder_that_cannot_be_swapped_is_rewritten_in_place(tmp_path, monkeypatch):
+    folder = tmp_path / "mount"
+    _report(folder, "knn,separation")
+    (folder / ".DS_Store").write_bytes(b"\0")
+    monkeypatch.setattr(report_module, "swappable", lambda path: False)  # a mount point, say
+    _report(folder, "ncc")
+    assert _names(folder) == [".DS_Store", "metrics.json", "report.md"]
+    assert read_eval(folder).ncc is not None
+
+
+def test_the_working_directory_is_refused_before_any_metric(tmp_path, monkeypatch):
+    (tmp_path / "inside").mkdir()
+    monkeypatch.chdir(tmp_path / "inside")
+    monkeypatch.setattr(report_module.EvalContext, "create", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(FileExistsError, match="working directory"):
+        _report(tmp_path, "ncc")
+
+
+def test_a_folder_that_cannot_be_written_is_refused_before_any_metric(tmp_path, monkeypatch):
+    import clzoo.eval.report_folder as folders
+
+    monkeypatch.setattr(folders, "swappable", lambda path: False)
+    monkeypatch.setattr(folders, "_writable", lambda path: False)  # a read-only mount, say
+    monkeypatch.setattr(report_module.EvalContext, "create", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(PermissionError, match="cannot be written"):
+        _report(tmp_path / "report", "ncc")
