@@ -22,7 +22,7 @@ def download_ceiling():
     value = os.environ.get(CEILING_VARIABLE)
     if value is None or value == "":
         return DEFAULT_CEILING
-    if not value.strip().isdigit() or int(value) <= 0:
+    if not (value.strip().isascii() and value.strip().isdecimal()) or int(value) <= 0:
         raise PresetError(f"{CEILING_VARIABLE} must be a positive number of bytes, got {value!r}")
     return int(value)
 
@@ -61,8 +61,8 @@ def _check_sizes(hub, offline, repo, revision, files, handle):
         return  # only the cache is read; its files are checked on disk against the caps
     try:
         infos = hub.HfApi().get_paths_info(repo, files, revision=revision)
-    except Exception:  # no network, no repo: snapshot_download serves the cache or says why
-        return
+    except OSError:  # no network, no repo (requests' and the Hub's errors are OSErrors):
+        return       # snapshot_download serves the cache or says why
     sizes = {info.path: info.size for info in infos if getattr(info, "size", None) is not None}
     for name, size in sizes.items():
         if name in MAX_BYTES and size > MAX_BYTES[name]:

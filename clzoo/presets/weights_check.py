@@ -2,11 +2,16 @@
 
 An HDF5 dataset declares its shape in a few bytes; a chunked, compressed dataset of a
 huge declared shape fits in a few KB, checksums and all, and would make a load allocate
-what it declares. The built model says how much there is to read: no dataset may be
-larger than the model's largest weight, nor all of them together larger than all of its.
+what it declares. The built model says how much there is to read: no dataset Keras reads
+for it may be larger than the model's largest weight, nor all of them together larger than
+all of its. Links (soft, external) and external or virtual datasets, which point at data
+outside what was checked, are refused.
 """
 
 import math
+
+# Top-level groups of a `.weights.h5` that loading an uncompiled model does not read.
+UNREAD_GROUPS = ("optimizer",)
 
 
 def check_weights_file(path, model):
@@ -17,22 +22,16 @@ def check_weights_file(path, model):
         model: the built `keras.Model` it is for.
 
     Raises:
-        ValueError: a dataset larger than any weight of `model`, or a total larger
-            than all of them; the message names the dataset and both sizes.
+        ValueError: a dataset larger than any weight of `model`, a total larger
+            than all of them, or a link / external dataset; the message names it.
     """
     import h5py
     import numpy as np
 
     sizes = [math.prod(v.shape) * np.dtype(v.dtype).itemsize for v in model.weights]
     largest, budget = max(sizes, default=0), sum(sizes)
-    declared = []
-
-    def visit(name, item):
-        if isinstance(item, h5py.Dataset):
-            declared.append((name, item.shape, math.prod(item.shape or ()) * item.dtype.itemsize))
-
     with h5py.File(path, "r") as weights:
-        weights.visititems(visit)
+        declared = list(_datasets(weights, path))
     for name, shape, size in declared:
         if size > largest:
             raise ValueError(f"{path}: the array {name} declares shape {shape} ({size:,} bytes), "
@@ -41,3 +40,25 @@ def check_weights_file(path, model):
     if total > budget:
         raise ValueError(f"{path} declares {total:,} bytes of arrays, more than the model's "
                          f"{budget:,} bytes of weights")
+
+
+def _datasets(group, path, prefix=""):
+    """`(name, shape, declared bytes)` of every dataset Keras reads, walking links by hand."""
+    import h5py
+
+    for key in group:
+        name = f"{prefix}{key}"
+        if not prefix and key in UNREAD_GROUPS:
+            continue
+        link = group.get(key, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise ValueError(f"{path}: {name} is a {type(link).__name__}; weights files hold "
+                             "their arrays themselves")
+        item = group[key]
+        if isinstance(item, h5py.Group):
+            yield from _datasets(item, path, name + "/")
+        elif isinstance(item, h5py.Dataset):
+            if item.external or item.is_virtual:
+                raise ValueError(f"{path}: {name} keeps its data outside the file; weights files "
+                                 "hold their arrays themselves")
+            yield name, item.shape, math.prod(item.shape or ()) * item.dtype.itemsize

@@ -239,9 +239,10 @@ def test_only_the_preset_files_are_fetched_and_their_sizes_are_checked_first(mon
                                           rf"{total - 1:,}.*nothing was downloaded"):
         load_preset("hf://someone/tiny")
     assert len(fetched) == 1
-    monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", "lots")
-    with pytest.raises(PresetError, match="CLZOO_MAX_PRESET_DOWNLOAD_BYTES must be a positive"):
-        load_preset("hf://someone/tiny")
+    for value in ("lots", "²", "-5", "0"):
+        monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", value)
+        with pytest.raises(PresetError, match="CLZOO_MAX_PRESET_DOWNLOAD_BYTES must be a positive"):
+            load_preset("hf://someone/tiny")
 
 
 def test_a_file_over_its_cap_is_refused_before_download(monkeypatch, preset):
@@ -282,4 +283,33 @@ def test_a_weights_file_declaring_more_arrays_than_the_model_is_refused(preset):
             weights.create_dataset(f"padding/{i}", shape=(64, 64), dtype="float32")
     _write_checksums(preset, _valid_listing(preset))
     with pytest.raises(PresetError, match=r"bytes of arrays, more than the model's"):
+        load_preset(str(preset))
+
+
+def test_a_weights_file_with_optimizer_state_still_loads(tmp_path):
+    import keras
+
+    from clzoo.presets.weights_check import check_weights_file
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((8, 4)), np.zeros((8, 3)), verbose=0)
+    model.save_weights(tmp_path / "w.weights.h5")  # holds optimizer/vars too
+    fresh = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    check_weights_file(tmp_path / "w.weights.h5", fresh)
+    fresh.load_weights(tmp_path / "w.weights.h5")
+
+
+@pytest.mark.parametrize("kind", ["soft", "external"])
+def test_links_in_a_weights_file_are_refused(preset, kind, tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "elsewhere.h5", "w") as other:
+        other.create_dataset("bomb", shape=(100_000, 100_000), dtype="float32", chunks=(1, 1000))
+    with h5py.File(preset / "model.weights.h5", "a") as weights:
+        first = next(name for name in weights["layers"])
+        weights[f"layers/{first}/link"] = (h5py.SoftLink("/layers") if kind == "soft"
+                                           else h5py.ExternalLink(str(tmp_path / "elsewhere.h5"), "/bomb"))
+    _write_checksums(preset, _valid_listing(preset))
+    with pytest.raises(PresetError, match=r"Link; weights files hold their arrays themselves"):
         load_preset(str(preset))
