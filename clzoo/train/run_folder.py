@@ -156,7 +156,10 @@ class RunFolder:
         if not path.exists():
             return
         lines = path.read_text().splitlines()
-        kept = lines[:1] + [line for line in lines[1:] if line and int(line.split(",")[0]) <= epochs]
+        rows = [line for line in lines[1:] if line]
+        shift = 1 if rows and rows[0].split(",")[0] == "0" else 0  # written 0-based until 2026-11-27
+        rows = [f"{int(row.split(',')[0]) + shift},{row.partition(',')[2]}" for row in rows]
+        kept = lines[:1] + [row for row in rows if int(row.split(",")[0]) <= epochs]
         atomic_write_text(path, "".join(line + "\n" for line in kept))
 
 

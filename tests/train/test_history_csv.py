@@ -20,3 +20,10 @@ def test_epochs_are_numbered_from_one_and_truncation_keeps_the_checkpointed_ones
     model.fit(x, y, epochs=3, initial_epoch=2, verbose=0,
               callbacks=[EpochCSVLogger(str(path), append=True)])
     assert [line.split(",")[0] for line in path.read_text().splitlines()] == ["epoch", "1", "2", "3"]
+
+
+def test_a_history_from_before_renumbers_when_the_run_resumes(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,loss\n0,5.0\n1,4.0\n2,3.5\n3,3.0\n")  # 0-based, 4 epochs logged
+    RunFolder(tmp_path).truncate_csv(3)  # the checkpoint holds three
+    assert path.read_text() == "epoch,loss\n1,5.0\n2,4.0\n3,3.5\n"
