@@ -3,6 +3,8 @@
 Runs in every backend lane (`pytestmark`; see `tests/conftest.py`).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -217,13 +219,26 @@ def test_xla_fit_with_refused_labels_is_refused_or_reports_a_nan_loss():
     it refuses the labels (issue 23: values checked in every mode) or the loss is NaN, never a number."""
     if BACKEND != "tensorflow":
         pytest.skip("jit_compile=True is TensorFlow's XLA")
-    model = identity_model((2, 8))
-    model.compile(optimizer="sgd", loss=L.SupConLoss(), jit_compile=True)
+    # A clzoo run earlier in this worker turned on TF's op determinism, under which Keras quietly
+    # drops jit_compile; turn it off here (the public API can only turn it on) so XLA really runs.
+    from tensorflow.python.framework import config as tf_config
+
+    determinism = tf_config.is_op_determinism_enabled()
+    tf_config.disable_op_determinism()
     try:
-        history = model.fit(Z, NOT_ONE_HOT["multi_hot"], batch_size=4, epochs=1, verbose=0)
+        model = identity_model((2, 8))
+        model.compile(optimizer="sgd", loss=L.SupConLoss(), jit_compile=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="Model doesn't support `jit_compile=True`")
+            history = model.fit(Z, NOT_ONE_HOT["multi_hot"], batch_size=4, epochs=1, verbose=0)
+    except UserWarning:
+        raise
     except Exception as error:  # noqa: BLE001  (TF wraps the failed check in its own error type)
         assert "one-hot" in str(error)
         return
+    finally:
+        if determinism:
+            tf_config.enable_op_determinism()
     assert np.isnan(history.history["loss"][0])
 
 
