@@ -12,6 +12,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+# Entries an operating system drops in folders: never the user's work, never a reason to refuse.
+SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", "lost+found"})
+
 
 def atomic_write(path, write_fn, suffix=""):
     """Write a file through `write_fn(tmp_path)` then rename it into place.
@@ -111,6 +114,14 @@ def check_output(path, overwrite=False, folder=False, what="--output"):
                           "choose another path.")
 
 
+def refuse_working_directory(path, what="the folder"):
+    """Raise `FileExistsError` when `path` is the working directory or holds it: a folder replaced
+    as a whole (renamed aside, then deleted) must not be the one the process stands in."""
+    if Path.cwd().resolve().is_relative_to(Path(path).resolve()):
+        raise FileExistsError(f"{what} {path} is the working directory (or holds it); it is "
+                              "replaced as a whole: choose another folder")
+
+
 def _staging_names(path):
     return f".{path.name}.staging-", f".{path.name}.replaced-"
 
@@ -129,8 +140,9 @@ def replace_folder(path, build_fn, owned=()):
     """Build a folder through `build_fn(staging)` beside `path`, then swap it in as a whole.
 
     A reader sees the old folder or the new one, never a mix of the two. Only a
-    folder whose every entry the new build also writes (or `owned` names) is
-    replaced: files of the user's inside it are never deleted. A writer killed before the swap
+    folder whose every entry the new build also writes (or `owned` names, or an
+    operating system's clutter: `SYSTEM_FILES`) is replaced: files of the user's
+    inside it are never deleted. A writer killed before the swap
     leaves a hidden staging folder; one killed between the swap's two renames
     leaves the old folder aside; the next call cleans up (restoring the old
     folder in the second case).
@@ -161,9 +173,7 @@ def replace_folder(path, build_fn, owned=()):
     ['a.json']
     """
     given, path = Path(path), Path(path).absolute()
-    if Path.cwd().resolve().is_relative_to(path.resolve()):
-        raise FileExistsError(f"{path} is the working directory (or holds it); a folder that is "
-                              "replaced as a whole must be another one: choose a new folder")
+    refuse_working_directory(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _recover(path)
     staging_prefix, replaced_prefix = _staging_names(path)
@@ -172,7 +182,7 @@ def replace_folder(path, build_fn, owned=()):
     try:
         build_fn(staging)
         if path.exists():
-            written = {p.name for p in staging.iterdir()} | set(owned)
+            written = {p.name for p in staging.iterdir()} | set(owned) | SYSTEM_FILES
             foreign = sorted({p.name for p in path.iterdir()} - written)
             if foreign:
                 raise FileExistsError(f"{path} holds files this output does not write "

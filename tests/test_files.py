@@ -25,6 +25,18 @@ def test_a_folder_is_replaced_as_a_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preset"]  # no staging left
 
 
+def test_os_clutter_never_blocks_a_replacement_and_the_user_files_do(tmp_path):
+    out = tmp_path / "preset"
+    replace_folder(out, _writer({"a.json": "A1"}))
+    (out / ".DS_Store").write_bytes(b"\0")
+    replace_folder(out, _writer({"a.json": "A2"}))
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.json": "A2"}
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        replace_folder(out, _writer({"a.json": "A3"}))
+    assert (out / "notes.txt").read_text() == "mine" and (out / "a.json").read_text() == "A2"
+
+
 def test_a_failed_build_leaves_the_old_folder_untouched(tmp_path):
     out = tmp_path / "preset"
     replace_folder(out, _writer({"a.json": "A1", "b.h5": "B1"}))

@@ -15,13 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.records import EvalReport
-from clzoo.eval.report_folder import (
-    REPORT_FILES,
-    SYSTEM_FILES,
-    check_report_folder,
-    report_files,
-    swappable,
-)
+from clzoo.eval.report_folder import REPORT_FILES, check_report_folder, report_files, swappable
 from clzoo.eval.steps import StepTimer
 from clzoo.files import atomic_write_text, replace_folder
 
@@ -200,7 +194,7 @@ def _save(out, results, correct, timer, folder):
     if swappable(folder):
         replace_folder(folder, build, owned=report_files(folder))
     else:
-        stale = report_files(folder) - SYSTEM_FILES
+        stale = report_files(folder)
         build(folder)
         for name in stale - set(out["files"]):
             (folder / name).unlink(missing_ok=True)

@@ -12,28 +12,27 @@ import json
 import os
 from pathlib import Path
 
+from clzoo.files import SYSTEM_FILES, refuse_working_directory
+
 REPORT_FILES = ("metrics.json", "report.md")
-# Files an operating system drops in folders; never the user's work, never a reason to refuse.
-SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 _SIGNATURE = {"title", "samples", "metrics"}  # keys every clzoo report's metrics.json has
 
 
 def report_files(folder):
     """Names an earlier clzoo report wrote into `folder`: its manifest (`metrics.json` -> `files`)
-    or, for a report of an earlier version, its `metrics.json`, `report.md` and PNGs; with the
-    system files. Only the system files for anything else (a run folder, another program's
-    `metrics.json`, unreadable JSON)."""
+    or, for a report of an earlier version, its `metrics.json`, `report.md` and PNGs. Empty for
+    anything else (a run folder, another program's `metrics.json`, unreadable JSON)."""
     folder = Path(folder)
     try:
         metrics = json.loads((folder / "metrics.json").read_text())
     except (OSError, ValueError):
-        return set(SYSTEM_FILES)
+        return set()
     if not isinstance(metrics, dict) or not _SIGNATURE <= set(metrics):
-        return set(SYSTEM_FILES)
+        return set()
     files = metrics.get("files")
     if isinstance(files, list) and all(isinstance(name, str) for name in files):
-        return set(files) | set(REPORT_FILES) | SYSTEM_FILES
-    return set(REPORT_FILES) | {p.name for p in folder.glob("*.png")} | SYSTEM_FILES
+        return set(files) | set(REPORT_FILES)
+    return set(REPORT_FILES) | {p.name for p in folder.glob("*.png")}
 
 
 def swappable(folder):
@@ -65,15 +64,13 @@ def check_report_folder(folder):
         PermissionError: neither the folder nor its parent may be written.
     """
     folder = Path(folder)
-    if Path.cwd().resolve().is_relative_to(folder.resolve()):
-        raise FileExistsError(f"the report folder {folder} is the working directory (or holds it); "
-                              "a report replaces its folder as a whole: choose another --output")
+    refuse_working_directory(folder, "the report folder")
     if not swappable(folder) and not _writable(folder):
         raise PermissionError(f"the report folder {folder} cannot be written (no write permission "
                               "there): choose another --output")
     if not folder.is_dir():
         return
-    foreign = sorted({p.name for p in folder.iterdir()} - report_files(folder))
+    foreign = sorted({p.name for p in folder.iterdir()} - report_files(folder) - SYSTEM_FILES)
     if foreign:
         raise FileExistsError(
             f"the report folder {folder} holds files a report does not write ({', '.join(foreign[:3])}"

@@ -6,6 +6,7 @@ without downloading a byte of it; files the format does not name are never fetch
 """
 
 import os
+from pathlib import Path
 
 from clzoo.presets.format import MAX_BYTES, PresetError
 
@@ -36,8 +37,6 @@ def download(repo, revision):
             (before downloading), or a failed download (network, offline cache miss,
             missing repo or revision).
     """
-    from pathlib import Path
-
     try:
         import huggingface_hub as hub
     except ImportError as error:

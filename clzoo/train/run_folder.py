@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from clzoo.files import atomic_write_text, write_json
+from clzoo.files import SYSTEM_FILES, atomic_write_text, write_json
 from clzoo.train import run_lock
 
 # Every name a run writes at the top of its folder; anything else there is the user's.
@@ -16,7 +16,6 @@ RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "chec
 
 
 # Entries an operating system or file system puts in any folder.
-_SYSTEM = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", "lost+found"})
 
 
 def _ours(name):
@@ -92,7 +91,7 @@ class RunFolder:
         if not self.path.is_dir() or self._is_run():
             return []
         # Without a run's stamp, a recipe.yaml is the user's (a run writes its stamp first).
-        return sorted(p.name for p in self.path.iterdir() if p.name not in _SYSTEM
+        return sorted(p.name for p in self.path.iterdir() if p.name not in SYSTEM_FILES
                       and (not _ours(p.name) or p.name == "recipe.yaml"))
 
     def _is_run(self):
