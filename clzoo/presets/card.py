@@ -170,17 +170,17 @@ def probe_accuracy(metadata):
     >>> probe_accuracy({"metrics": {"eval": {"linear_probe": {"accuracy": 0.25}}}})
     0.25
     """
-    report = eval_record(metadata)
+    report = _eval_record(metadata)
     return None if report is None else report.probe
 
 
-def eval_record(metadata):
+def _eval_record(metadata):
     """The `EvalReport` of the preset's `clzoo eval` report (`metrics.eval`), or None."""
     report = metadata.get("metrics", {}).get("eval")
     return EvalReport.from_metrics(report, where="metadata.json: metrics.eval") if report else None
 
 
-def train_record(metadata):
+def _train_record(metadata):
     """The `RunResult` of the run's summary (`metrics.train`), or None when it has no kNN."""
     summary = metadata.get("metrics", {}).get("train") or {}
     if not {"knn_top1", "knn_top1_k", "knn_top1_by_k"} <= set(summary):
@@ -188,30 +188,27 @@ def train_record(metadata):
     return RunResult.from_summary(summary, where="metadata.json: metrics.train")
 
 
-def _model_index(metadata, hub_id, display):
-    run = train_record(metadata)
+def _model_index(metadata, hub_id, display, run, report):
     metrics = [{"type": "accuracy", "value": round(100 * value, 2),
                 "name": f"weighted kNN top-1 ({k}, cosine)"}
                for k, value in (run.knn if run else {}).items()]
-    probe = probe_accuracy(metadata)
-    if probe is not None:
-        metrics.append({"type": "accuracy", "value": round(100 * probe, 2),
+    if report is not None and report.probe is not None:
+        metrics.append({"type": "accuracy", "value": round(100 * report.probe, 2),
                         "name": "linear probe top-1 (logistic regression)"})
     return [{"name": metadata["name"], "results": [{
         "task": {"type": PIPELINE_TAG, "name": "Image Feature Extraction"},
         "dataset": {"name": display, "type": hub_id, "split": "test"}, "metrics": metrics}]}]
 
 
-def _header(metadata, loss, license):
+def _header(metadata, loss, license, run, report):
     hub_id, display = hub_dataset(metadata.get("dataset"))
     header = {"library_name": "keras", "license": license,
               "tags": ["clzoo", "contrastive-learning", PIPELINE_TAG, loss]}
     if hub_id:
         header["datasets"] = [hub_id]
     header["pipeline_tag"] = PIPELINE_TAG
-    run = train_record(metadata)
-    if hub_id and ((run and run.knn) or probe_accuracy(metadata) is not None):
-        header["model-index"] = _model_index(metadata, hub_id, display)
+    if hub_id and ((run and run.knn) or (report and report.probe is not None)):
+        header["model-index"] = _model_index(metadata, hub_id, display, run, report)
     return header
 
 
@@ -255,9 +252,10 @@ def model_card(metadata, license="apache-2.0", handle=None):
     loss = metadata.get("loss", {}).get("name", "unknown")
     paper = PAPERS.get(loss)
     _, display = hub_dataset(metadata.get("dataset"))
-    run = train_record(metadata)
+    run, report = _train_record(metadata), _eval_record(metadata)  # parsed once, read below
     knn = ", ".join(f"{k}: {v:.2%}" for k, v in (run.knn if run else {}).items())
-    lines = ["---", yaml.safe_dump(_header(metadata, loss, license), sort_keys=False).strip(), "---", "",
+    header = _header(metadata, loss, license, run, report)
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
              f"# {metadata['name']}", "",
              f"{_article(metadata.get('architecture'))} {metadata.get('architecture')} image encoder "
              f"trained with `{loss}` on {display} "
@@ -267,11 +265,10 @@ def model_card(metadata, license="apache-2.0", handle=None):
               "kNN protocol: the whole training split as memory, the k training features of "
               "highest cosine similarity vote for their class with that similarity as weight "
               "(`clzoo.eval.knn_predict`, weighting `cosine`).", ""]
-    lines += _flip_lines(metadata)
-    probe = probe_accuracy(metadata)
-    if probe is not None:
-        lines += [f"Linear probe ({_probe_protocol(metadata)}): {probe:.2%}.", ""]
-    lines += _compute_lines(metadata) + _curve_lines(metadata) + _limitations(metadata)
+    lines += _flip_lines(metadata, report)
+    if report is not None and report.probe is not None:
+        lines += [f"Linear probe ({_probe_protocol(report)}): {report.probe:.2%}.", ""]
+    lines += _compute_lines(metadata, run) + _curve_lines(metadata) + _limitations(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
@@ -292,10 +289,9 @@ def _article(word):
     return "An" if str(word)[:1].lower() in "aeiou" else "A"
 
 
-def _probe_protocol(metadata):
-    """How the probe was fitted, from the report: protocol and its regularization C."""
-    report = eval_record(metadata)
-    stored = report.metrics if report else {}  # the protocol and C are facts, not measurements
+def _probe_protocol(report):
+    """How the probe was fitted, from the report (`EvalReport`): protocol and its regularization C."""
+    stored = report.metrics  # the protocol and C are facts, not measurements
     probe = stored.get("probe") or stored.get("linear_probe") or {}
     protocol = probe.get("protocol") or "logistic regression"
     c = f", C = {probe['C']:g}" if isinstance(probe.get("C"), (int, float)) else ""
@@ -326,7 +322,7 @@ def _limitations(metadata):
     return lines
 
 
-def _compute_lines(metadata):
+def _compute_lines(metadata, run):
     """The card's "Compute" section: images seen, wall time, CPU-hours (when recorded)."""
     compute = metadata.get("compute")
     if not compute or not compute.get("images_seen"):
@@ -337,7 +333,6 @@ def _compute_lines(metadata):
             f"views) in {hours:.2f} h of wall time on {where}")
     if compute.get("cpu_hours") is not None:
         line += f" ({compute['cpu_hours']:.2f} CPU-hours)"
-    run = train_record(metadata)
     rate = run.images_per_second if run else None
     if rate:
         line += f", {rate:,.0f} training images/s"
@@ -378,13 +373,12 @@ def _test_time_lines(metadata):
             "accuracy during training (the bare encoder).", ""]
 
 
-def _flip_lines(metadata):
+def _flip_lines(metadata, report):
     """With a test-time-flip preset: say so, and give the kNN measured with the shipped features."""
     if not metadata.get("test_time_flip"):
         return []
     if metadata.get("test_time_measured"):
         return _test_time_lines(metadata)
-    report = eval_record(metadata)
     shown = ", ".join(f"{k}: {v:.2%}" for k, v in (report.knn if report else {}).items())
     return ["The preset's features are the mean over each image and its mirror image "
             "(`clzoo.models.flip_averaged`, test-time flip; twice the inference cost). The numbers "
