@@ -116,7 +116,17 @@ def check_output(path, overwrite=False, folder=False, what="--output"):
 
 def refuse_working_directory(path, what="the folder"):
     """Raise `FileExistsError` when `path` is the working directory or holds it: a folder replaced
-    as a whole (renamed aside, then deleted) must not be the one the process stands in."""
+    as a whole (renamed aside, then deleted) must not be the one the process stands in.
+
+    Example:
+
+    >>> from clzoo.files import refuse_working_directory
+    >>> refuse_working_directory("some/other/folder")
+    >>> refuse_working_directory(".", "the report folder")
+    Traceback (most recent call last):
+    ...
+    FileExistsError: the report folder . is the working directory (or holds it); ...
+    """
     if Path.cwd().resolve().is_relative_to(Path(path).resolve()):
         raise FileExistsError(f"{what} {path} is the working directory (or holds it); it is "
                               "replaced as a whole: choose another folder")

@@ -21,7 +21,21 @@ _SIGNATURE = {"title", "samples", "metrics"}  # keys every clzoo report's metric
 def report_files(folder):
     """Names an earlier clzoo report wrote into `folder`: its manifest (`metrics.json` -> `files`)
     or, for a report of an earlier version, its `metrics.json`, `report.md` and PNGs. Empty for
-    anything else (a run folder, another program's `metrics.json`, unreadable JSON)."""
+    anything else (a run folder, another program's `metrics.json`, unreadable JSON).
+
+    Example:
+
+    >>> import json, tempfile, pathlib
+    >>> from clzoo.eval.report_folder import report_files
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "metrics.json").write_text(json.dumps(
+    ...     {"title": "t", "samples": {}, "metrics": [], "files": ["metrics.json", "knn.png"]}))
+    >>> sorted(report_files(folder))
+    ['knn.png', 'metrics.json', 'report.md']
+    >>> _ = (folder / "metrics.json").write_text('{"files": ["train.csv"]}')  # not a report
+    >>> report_files(folder)
+    set()
+    """
     folder = Path(folder)
     try:
         metrics = json.loads((folder / "metrics.json").read_text())

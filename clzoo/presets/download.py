@@ -17,8 +17,22 @@ DEFAULT_CEILING = 2 << 30  # 2 GiB: a ViT-B is 0.35 GB; the weights' own cap is 
 def download_ceiling():
     """Most bytes one preset download may fetch: `$CLZOO_MAX_PRESET_DOWNLOAD_BYTES`, else 2 GiB.
 
+    Returns:
+        int, bytes.
+
     Raises:
         PresetError: the variable is set to something other than a positive integer.
+
+    Example:
+
+    >>> import os
+    >>> from clzoo.presets.download import download_ceiling
+    >>> os.environ["CLZOO_MAX_PRESET_DOWNLOAD_BYTES"] = "1000000"
+    >>> download_ceiling()
+    1000000
+    >>> del os.environ["CLZOO_MAX_PRESET_DOWNLOAD_BYTES"]
+    >>> download_ceiling() == 2 << 30
+    True
     """
     value = os.environ.get(CEILING_VARIABLE)
     if value is None or value == "":

@@ -24,6 +24,19 @@ def check_weights_file(path, model):
     Raises:
         ValueError: a dataset larger than any weight of `model`, a total larger
             than all of them, or a link / external dataset; the message names it.
+
+    Example:
+
+    >>> import tempfile, pathlib, keras
+    >>> from clzoo.presets.weights_check import check_weights_file
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.weights.h5"
+    >>> model.save_weights(path)
+    >>> check_weights_file(path, model)  # 15 floats declared, 15 held: nothing to say
+    >>> check_weights_file(path, keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]))
+    Traceback (most recent call last):
+    ...
+    ValueError: ...larger than the model's largest weight (16 bytes)
     """
     import h5py
     import numpy as np
