@@ -220,18 +220,26 @@ def _default_output(target, path, name):
 
 
 def _eval(args):
-    from clzoo.eval import evaluate, parse_metrics
+    from clzoo.eval import parse_metrics
     from clzoo.eval.report_folder import check_report_folder
-    from clzoo.eval.steps import StepTimer
+    from clzoo.file_lock import output_lock
     from clzoo.files import check_output
 
     metrics = parse_metrics(args.metrics)
-    path = _model_path(args.model, args.space)
+    path = _model_path(args.model, args.space)  # an unknown model refused before the folder
     out = check_output(args.output, args.overwrite, folder=True) if args.output else check_output(
         _default_output(args.model, path or Path(str(args.model)),
                         "eval" if args.space == "encoder" else "eval_projection"),
         args.overwrite, folder=True, what="the report folder (default --output)")
     check_report_folder(out)
+    with output_lock(out):  # a second `clzoo eval` into this folder is refused before its work
+        return _eval_into(out, args, metrics)
+
+
+def _eval_into(out, args, metrics):
+    from clzoo.eval import evaluate
+    from clzoo.eval.steps import StepTimer
+
     source = _check_data(args.data, args.image_size)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
@@ -292,10 +300,10 @@ def _export(args):
 
 
 def _compare(args):
-    from clzoo.eval import compare_results, comparison_markdown, evaluate, parse_metrics
-    from clzoo.eval.plan import eval_plan, forward_rate
+    from clzoo.eval import parse_metrics
     from clzoo.eval.report_folder import check_report_folder
-    from clzoo.files import atomic_write_text, check_output
+    from clzoo.file_lock import output_lock
+    from clzoo.files import check_output
 
     metrics = parse_metrics(args.metrics)
     out = check_output(args.output or "compare", args.overwrite, folder=True)
@@ -303,6 +311,15 @@ def _compare(args):
     for label, target in targets:  # every input and output checked before any evaluation
         _model_path(target, args.space)
         check_report_folder(out / label)
+    with output_lock(out):  # a second `clzoo compare` into this folder is refused before its work
+        return _compare_into(out, args, metrics, targets)
+
+
+def _compare_into(out, args, metrics, targets):
+    from clzoo.eval import compare_results, comparison_markdown, evaluate
+    from clzoo.eval.plan import eval_plan, forward_rate
+    from clzoo.files import atomic_write_text
+
     source = _check_data(args.data, args.image_size)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train"), source.load("test")

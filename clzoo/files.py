@@ -12,6 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clzoo.file_lock import output_lock
+
 # Entries an operating system drops in folders: never the user's work, never a reason to refuse.
 SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", "lost+found"})
 
@@ -170,7 +172,8 @@ def replace_folder(path, build_fn, owned=()):
     Raises:
         FileExistsError: `path` holds entries the new build does not write
             (nothing is replaced; the message names them), or `path` is the
-            working directory or holds it.
+            working directory or holds it, or another process is writing it
+            (`clzoo.file_lock.output_lock`; the message names that process).
 
     Example:
 
@@ -185,7 +188,12 @@ def replace_folder(path, build_fn, owned=()):
     given, path = Path(path), Path(path).absolute()
     refuse_working_directory(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _recover(path)
+    with output_lock(path):  # one writer: _recover may then drop any staging it finds
+        _recover(path)
+        return _swap_in(path, build_fn, owned, given)
+
+
+def _swap_in(path, build_fn, owned, given):
     staging_prefix, replaced_prefix = _staging_names(path)
     staging = Path(tempfile.mkdtemp(prefix=staging_prefix, dir=path.parent))
     os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; the folder gets the usual mode

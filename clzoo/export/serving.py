@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from clzoo.file_lock import output_lock
+
 # clzoo's name -> Keras' `format` argument.
 FORMATS = {"saved_model": "tf_saved_model", "onnx": "onnx", "litert": "litert"}
 # Python modules each format needs beyond Keras, by backend, and the pip package that brings them.
@@ -98,14 +100,23 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
         ValueError: an unknown format, or a file name without `.onnx` / `.tflite`.
         ImportError: a package the format needs on this backend is missing
             (the message names it, e.g. `pip install tf2onnx`).
-        FileExistsError: `path` exists (without `overwrite`, or it is not an earlier export).
+        FileExistsError: `path` exists (without `overwrite`, or it is not an earlier export), or
+            another process is exporting to it (the message names that process).
     """
     path = Path(path)
     check_export(format, path, overwrite)
     if not getattr(model, "_called", True) or not model.built:
         model(np.zeros((1, *model.input_shape[1:]), "float32"))  # Keras exports called models only
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    with output_lock(path):  # one writer: stale staging left by a killed export is ours to drop
+        check_export(format, path, overwrite)  # again: another export may have finished meanwhile
+        for stale in path.parent.glob(f".{path.name}.staging-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return _write_export(model, path, format, verbose)
+
+
+def _write_export(model, path, format, verbose):
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
     try:
         target = staging / path.name
         model.export(str(target), format=FORMATS[format], verbose=verbose)

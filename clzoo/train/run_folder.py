@@ -12,7 +12,8 @@ from clzoo.train import run_lock
 # Every name a run writes at the top of its folder; anything else there is the user's.
 RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "checkpoint.keras",
                        "history.csv", "history.jsonl", "steps.jsonl", "tensorboard", "encoder.keras",
-                       "eval", "metrics.json", run_lock.LOCK_NAME})
+                       "eval", "metrics.json", run_lock.LOCK_NAME,
+                       ".eval.lock"})  # the eval report's writer lock (clzoo.file_lock), if one was killed
 
 
 # Entries an operating system or file system puts in any folder.

@@ -1,36 +1,15 @@
-"""One writer per run folder: an OS file lock held for the writing process's life.
-
-`fcntl.flock` is released by the kernel when its process ends, however it
-ends (`kill -9` included), so a lock left by a dead run is never mistaken for
-a live one: the file stays, the lock does not. The file records who holds it,
-for the refusal message. Platforms without `fcntl` (Windows) and filesystems
-without `flock` (some cluster mounts) run unlocked, with a warning.
+"""One writer per run folder: `run.lock` inside it, held for the writing process's life
+(`clzoo.file_lock`: released by the kernel however the process ends, so a dead run's lock
+is never mistaken for a live one).
 """
 
 import contextlib
-import datetime
-import errno
 import os
-import socket
-import warnings
 from pathlib import Path
 
-# flock is not available on this filesystem: run unlocked rather than refuse to run.
-_UNSUPPORTED = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
+from clzoo.file_lock import try_lock
 
 LOCK_NAME = "run.lock"
-
-
-def _owner(lock):
-    try:
-        return lock.read_text().strip() or "owner unknown"
-    except OSError:
-        return "owner unknown"
-
-
-def _refuse(folder, lock):
-    return FileExistsError(f"{folder} is being written by another clzoo process ({_owner(lock)}): "
-                           "wait for it to end, or choose another --output")
 
 
 def acquire(folder):
@@ -39,30 +18,9 @@ def acquire(folder):
     Raises:
         FileExistsError: another live process holds the lock (the message names it).
     """
-    try:
-        import fcntl
-    except ImportError:
-        return None
-    lock = Path(folder) / LOCK_NAME
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # removed and re-created meanwhile
-            raise BlockingIOError
-    except (BlockingIOError, FileNotFoundError):
-        os.close(fd)
-        raise _refuse(folder, lock) from None
-    except OSError as error:
-        os.close(fd)
-        if error.errno not in _UNSUPPORTED:
-            raise OSError(error.errno, error.strerror, str(lock)) from None
-        warnings.warn(f"{folder}: this filesystem has no file locks ({error.strerror}); the run "
-                      "folder is not protected from a second writer", stacklevel=3)
-        return None
-    since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode())
-    return fd
+    return try_lock(Path(folder) / LOCK_NAME, lambda who: (
+        f"{folder} is being written by another clzoo process ({who}): "
+        "wait for it to end, or choose another --output"))
 
 
 @contextlib.contextmanager

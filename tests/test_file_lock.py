@@ -1,0 +1,118 @@
+"""One writer per output (issue 44, items 1 and 3): while another process writes a report folder,
+a preset folder or an export, a second writer is refused in one line naming it, before its work,
+and the first writer's staging is left alone; a dead writer's lock never blocks anyone."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from clzoo import cli
+from clzoo.file_lock import lock_path, output_lock
+from clzoo.files import replace_folder
+from tests.test_cli import tiny_encoder  # noqa: F401  (fixture)
+
+# Another writer, as a bare process: the same OS lock on the same file, without importing clzoo.
+_HOLDER = textwrap.dedent("""
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, f"pid {os.getpid()} on testhost since now\\n".encode())
+    print("held", flush=True)
+    time.sleep(120)
+""")
+
+
+def _once_the_holder_is_gone(write):
+    """`write()`, retried while the killed holder's lock is still being dropped by the kernel."""
+    for _ in range(100):
+        try:
+            return write()
+        except FileExistsError as error:
+            if "being written" not in str(error):
+                raise
+            time.sleep(0.05)
+    return write()
+
+
+@pytest.fixture
+def holder():
+    """`hold(output)`: another live process holding `output`'s writer lock (the pid returned)."""
+    processes = []
+
+    def hold(output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(lock_path(output))],
+                                   stdout=subprocess.PIPE, text=True)
+        processes.append(process)
+        assert process.stdout.readline().strip() == "held"
+        return process.pid
+
+    yield hold
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def test_a_second_writer_of_a_folder_is_refused_and_the_first_ones_staging_kept(tmp_path, holder):
+    out = tmp_path / "preset"
+    pid = holder(out)
+    theirs = tmp_path / ".preset.staging-theirs"  # the live writer's half-built folder
+    theirs.mkdir()
+    built = []
+    with pytest.raises(FileExistsError, match=f"being written by another clzoo process \\(pid {pid} "):
+        replace_folder(out, built.append)
+    assert not built and theirs.is_dir() and not out.exists()
+
+
+def test_a_dead_writers_lock_blocks_no_one(tmp_path, holder):
+    out = tmp_path / "preset"
+    holder(out)
+    subprocess.run(["pkill", "-9", "-f", str(lock_path(out))], check=False)
+    _once_the_holder_is_gone(lambda: replace_folder(
+        out, lambda staging: (staging / "a.json").write_text("{}")))
+    assert (out / "a.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preset"]  # the lock file went too
+
+
+def test_the_lock_is_reentrant_in_one_process_and_removed_after(tmp_path):
+    out = tmp_path / "report"
+    with output_lock(out):
+        replace_folder(out, lambda staging: (staging / "a.json").write_text("{}"))
+        assert lock_path(out).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_a_second_clzoo_eval_into_one_folder_is_refused_before_its_work(tiny_encoder, tmp_path,  # noqa: F811
+                                                                       holder, capsys, monkeypatch):
+    import clzoo.eval as E
+
+    path, data = tiny_encoder
+    out = tmp_path / "eval"
+    pid = holder(out)
+    monkeypatch.setattr(E, "evaluate", lambda *a, **k: pytest.fail("evaluated"))
+    assert cli.main(["eval", str(path), "--data", data, "--metrics", "knn", "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"being written by another clzoo process (pid {pid} " in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".eval.lock"]  # the holder's, nothing else
+
+
+def test_a_second_export_to_one_path_is_refused_and_a_killed_ones_staging_dropped(tmp_path, holder):
+    import keras
+
+    from clzoo.export.serving import export_encoder
+
+    inputs = keras.Input((8, 8, 3))
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(inputs))
+    out = tmp_path / "model.tflite"
+    pid = holder(out)
+    with pytest.raises(FileExistsError, match=f"\\(pid {pid} "):
+        export_encoder(model, out, "litert")
+    assert not out.exists()
+    subprocess.run(["pkill", "-9", "-f", str(lock_path(out))], check=False)
+    (tmp_path / ".model.tflite.staging-killed").mkdir()  # what a killed export leaves
+    _once_the_holder_is_gone(lambda: export_encoder(model, out, "litert"))
+    assert out.is_file() and out.stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tflite"]
