@@ -115,7 +115,14 @@ def _fit_probe(encoder, images, labels, num_classes, learning_rate, epochs, batc
                   metrics=["accuracy"])
     model.fit(images, labels, batch_size=batch_size, epochs=epochs, shuffle=True,
               verbose=keras_verbose(verbose))
-    return predict
+    return predict.get_layer("linear_probe")
+
+
+def _logits(linear, features):
+    """The linear probe on frozen features (the encoder runs once per image set, not once per
+    candidate model: one traced predict function, no TensorFlow retracing warnings)."""
+    kernel, bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in linear.weights)
+    return np.asarray(features, np.float64) @ kernel + bias
 
 
 def _scaled(images):
@@ -173,17 +180,17 @@ def sgd_linear_probe(encoder, train_images, train_labels, test_images, test_labe
     val, fit = order[:n_val], order[n_val:]
     scores = {}
     if len(learning_rates) > 1:
+        features = predict_images(encoder, images[val])
         for lr in learning_rates:
-            model = _fit_probe(encoder, images[fit], y_train[fit], num_classes, lr, epochs,
-                               batch_size, weight_decay, augment, seed, verbose)
-            logits = predict_images(model, images[val])
-            scores[float(lr)] = float(np.mean(np.argmax(logits, 1) == y_train[val]))
+            linear = _fit_probe(encoder, images[fit], y_train[fit], num_classes, lr, epochs,
+                                batch_size, weight_decay, augment, seed, verbose)
+            scores[float(lr)] = float(np.mean(np.argmax(_logits(linear, features), 1) == y_train[val]))
         best = max(scores, key=scores.get)
     else:
         best = float(learning_rates[0])
-    model = _fit_probe(encoder, images, y_train, num_classes, best, epochs, batch_size,
-                       weight_decay, augment, seed, verbose)
-    logits = np.asarray(predict_images(model, _scaled(test_images)), np.float64)
+    linear = _fit_probe(encoder, images, y_train, num_classes, best, epochs, batch_size,
+                        weight_decay, augment, seed, verbose)
+    logits = _logits(linear, predict_images(encoder, _scaled(test_images)))
     probabilities = np.exp(logits - logits.max(1, keepdims=True))
     probabilities /= probabilities.sum(1, keepdims=True)
     predictions = np.argmax(logits, axis=1)

@@ -81,7 +81,8 @@ for name, loss in losses.items():
     model = clzoo.models.build_classifier(clzoo.models.get_encoder(ENCODER), classes)
     schedule = keras.optimizers.schedules.CosineDecay(1e-3, EPOCHS * (len(train) // 128))
     model.compile(optimizer=keras.optimizers.AdamW(schedule, weight_decay=0.05), loss=loss)
-    model.fit(dataset, epochs=EPOCHS, steps_per_epoch=len(train) // 128, verbose=0 if TINY else 1)
+    model.fit(dataset, epochs=EPOCHS, steps_per_epoch=len(train) // 128,
+              shuffle=False, verbose=0 if TINY else 1)  # the dataset shuffles itself
     test_images = clzoo.data.eval_dataset(test.images, size=32)
     probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(test_images, verbose=0)))
     rel = clzoo.eval.reliability(probabilities, test.labels)
