@@ -6,7 +6,8 @@ Here the budget is fixed instead (`--epochs`, 5 by default) and each rung is one
 `clzoo train` run of `recipes/<loss>/cifar10_airbench.yaml` with every lever
 above it switched off: kNN top-1 (k=20, cosine-weighted) of the shipped
 encoder on the full CIFAR-10 test set, and training images/s. The side rows
-change one setting of the full stack (width, views, batch size, temperature).
+change one setting of the full stack (width, views, batch size, temperature, an
+auxiliary cross-entropy head).
 
 Each run goes to `<output>/<rung>` (outside the checkout) and is resumed or
 reused when it is there; nothing else heavy should run beside it, since its
@@ -44,6 +45,7 @@ SIDE = {  # one change to the full stack each
     "two_views": ["views.views=2"],
     "batch_512": ["training.batch_size=512"],
     "temperature_0.2": ["loss.temperature=0.2"],
+    "auxiliary_ce": ["model.auxiliary_cross_entropy_weight=1"],  # + CE head, label smoothing 0.2
 }
 COMMON = ["eval.monitor_every=0", "eval.metrics=[knn]", "eval.baselines=[]"]
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from clzoo.losses.arguments import validate_positive_int
 from clzoo.models import grad_cache
+from clzoo.models.auxiliary_classifier import auxiliary_cross_entropy, check_auxiliary
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
@@ -108,12 +109,22 @@ class ContrastiveModel(keras.Model):
             kept). On TensorFlow the batch size must be static (a dataset
             batched with `drop_remainder=True`). `evaluate` and `predict`
             are unchanged. Defaults to `None`.
+        auxiliary_classes: None, or C: a linear classifier on the encoder's
+            features (`auxiliary_classifier`, C logits) trained beside the
+            contrastive loss with label-smoothed cross-entropy on every view
+            (`clzoo.models.auxiliary_classifier`): `fit` minimises
+            `contrastive + auxiliary_weight * CE`; labels must be one class id
+            per sample. `evaluate` reports the contrastive loss alone.
+            Defaults to `None`.
+        auxiliary_weight: the cross-entropy's weight. Defaults to `1.0`.
+        auxiliary_label_smoothing: Defaults to `0.2` (airbench94's).
 
     Raises:
         ValueError: `queue_size` or `encoder_chunk_size` not None or a
             positive integer; `momentum` without `queue_size` or outside
             `[0, 1)`; `queue_size` with a projection head that has no
-            `output_dim`. In `fit` with `encoder_chunk_size`: `x` that is
+            `output_dim`; `auxiliary_*` out of range (see
+            `auxiliary_classifier.check_auxiliary`) or with `encoder_chunk_size`. In `fit` with `encoder_chunk_size`: `x` that is
             not one `(batch, views, H, W, C)` tensor, or a TensorFlow batch
             size unknown when the step is traced.
 
@@ -152,8 +163,20 @@ class ContrastiveModel(keras.Model):
     """
 
     def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
-                 learnable_temperature=None, encoder_chunk_size=None, **kwargs):
+                 learnable_temperature=None, encoder_chunk_size=None, auxiliary_classes=None,
+                 auxiliary_weight=1.0, auxiliary_label_smoothing=0.2, **kwargs):
         super().__init__(**kwargs)
+        self.auxiliary_classifier = None
+        self.auxiliary_classes = auxiliary_classes
+        self.auxiliary_weight, self.auxiliary_label_smoothing = auxiliary_weight, auxiliary_label_smoothing
+        if auxiliary_classes is not None:
+            _, self.auxiliary_weight, self.auxiliary_label_smoothing = check_auxiliary(
+                auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing)
+            if encoder_chunk_size is not None:
+                raise ValueError("the auxiliary classifier does not run under GradCache: leave "
+                                 "`encoder_chunk_size` unset with `auxiliary_classes`")
+            self.auxiliary_classifier = keras.layers.Dense(auxiliary_classes,
+                                                           name="auxiliary_classifier")
         self.encoder = encoder
         self.projection_head = projection_head
         self.queue_size = validate_positive_int(queue_size, "queue_size")
@@ -188,6 +211,8 @@ class ContrastiveModel(keras.Model):
                 _check_embedding_rank(features, self.projection_head.compute_output_shape(features),
                                       input_shape)
             self.projection_head.build(features)
+        if self.auxiliary_classifier is not None and not self.auxiliary_classifier.built:
+            self.auxiliary_classifier.build(self.encoder.compute_output_shape(folded))
         if self.momentum_encoder is not None:
             self.momentum_encoder.track([self.encoder, self.projection_head])
 
@@ -198,7 +223,10 @@ class ContrastiveModel(keras.Model):
         features = self.encoder(folded, training=training)
         embeddings = self.projection_head(features, training=training)
         _check_embedding_rank(features.shape, embeddings.shape, inputs.shape)
-        return ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
+        embeddings = ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
+        if training and self.auxiliary_classifier is not None:  # for compute_loss only
+            return embeddings, self.auxiliary_classifier(features)
+        return embeddings
 
     def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
         """Keras' `fit`; `shuffle` defaults to True for arrays and False for datasets.
@@ -246,8 +274,14 @@ class ContrastiveModel(keras.Model):
         update) or, without one, `y_pred` itself (no gradient). See
         `clzoo.models.queue_step.contrast_with_queue`.
 
+        With `auxiliary_classes`, `y_pred` is `(embeddings, logits)` in training and the
+        weighted cross-entropy is added.
+
         The loss is NaN when `x` holds NaN or inf (see `nan_unless_finite`).
         """
+        logits = None
+        if isinstance(y_pred, (tuple, list)):
+            y_pred, logits = y_pred
         if self.memory_queue is None or not training:
             loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
         else:
@@ -255,6 +289,9 @@ class ContrastiveModel(keras.Model):
                 self, x, y, y_pred,
                 lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight,
                                                                    training))
+        if logits is not None:
+            loss = loss + self.auxiliary_weight * auxiliary_cross_entropy(
+                y, logits, x.shape[1], self.auxiliary_label_smoothing)
         return nan_unless_finite(loss, x)
 
     def key_embeddings(self, inputs):
@@ -309,6 +346,10 @@ class ContrastiveModel(keras.Model):
             "momentum": self.momentum,
             "encoder_chunk_size": self.encoder_chunk_size,
         })
+        if self.auxiliary_classifier is not None:
+            config.update(auxiliary_classes=self.auxiliary_classes,
+                          auxiliary_weight=self.auxiliary_weight,
+                          auxiliary_label_smoothing=self.auxiliary_label_smoothing)
         layer = getattr(self, "learnable_temperature", None)
         if layer is not None:
             config["learnable_temperature"] = keras.saving.serialize_keras_object(layer)

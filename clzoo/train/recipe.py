@@ -81,6 +81,18 @@ class ModelSpec(_Section):
     # gradients with less memory and one extra forward pass; batch norm statistics become
     # per sub-batch (see clzoo.models.ContrastiveModel). Task contrastive only.
     encoder_chunk_size: PositiveInt | None = None
+    # an auxiliary linear classifier on the encoder's features (clzoo.models.auxiliary_classifier):
+    # loss = contrastive + weight * label-smoothed cross-entropy; 0: none. It uses the labels (a
+    # preset trained with it says so in its name and card). Task contrastive only.
+    auxiliary_cross_entropy_weight: NonNegativeFloat = 0.0
+    auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _auxiliary_head_without_grad_cache(self):
+        if self.auxiliary_cross_entropy_weight and self.encoder_chunk_size is not None:
+            raise ValueError("model.auxiliary_cross_entropy_weight: the auxiliary classifier does "
+                             "not run under GradCache; unset model.encoder_chunk_size")
+        return self
 
     @model_validator(mode="after")
     def _momentum_needs_queue(self):
@@ -297,6 +309,13 @@ class Recipe(_Section):
             raise ValueError(f"image_size = {self.image_size}: the airbench views take the images as "
                              f"they are, at views.size = {size} (no resize); set image_size to {size} "
                              f"or views.size to {self.image_size}")
+        return self
+
+    @model_validator(mode="after")
+    def _auxiliary_head_needs_contrastive_task(self):
+        if self.model.auxiliary_cross_entropy_weight and self.task != "contrastive":
+            raise ValueError("model.auxiliary_cross_entropy_weight needs task contrastive (task "
+                             f"{self.task} trains a classifier already)")
         return self
 
     @model_validator(mode="after")

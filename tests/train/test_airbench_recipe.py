@@ -103,3 +103,31 @@ def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     changed = load_recipe(None, ["training.epochs=2", "training.nesterov=true"])
     with pytest.raises(ValueError, match="differs from the one it started with in .*training"):
         RunFolder(tmp_path)._check_saved_recipe(changed)
+
+
+def test_the_auxiliary_head_is_a_recipe_key_and_refused_where_it_cannot_run():
+    from clzoo.train.tasks import build_model
+
+    recipe = load_recipe(None, ["model.auxiliary_cross_entropy_weight=0.5",
+                                "model.auxiliary_label_smoothing=0.1"])
+    model = build_model(recipe, num_classes=10)
+    assert (model.auxiliary_classes, model.auxiliary_weight,
+            model.auxiliary_label_smoothing) == (10, 0.5, 0.1)
+    assert model.auxiliary_classifier.kernel.shape[-1] == 10
+    assert build_model(load_recipe(None, []), num_classes=10).auxiliary_classifier is None
+    for overrides, key in ((["task=soft_target", "loss.name=SoftTargetInfoNCELoss"], "needs task contrastive"),
+                           (["model.encoder_chunk_size=64"], "GradCache"),
+                           (["model.auxiliary_label_smoothing=1"], "auxiliary_label_smoothing")):
+        with pytest.raises(RecipeError, match=key):
+            load_recipe(None, ["model.auxiliary_cross_entropy_weight=0.5", *overrides])
+
+
+@pytest.mark.large
+def test_a_run_with_the_auxiliary_head_trains_resumes_and_ships_the_bare_encoder(tmp_path):
+    overrides = [*STACK, "model.auxiliary_cross_entropy_weight=0.5", "training.epochs=2"]
+    result = train(load_recipe(None, overrides), tmp_path / "aux", verbose=0)
+    assert result.knn_top1 > 0.5 and np.isfinite(result.final_loss)
+    checkpoint = keras.saving.load_model(tmp_path / "aux" / "checkpoint.keras")
+    assert checkpoint.auxiliary_classes == 10  # resumable: the head is in the checkpoint
+    encoder = load_model(tmp_path / "aux" / "encoder.keras")
+    assert not any("auxiliary" in layer.name for layer in encoder._flatten_layers())
