@@ -124,9 +124,10 @@ class ContrastiveModel(keras.Model):
             positive integer; `momentum` without `queue_size` or outside
             `[0, 1)`; `queue_size` with a projection head that has no
             `output_dim`; `auxiliary_*` out of range (see
-            `auxiliary_classifier.check_auxiliary`) or with `encoder_chunk_size`. In `fit` with `encoder_chunk_size`: `x` that is
-            not one `(batch, views, H, W, C)` tensor, or a TensorFlow batch
-            size unknown when the step is traced.
+            `auxiliary_classifier.check_auxiliary`) or with `encoder_chunk_size`.
+            In `fit` with `encoder_chunk_size`: `x` that is not one
+            `(batch, views, H, W, C)` tensor, or a TensorFlow batch size
+            unknown when the step is traced.
 
     Example:
 

@@ -63,7 +63,8 @@ def test_fit_trains_the_head_and_the_encoder_and_evaluate_reports_the_contrastiv
                                float(keras.ops.convert_to_numpy(contrastive)), rtol=1e-5)
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras", compile=False)
-    assert (loaded.auxiliary_classes, loaded.auxiliary_weight, loaded.auxiliary_label_smoothing) == (3, 1.0, 0.2)
+    assert (loaded.auxiliary_classes, loaded.auxiliary_weight,
+            loaded.auxiliary_label_smoothing) == (3, 1.0, 0.2)
     np.testing.assert_allclose(loaded.auxiliary_classifier.get_weights()[0], after[0])
 
 

@@ -115,7 +115,8 @@ def test_the_auxiliary_head_is_a_recipe_key_and_refused_where_it_cannot_run():
             model.auxiliary_label_smoothing) == (10, 0.5, 0.1)
     assert model.auxiliary_classifier.kernel.shape[-1] == 10
     assert build_model(load_recipe(None, []), num_classes=10).auxiliary_classifier is None
-    for overrides, key in ((["task=soft_target", "loss.name=SoftTargetInfoNCELoss"], "needs task contrastive"),
+    soft_target = ["task=soft_target", "loss.name=SoftTargetInfoNCELoss"]
+    for overrides, key in ((soft_target, "needs task contrastive"),
                            (["model.encoder_chunk_size=64"], "GradCache"),
                            (["model.auxiliary_label_smoothing=1"], "auxiliary_label_smoothing")):
         with pytest.raises(RecipeError, match=key):
