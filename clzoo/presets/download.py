@@ -59,24 +59,27 @@ def download(repo, revision):
     files = sorted(MAX_BYTES)
     from huggingface_hub import constants  # a submodule, not loaded by `import huggingface_hub`
 
-    _check_sizes(hub, constants.HF_HUB_OFFLINE, repo, revision, files, handle)
-    try:
-        return Path(hub.snapshot_download(repo_id=repo, revision=revision, allow_patterns=files))
+    checked = _check_sizes(hub, constants.HF_HUB_OFFLINE, repo, revision, files, handle)
+    try:  # the commit whose sizes were checked: a push to the branch meanwhile is not fetched
+        return Path(hub.snapshot_download(repo_id=repo, revision=checked or revision,
+                                          allow_patterns=files))
     except Exception as error:  # network, offline cache miss, missing repo or revision
         raise PresetError(f"Could not get preset {handle} from the Hugging Face Hub or its cache: "
                           f"{type(error).__name__}: {error}") from error
 
 
 def _check_sizes(hub, offline, repo, revision, files, handle):
-    """Refuse, before downloading, files over their cap or a total over the ceiling."""
+    """Refuse, before downloading, files over their cap or a total over the ceiling; returns the
+    commit hash whose file sizes were checked (None when the Hub was not asked)."""
     ceiling = download_ceiling()
     if offline:
-        return  # only the cache is read; its files are checked on disk against the caps
+        return None  # only the cache is read; its files are checked on disk against the caps
     try:
-        infos = hub.HfApi().get_paths_info(repo, files, revision=revision)
+        info = hub.HfApi().model_info(repo, revision=revision, files_metadata=True)
     except OSError:  # no network, no repo (requests' and the Hub's errors are OSErrors):
-        return       # snapshot_download serves the cache or says why
-    sizes = {info.path: info.size for info in infos if getattr(info, "size", None) is not None}
+        return None  # snapshot_download serves the cache or says why
+    sizes = {sibling.rfilename: sibling.size for sibling in (info.siblings or [])
+             if sibling.rfilename in files and getattr(sibling, "size", None) is not None}
     for name, size in sizes.items():
         if name in MAX_BYTES and size > MAX_BYTES[name]:
             raise PresetError(f"{handle}: {name} is {size:,} bytes, more than the {MAX_BYTES[name]:,} "
@@ -86,3 +89,4 @@ def _check_sizes(hub, offline, repo, revision, files, handle):
         raise PresetError(f"{handle} is {total:,} bytes, more than the download ceiling of "
                           f"{ceiling:,} bytes; nothing was downloaded. Set {CEILING_VARIABLE} "
                           "higher to fetch it")
+    return getattr(info, "sha", None)

@@ -126,15 +126,22 @@ def fake_hub(monkeypatch, preset):
     return calls
 
 
+COMMIT = "f" * 40  # the commit the stand-in Hub resolves every revision to
+
+
 def _hub_module(snapshot_download, sizes=None, offline=False):
-    """A stand-in for `huggingface_hub`: `snapshot_download`, and an `HfApi` whose
-    `get_paths_info` lists the preset files with `sizes` (`{name: bytes}`; none: unreachable)."""
+    """A stand-in for `huggingface_hub`: `snapshot_download`, and an `HfApi` whose `model_info`
+    resolves a revision to `COMMIT` and lists its files with `sizes` (`{name: bytes}`, plus a
+    file no preset has; none: unreachable)."""
 
     class HfApi:
-        def get_paths_info(self, repo_id, paths, revision=None):
+        def model_info(self, repo_id, revision=None, files_metadata=False):
             if sizes is None:
                 raise ConnectionError("no network")
-            return [types.SimpleNamespace(path=p, size=sizes[p]) for p in paths if p in sizes]
+            assert files_metadata  # sizes come only with the files' metadata
+            files = {**sizes, "big_unrelated_file.bin": 50 << 30}
+            return types.SimpleNamespace(sha=COMMIT, siblings=[
+                types.SimpleNamespace(rfilename=name, size=size) for name, size in files.items()])
 
     return types.SimpleNamespace(snapshot_download=snapshot_download, HfApi=HfApi,
                                  constants=types.SimpleNamespace(HF_HUB_OFFLINE=offline))
@@ -227,12 +234,14 @@ def test_only_the_preset_files_are_fetched_and_their_sizes_are_checked_first(mon
     fetched = []
 
     def snapshot_download(repo_id, revision=None, allow_patterns=None):
-        fetched.append(sorted(allow_patterns))
+        fetched.append((revision, sorted(allow_patterns)))
         return str(preset)
 
     monkeypatch.setitem(sys.modules, "huggingface_hub", _hub_module(snapshot_download, _sizes(preset)))
-    load_preset("hf://someone/tiny")
-    assert fetched == [sorted([*PRESET_FILES, "checksums.json"])]  # nothing else in the repo
+    load_preset("hf://someone/tiny@main")
+    # nothing else in the repo; and the commit whose sizes were checked, not the branch, which a
+    # push may move between the check and the fetch
+    assert fetched == [(COMMIT, sorted([*PRESET_FILES, "checksums.json"]))]
     total = sum(_sizes(preset).values())
     monkeypatch.setenv("CLZOO_MAX_PRESET_DOWNLOAD_BYTES", str(total - 1))
     with pytest.raises(PresetError, match=rf"{total:,} bytes, more than the download ceiling of "
