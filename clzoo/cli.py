@@ -227,12 +227,14 @@ def _eval(args):
 
     metrics = parse_metrics(args.metrics)
     path = _model_path(args.model, args.space)  # an unknown model refused before the folder
-    out = check_output(args.output, args.overwrite, folder=True) if args.output else check_output(
-        _default_output(args.model, path or Path(str(args.model)),
-                        "eval" if args.space == "encoder" else "eval_projection"),
-        args.overwrite, folder=True, what="the report folder (default --output)")
-    check_report_folder(out)
-    with output_lock(out):  # a second `clzoo eval` into this folder is refused before its work
+    out = Path(args.output) if args.output else _default_output(
+        args.model, path or Path(str(args.model)), "eval" if args.space == "encoder" else "eval_projection")
+    what = "--output" if args.output else "the report folder (default --output)"
+    # The lock first, then the checks: a second `clzoo eval` into this folder is refused before
+    # its work, and one that starts after the first has finished sees its report.
+    with output_lock(out):
+        out = check_output(out, args.overwrite, folder=True, what=what)
+        check_report_folder(out)
         return _eval_into(out, args, metrics)
 
 
@@ -306,12 +308,13 @@ def _compare(args):
     from clzoo.files import check_output
 
     metrics = parse_metrics(args.metrics)
-    out = check_output(args.output or "compare", args.overwrite, folder=True)
     targets = (("A", args.model_a), ("B", args.model_b))
-    for label, target in targets:  # every input and output checked before any evaluation
+    for _, target in targets:
         _model_path(target, args.space)
-        check_report_folder(out / label)
-    with output_lock(out):  # a second `clzoo compare` into this folder is refused before its work
+    with output_lock(args.output or "compare"):  # then the checks (see `_eval`)
+        out = check_output(args.output or "compare", args.overwrite, folder=True)
+        for label, _ in targets:  # every input and output checked before any evaluation
+            check_report_folder(out / label)
         return _compare_into(out, args, metrics, targets)
 
 

@@ -11,12 +11,13 @@ import datetime
 import errno
 import os
 import socket
+import stat
 import warnings
 from pathlib import Path
 
 # flock is not available on this filesystem: run unlocked rather than refuse to run.
 _UNSUPPORTED = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
-_HELD = {}  # lock path -> [descriptor, depth]: this process's output locks (re-entrant)
+_HELD = {}  # lock path -> [descriptor, depth, parents created]: this process's locks (re-entrant)
 
 
 def holder(lock):
@@ -29,18 +30,25 @@ def holder(lock):
 
 def try_lock(lock, refusal):
     """Lock the file `lock` (created if absent) for this process; returns its descriptor, or None
-    where locks are unsupported (with a warning).
+    where locks are unsupported or the lock file cannot be created (a read-only parent: the
+    output is then written unlocked, with a warning).
 
     Raises:
-        FileExistsError: `refusal(holder line)`: another live process holds the lock.
+        FileExistsError: `refusal(holder line)`: another live process holds the lock; or `lock`
+            is a symbolic link, a folder or another non-regular file (never written through).
     """
     try:
         import fcntl
     except ImportError:
         return None
     lock = Path(lock)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # O_NOFOLLOW: a link planted at the lock's name is refused, never written through
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        return _not_opened(lock, error)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileExistsError(_not_a_lock(lock))
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # removed and re-created meanwhile
             raise BlockingIOError
@@ -49,20 +57,37 @@ def try_lock(lock, refusal):
         raise FileExistsError(refusal(holder(lock))) from None
     except OSError as error:
         os.close(fd)
-        if error.errno not in _UNSUPPORTED:
-            raise OSError(error.errno, error.strerror, str(lock)) from None
-        warnings.warn(f"{lock.parent}: this filesystem has no file locks ({error.strerror}); "
-                      "the output is not protected from a second writer", stacklevel=3)
-        return None
+        if isinstance(error, FileExistsError) or error.errno not in _UNSUPPORTED:
+            raise
+        return _unlocked(lock, error.strerror)
     since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     os.ftruncate(fd, 0)
     os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode())
     return fd
 
 
+def _not_a_lock(lock):
+    return (f"{lock} is not a regular file (a link, a folder or a device where clzoo keeps the "
+            "writer lock of the output beside it): remove it, or choose another output")
+
+
+def _not_opened(lock, error):
+    if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+        raise FileExistsError(_not_a_lock(lock)) from None
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return _unlocked(lock, error.strerror)
+    raise OSError(error.errno, error.strerror, str(lock)) from None
+
+
+def _unlocked(lock, reason):
+    warnings.warn(f"{lock.parent}: no writer lock here ({reason}); the output is not protected "
+                  "from a second writer", stacklevel=4)
+    return None
+
+
 def lock_path(output):
     """The lock file of a folder or file written as a whole: `.<name>.lock` beside it."""
-    output = Path(output).absolute()
+    output = Path(output).resolve()  # a link and the folder it names share one lock
     return output.parent / f".{output.name}.lock"
 
 
@@ -91,18 +116,41 @@ def output_lock(output):
     if lock in _HELD:
         _HELD[lock][1] += 1
     else:
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = try_lock(lock, lambda who: (
-            f"{Path(output)} is being written by another clzoo process ({who}): wait for it to "
-            "end, or choose another --output"))
-        _HELD[lock] = [fd, 1]
+        created = _make_parents(lock.parent)
+        try:
+            fd = try_lock(lock, lambda who: (
+                f"{output} is being written by another clzoo process ({who}): wait for it to "
+                "end, or write elsewhere"))
+        except OSError:
+            _remove_empty(created)
+            raise
+        _HELD[lock] = [fd, 1, created]
     try:
         yield
     finally:
         _HELD[lock][1] -= 1
         if not _HELD[lock][1]:
-            fd = _HELD.pop(lock)[0]
+            fd, _, created = _HELD.pop(lock)
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.remove(lock)  # while still held, so no one locks a file about to vanish
                 os.close(fd)
+            _remove_empty(created)
+
+
+def _make_parents(folder):
+    """Create `folder` and its missing parents; returns those created, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+    return missing
+
+
+def _remove_empty(folders):
+    """Remove the folders this lock created, where nothing was written into them."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()

@@ -186,6 +186,7 @@ def replace_folder(path, build_fn, owned=()):
     ['a.json']
     """
     given, path = Path(path), Path(path).absolute()
+    path = path.resolve() if path.is_symlink() else path  # replace the folder a link names
     refuse_working_directory(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with output_lock(path):  # one writer: _recover may then drop any staging it finds

@@ -116,3 +116,69 @@ def test_a_second_export_to_one_path_is_refused_and_a_killed_ones_staging_droppe
     _once_the_holder_is_gone(lambda: export_encoder(model, out, "litert"))
     assert out.is_file() and out.stat().st_size > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tflite"]
+
+
+def test_a_link_to_the_output_and_the_output_share_one_lock(tmp_path, holder):
+    real = tmp_path / "report"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    pid = holder(real)
+    with pytest.raises(FileExistsError, match=f"\\(pid {pid} "):
+        with output_lock(tmp_path / "link"):
+            pass
+
+
+@pytest.mark.parametrize("planted", ["link", "dangling_link", "folder"])
+def test_a_lock_name_that_is_not_a_regular_file_is_refused_and_never_written_through(tmp_path, planted):
+    victim = tmp_path / "notes.txt"
+    victim.write_text("my notes\n")
+    lock = lock_path(tmp_path / "out")
+    if planted == "folder":
+        lock.mkdir()
+    else:
+        lock.symlink_to(victim if planted == "link" else tmp_path / "created_by_the_lock")
+    with pytest.raises(FileExistsError, match="is not a regular file"):
+        replace_folder(tmp_path / "out", lambda staging: None)
+    assert victim.read_text() == "my notes\n" and not (tmp_path / "created_by_the_lock").exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_parent_that_takes_no_lock_file_writes_unlocked_with_a_warning(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    import clzoo.file_lock as file_lock
+
+    real_open = os.open
+
+    def read_only(path, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(file_lock.os, "open", read_only)
+    with pytest.warns(UserWarning, match="no writer lock here"):
+        replace_folder(tmp_path / "out", lambda staging: (staging / "a.json").write_text("{}"))
+    assert (tmp_path / "out" / "a.json").is_file()
+
+
+def test_a_refused_writer_leaves_no_folder_it_created(tmp_path, holder):
+    out = tmp_path / "new" / "deeper" / "report"
+    holder(out)  # creates tmp_path/new/deeper for its lock file, as a first writer would
+    with pytest.raises(FileExistsError):
+        with output_lock(out):
+            pass
+    fresh = tmp_path / "fresh" / "report"
+    with output_lock(fresh):
+        assert fresh.parent.is_dir()
+    assert not (tmp_path / "fresh").exists()  # nothing written: the folders it made are gone
+
+
+def test_push_dry_run_checks_its_folder_under_the_lock(tmp_path, holder, monkeypatch):
+    from clzoo.presets import publish
+
+    out = tmp_path / "preset"
+    pid = holder(out)
+    monkeypatch.setattr(publish, "build_preset", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(FileExistsError, match=f"\\(pid {pid} "):
+        publish.push_preset(tmp_path / "run", "hf://me/tiny", dry_run=out)

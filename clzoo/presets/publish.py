@@ -36,8 +36,11 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None, overwri
     if dry_run is not None:
         from clzoo.files import check_output
 
-        out = check_output(dry_run, overwrite, folder=True, what="--dry-run folder")
-        return build_preset(run_dir, out, name=name, handle=handle)
+        from clzoo.file_lock import output_lock
+
+        with output_lock(dry_run):  # the check under the lock: a finished preset is never replaced
+            out = check_output(dry_run, overwrite, folder=True, what="--dry-run folder")
+            return build_preset(run_dir, out, name=name, handle=handle)
     try:
         from huggingface_hub import HfApi
     except ImportError as error:
