@@ -34,9 +34,8 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None, overwri
     repo = handle[len("hf://"):]
     name = name or repo.split("/")[1]
     if dry_run is not None:
-        from clzoo.files import check_output
-
         from clzoo.file_lock import output_lock
+        from clzoo.files import check_output
 
         with output_lock(dry_run):  # the check under the lock: a finished preset is never replaced
             out = check_output(dry_run, overwrite, folder=True, what="--dry-run folder")

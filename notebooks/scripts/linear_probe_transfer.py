@@ -9,8 +9,8 @@
 # classifier on the features: the SINCERE paper's transfer protocol (Table 2, app. J).
 #
 # **The outputs saved with this notebook** come from `CLZOO_NOTEBOOK_EPOCHS=3`: the last
-# cell's SGD probe runs 3 epochs per fit instead of the paper's 100 (the notebook took 344 s
-# on 2 CPU cores shared with a training run, 280 s of it in that cell: the preset averages 6
+# cell's SGD probe runs 3 epochs per fit instead of the paper's 100 (the notebook took 475 s
+# on 2 CPU cores shared with a training run, 405 s of it in that cell: the preset averages 6
 # test-time views, so every epoch runs each image through the encoder 6 times; 100 epochs take
 # about 33 times as long). After 3 epochs the SGD probe is still far below the L-BFGS probe.
 

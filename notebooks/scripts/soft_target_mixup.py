@@ -15,7 +15,7 @@
 # [`recipes/README.md`](https://github.com/clzoo/clzoo/blob/main/recipes/README.md): 49 minutes
 # for the two side by side). **The outputs saved with this notebook** come from
 # `CLZOO_NOTEBOOK_DATA=digits`: the same 15 epochs per loss on scikit-learn's digits (1,437
-# training images, no flips), 2 min 46 s on 2 shared CPU cores.
+# training images, no flips), 3 min 21 s on 2 CPU cores shared with a training run.
 
 # %%
 # Colab: install clzoo from its repository (skipped where clzoo is already installed).
