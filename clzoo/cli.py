@@ -114,8 +114,9 @@ def _train(args):
     if run is None:  # a non-chief worker: the chief writes the run
         return 0
     print("\n" + _results_table(run, config.data))
-    print(f"final training loss {run.final_loss:.4f} | "
-          f"{run.images_per_second:.0f} images/s | wall {run.wall_seconds:.0f} s")
+    speed = ("no steps left to train" if run.images_per_second is None  # a resume at the last step
+             else f"{run.images_per_second:.0f} images/s")
+    print(f"final training loss {run.final_loss:.4f} | {speed} | wall {run.wall_seconds:.0f} s")
     print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "
           "history.jsonl/.csv, tensorboard/")
     return 0

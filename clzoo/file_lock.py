@@ -47,7 +47,8 @@ def try_lock(lock, refusal):
     except OSError as error:
         return _not_opened(lock, error)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:  # a hard link is another's file
             raise FileExistsError(_not_a_lock(lock))
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # removed and re-created meanwhile
@@ -67,8 +68,8 @@ def try_lock(lock, refusal):
 
 
 def _not_a_lock(lock):
-    return (f"{lock} is not a regular file (a link, a folder or a device where clzoo keeps the "
-            "writer lock of the output beside it): remove it, or choose another output")
+    return (f"{lock} is not a lock file of clzoo's (a link, a hard link, a folder or a device where "
+            "clzoo keeps the writer lock of the output beside it): remove it, or write elsewhere")
 
 
 def _not_opened(lock, error):
@@ -81,7 +82,7 @@ def _not_opened(lock, error):
 
 def _unlocked(lock, reason):
     warnings.warn(f"{lock.parent}: no writer lock here ({reason}); the output is not protected "
-                  "from a second writer", stacklevel=4)
+                  "from a second writer", stacklevel=5)
     return None
 
 

@@ -2,6 +2,7 @@
 a preset folder or an export, a second writer is refused in one line naming it, before its work,
 and the first writer's staging is left alone; a dead writer's lock never blocks anyone."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -128,16 +129,18 @@ def test_a_link_to_the_output_and_the_output_share_one_lock(tmp_path, holder):
             pass
 
 
-@pytest.mark.parametrize("planted", ["link", "dangling_link", "folder"])
+@pytest.mark.parametrize("planted", ["link", "dangling_link", "folder", "hard_link"])
 def test_a_lock_name_that_is_not_a_regular_file_is_refused_and_never_written_through(tmp_path, planted):
     victim = tmp_path / "notes.txt"
     victim.write_text("my notes\n")
     lock = lock_path(tmp_path / "out")
     if planted == "folder":
         lock.mkdir()
+    elif planted == "hard_link":
+        os.link(victim, lock)
     else:
         lock.symlink_to(victim if planted == "link" else tmp_path / "created_by_the_lock")
-    with pytest.raises(FileExistsError, match="is not a regular file"):
+    with pytest.raises(FileExistsError, match="is not a lock file of clzoo's"):
         replace_folder(tmp_path / "out", lambda staging: None)
     assert victim.read_text() == "my notes\n" and not (tmp_path / "created_by_the_lock").exists()
     assert not (tmp_path / "out").exists()
@@ -145,7 +148,6 @@ def test_a_lock_name_that_is_not_a_regular_file_is_refused_and_never_written_thr
 
 def test_a_parent_that_takes_no_lock_file_writes_unlocked_with_a_warning(tmp_path, monkeypatch):
     import errno
-    import os
 
     import clzoo.file_lock as file_lock
 

@@ -104,6 +104,7 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
             another process is exporting to it (the message names that process).
     """
     path = Path(path)
+    path = path.resolve() if path.is_symlink() else path  # replace the export a link names
     check_export(format, path, overwrite)
     if not getattr(model, "_called", True) or not model.built:
         model(np.zeros((1, *model.input_shape[1:]), "float32"))  # Keras exports called models only

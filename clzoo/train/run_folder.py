@@ -1,11 +1,13 @@
 """A run folder: where each file of a run lives, whether it may start or resume, its metadata."""
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
 
 import yaml
 
+from clzoo.file_lock import output_lock
 from clzoo.files import SYSTEM_FILES, atomic_write_text, write_json
 from clzoo.train import run_lock
 
@@ -139,10 +141,18 @@ class RunFolder:
             atomic_write_text(self.path / "recipe.yaml", text)
         write_json(self.path / "environment.json", environment)
 
+    @contextlib.contextmanager
     def owned(self, enabled=True):
-        """Context manager: this process is the folder's one writer (`run_lock.owned`)."""
-        return run_lock.owned(self.path, keep_if=(self.path / "recipe.sha256").is_file,
-                              enabled=enabled)
+        """Context manager: this process is the folder's one writer (`run_lock.owned`), and of
+        its `eval` report, so a `clzoo eval` of the run meanwhile is refused rather than taking
+        the report's lock from the run's own final evaluation."""
+        with run_lock.owned(self.path, keep_if=(self.path / "recipe.sha256").is_file,
+                            enabled=enabled):
+            if not enabled:
+                yield
+                return
+            with output_lock(self.path / "eval"):
+                yield
 
     def write_metrics(self, metrics):
         write_json(self.metrics, metrics)

@@ -246,7 +246,8 @@ def _run_facts(run, plan, fitted, views, place, train_split, started, resumed_fr
         "resumed_from_step": resumed_from,
         "train_images": len(train_split),
         "images_per_second": fitted.images_per_second,
-        "views_per_second": fitted.images_per_second * views.views,
+        "views_per_second": (None if fitted.images_per_second is None
+                             else fitted.images_per_second * views.views),
         "fit_seconds": fitted.seconds,
         "wall_seconds": time.perf_counter() - started,
         "backend": keras.backend.backend(),

@@ -94,3 +94,36 @@ def test_run_folders_from_before_the_stamp_and_os_files_are_not_foreign(recipe_f
     fresh.mkdir()
     (fresh / ".DS_Store").write_text("")
     assert train(load_recipe(recipe_file), fresh, verbose=0).steps == 2
+
+
+def test_a_run_owns_its_eval_report_so_a_concurrent_eval_cannot_take_it(recipe_file, tmp_path):
+    from clzoo.file_lock import lock_path
+
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen(  # another process writing RUN/eval (a `clzoo eval RUN`), as a bare flock
+        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | "
+         "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'pid 1 on evalhost'); "
+         "print('held', flush=True); time.sleep(120)", str(lock_path(run / "eval"))],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(FileExistsError, match="eval is being written by another clzoo process "
+                                                  "\\(pid 1 on evalhost\\)"):
+            train(load_recipe(recipe_file), run, verbose=0)
+        assert sorted(p.name for p in run.iterdir()) == [".eval.lock"]  # the holder's only
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.large
+def test_a_resume_with_no_step_left_finishes_the_run_and_says_so(recipe_file, tmp_path, capsys):
+    from clzoo import cli
+
+    run = tmp_path / "run"
+    train(load_recipe(recipe_file), run, verbose=0)
+    (run / "metrics.json").unlink()  # killed after its last checkpoint, before its report
+    assert cli.main(["train", "--resume", str(run)]) == 0
+    assert "no steps left to train" in capsys.readouterr().out
+    assert (run / "metrics.json").is_file()
