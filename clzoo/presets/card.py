@@ -268,6 +268,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _flip_lines(metadata, report)
     if report is not None and report.probe is not None:
         lines += [f"Linear probe ({_probe_protocol(report)}): {report.probe:.2%}.", ""]
+    lines += _auxiliary_lines(metadata)
     lines += _compute_lines(metadata, run) + _curve_lines(metadata) + _limitations(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
@@ -276,6 +277,20 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _citation(paper, metadata)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _auxiliary_lines(metadata):
+    """What an auxiliary cross-entropy head (`model.auxiliary_cross_entropy_weight`) did."""
+    model = (metadata.get("recipe") or {}).get("model") or {}
+    weight = model.get("auxiliary_cross_entropy_weight") or 0
+    if not weight:
+        return []
+    return ["## Auxiliary cross-entropy head", "",
+            f"Besides `{(metadata.get('loss') or {}).get('name', 'the loss')}`, a linear classifier "
+            f"on the encoder's features was trained with cross-entropy (weight {weight:g}, label "
+            f"smoothing {model.get('auxiliary_label_smoothing', 0.2):g}) and dropped afterwards: the "
+            "labels shaped this encoder directly, so it is a supervised encoder whatever the "
+            "contrastive loss is.", ""]
 
 
 def _built_year(metadata):

@@ -195,7 +195,8 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         `Path` of `out_dir`.
 
     Raises:
-        PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`.
+        PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`, or it
+            trained an auxiliary cross-entropy head and `name` does not say so (`aux_ce`).
     """
 
     run = Path(run_dir)
@@ -223,6 +224,7 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     if (report / "metrics.json").is_file():
         metrics["eval"] = json.loads((report / "metrics.json").read_text())
     name = name or run.name
+    _name_says_auxiliary(name, model_spec)
     metadata = {
         "name": name, "created": datetime.date.today().isoformat(),
         "clzoo_version": __version__, "keras_version": keras.__version__,
@@ -240,6 +242,15 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
     return replace_folder(out_dir, lambda staging: _write_preset(staging, encoder, metadata, license,
                                                                  handle))
+
+
+def _name_says_auxiliary(name, model_spec):
+    """A preset whose encoder a cross-entropy head also trained is named for it (issue 42)."""
+    weight = model_spec.get("auxiliary_cross_entropy_weight") or 0
+    if weight and "aux_ce" not in name:
+        raise PresetError(f"the run trained an auxiliary cross-entropy head (model."
+                          f"auxiliary_cross_entropy_weight = {weight:g}): the preset's name must "
+                          f"say so, e.g. {name}_aux_ce (got {name!r})")
 
 
 def _write_preset(out, encoder, metadata, license, handle):

@@ -95,3 +95,24 @@ def test_a_card_is_the_same_whenever_and_by_whichever_version_it_is_rendered(mon
     assert model_card(_metadata()) == first and "{0.1.0}" in first and "{2026}" in first
     undated = {k: v for k, v in _metadata().items() if k != "created"}
     assert "year      =" not in model_card(undated).split("@software")[1]
+
+
+def test_a_preset_trained_with_an_auxiliary_head_says_so_in_its_name_and_card(tmp_path):
+    import yaml
+
+    from clzoo.presets import build_preset
+    from clzoo.presets.format import PresetError
+    from tests.presets.test_presets import _run
+
+    run, _ = _run(tmp_path)
+    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
+    recipe["model"].update(auxiliary_cross_entropy_weight=0.5, auxiliary_label_smoothing=0.2)
+    (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    with pytest.raises(PresetError, match="name must say so, e.g. tiny_aux_ce"):
+        build_preset(run, tmp_path / "preset", name="tiny")
+    assert not (tmp_path / "preset").exists()
+    out = build_preset(run, tmp_path / "preset", name="tiny_aux_ce")
+    card = huggingface_hub.ModelCard.load(out / "README.md")
+    assert "## Auxiliary cross-entropy head" in card.text
+    assert "(weight 0.5, label smoothing 0.2)" in card.text and "supervised encoder" in card.text
+    assert "Auxiliary" not in model_card(_metadata())  # only where the head trained
