@@ -15,7 +15,7 @@ from clzoo.train import run_lock
 RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "checkpoint.keras",
                        "history.csv", "history.jsonl", "steps.jsonl", "tensorboard", "encoder.keras",
                        "eval", "metrics.json", run_lock.LOCK_NAME,
-                       ".eval.lock"})  # the eval report's writer lock (clzoo.file_lock), if one was killed
+                       ".eval.lock"})  # the eval report's writer lock (clzoo.file_lock), held by the run
 
 
 # Entries an operating system or file system puts in any folder.
