@@ -45,7 +45,7 @@ def try_lock(lock, refusal):
     try:  # O_NOFOLLOW: a link planted at the lock's name is refused, never written through
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as error:
-        return _not_opened(lock, error)
+        return _unlocked(lock, _why_not_opened(lock, error))
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:  # a hard link is another's file
@@ -72,17 +72,19 @@ def _not_a_lock(lock):
             "clzoo keeps the writer lock of the output beside it): remove it, or write elsewhere")
 
 
-def _not_opened(lock, error):
+def _why_not_opened(lock, error):
+    """Why a write may go on unlocked (the parent takes no new file); raises for anything else."""
     if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
         raise FileExistsError(_not_a_lock(lock)) from None
     if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return _unlocked(lock, error.strerror)
+        return error.strerror
     raise OSError(error.errno, error.strerror, str(lock)) from None
 
 
 def _unlocked(lock, reason):
+    # stacklevel: _unlocked <- try_lock <- output_lock / run_lock.acquire <- their caller
     warnings.warn(f"{lock.parent}: no writer lock here ({reason}); the output is not protected "
-                  "from a second writer", stacklevel=5)
+                  "from a second writer", stacklevel=4)
     return None
 
 

@@ -3,6 +3,7 @@ a preset folder or an export, a second writer is refused in one line naming it, 
 and the first writer's staging is left alone; a dead writer's lock never blocks anyone."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -70,8 +71,7 @@ def test_a_second_writer_of_a_folder_is_refused_and_the_first_ones_staging_kept(
 
 def test_a_dead_writers_lock_blocks_no_one(tmp_path, holder):
     out = tmp_path / "preset"
-    holder(out)
-    subprocess.run(["pkill", "-9", "-f", str(lock_path(out))], check=False)
+    os.kill(holder(out), signal.SIGKILL)
     _once_the_holder_is_gone(lambda: replace_folder(
         out, lambda staging: (staging / "a.json").write_text("{}")))
     assert (out / "a.json").read_text() == "{}"
@@ -112,7 +112,7 @@ def test_a_second_export_to_one_path_is_refused_and_a_killed_ones_staging_droppe
     with pytest.raises(FileExistsError, match=f"\\(pid {pid} "):
         export_encoder(model, out, "litert")
     assert not out.exists()
-    subprocess.run(["pkill", "-9", "-f", str(lock_path(out))], check=False)
+    os.kill(pid, signal.SIGKILL)
     (tmp_path / ".model.tflite.staging-killed").mkdir()  # what a killed export leaves
     _once_the_holder_is_gone(lambda: export_encoder(model, out, "litert"))
     assert out.is_file() and out.stat().st_size > 0

@@ -14,24 +14,34 @@ supervised, whatever the contrastive loss is.
 import keras
 from keras import ops
 
+from clzoo.losses.arguments import validate_number, validate_positive_int
+
 
 def check_auxiliary(classes, weight, label_smoothing):
-    """`(classes, weight, label_smoothing)` as floats/ints, checked.
+    """`(classes, weight, label_smoothing)` as `(int, float, float)`, checked.
 
     Raises:
         ValueError: `classes` not an integer >= 2, `weight` not a finite number > 0,
-            `label_smoothing` outside [0, 1).
+            `label_smoothing` outside [0, 1); the message names the argument.
+
+    Example:
+
+    >>> from clzoo.models.auxiliary_classifier import check_auxiliary
+    >>> check_auxiliary(10, 1, 0.2)
+    (10, 1.0, 0.2)
     """
-    if isinstance(classes, bool) or not isinstance(classes, int) or classes < 2:
-        raise ValueError(f"`auxiliary_classes` must be an integer >= 2 (the classes of the labels). "
-                         f"Received: {classes!r}")
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < float("inf"):
-        raise ValueError(f"`auxiliary_weight` must be a finite number > 0. Received: {weight!r}")
-    if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float))
-            or not 0 <= label_smoothing < 1):
-        raise ValueError("`auxiliary_label_smoothing` must be in [0, 1). "
-                         f"Received: {label_smoothing!r}")
-    return classes, float(weight), float(label_smoothing)
+    classes = validate_positive_int(classes, "auxiliary_classes", allow_none=False)
+    if classes < 2:
+        raise ValueError(f"`auxiliary_classes` must be at least 2 (the classes of the labels). "
+                         f"Received: auxiliary_classes={classes!r}")
+    weight = validate_number(weight, "auxiliary_weight", low=0.0, low_open=True,
+                             what="a positive, finite number")
+    smoothing = validate_number(label_smoothing, "auxiliary_label_smoothing", low=0.0, high=1.0,
+                                what="a number in [0, 1)")
+    if smoothing == 1.0:  # all targets uniform: nothing left to learn
+        raise ValueError("`auxiliary_label_smoothing` must be a number in [0, 1). "
+                         "Received: auxiliary_label_smoothing=1.0")
+    return classes, weight, smoothing
 
 
 def auxiliary_cross_entropy(labels, logits, views, label_smoothing):
@@ -43,13 +53,21 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing):
             `ContrastiveModel.call` folds them (sample-major).
         views: views per sample.
         label_smoothing: the target puts `1 - s + s / classes` on the class and
-            `s / classes` on each other class.
+            `s / classes` on each other class (Szegedy et al. 2016, sec. 7).
 
     Returns:
         scalar float32 loss.
 
     Raises:
         ValueError: `labels` that are not one integer class id per sample.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.models.auxiliary_classifier import auxiliary_cross_entropy
+    >>> logits = np.zeros((4, 3), "float32")  # 2 samples x 2 views, 3 classes, uniform
+    >>> round(float(auxiliary_cross_entropy(np.array([0, 2]), logits, 2, 0.2)), 4)  # log(3)
+    1.0986
     """
     if labels is None or len(labels.shape) != 1:
         raise ValueError("the auxiliary cross-entropy head needs one integer class id per sample, "

@@ -168,11 +168,11 @@ class ContrastiveModel(keras.Model):
                  auxiliary_weight=1.0, auxiliary_label_smoothing=0.2, **kwargs):
         super().__init__(**kwargs)
         self.auxiliary_classifier = None
-        self.auxiliary_classes = auxiliary_classes
-        self.auxiliary_weight, self.auxiliary_label_smoothing = auxiliary_weight, auxiliary_label_smoothing
+        self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing = (
+            auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing)
         if auxiliary_classes is not None:
-            _, self.auxiliary_weight, self.auxiliary_label_smoothing = check_auxiliary(
-                auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing)
+            self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing = (
+                check_auxiliary(auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing))
             if encoder_chunk_size is not None:
                 raise ValueError("the auxiliary classifier does not run under GradCache: leave "
                                  "`encoder_chunk_size` unset with `auxiliary_classes`")

@@ -18,9 +18,6 @@ RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "chec
                        ".eval.lock"})  # the eval report's writer lock (clzoo.file_lock), held by the run
 
 
-# Entries an operating system or file system puts in any folder.
-
-
 def _ours(name):
     """A run's file, or the temporary file of one (`.<name>.XXXXXXXX.tmp...`, `atomic_write`)."""
     return name in RUN_FILES or any(name.startswith(f".{known}.") and ".tmp" in name
@@ -146,13 +143,10 @@ class RunFolder:
         """Context manager: this process is the folder's one writer (`run_lock.owned`), and of
         its `eval` report, so a `clzoo eval` of the run meanwhile is refused rather than taking
         the report's lock from the run's own final evaluation."""
-        with run_lock.owned(self.path, keep_if=(self.path / "recipe.sha256").is_file,
-                            enabled=enabled):
-            if not enabled:
-                yield
-                return
-            with output_lock(self.path / "eval"):
-                yield
+        with (run_lock.owned(self.path, keep_if=(self.path / "recipe.sha256").is_file,
+                             enabled=enabled),
+              output_lock(self.path / "eval") if enabled else contextlib.nullcontext()):
+            yield
 
     def write_metrics(self, metrics):
         write_json(self.metrics, metrics)
