@@ -1,6 +1,7 @@
 """An auxiliary cross-entropy head beside the contrastive loss (`ContrastiveModel(auxiliary_classes=...)`).
 
-A linear classifier on the encoder's features, trained with label-smoothed
+A linear classifier on the encoder's features (airbench94's head: no bias,
+logits scaled by a fixed `logit_scale`, 1/9 there), trained with label-smoothed
 cross-entropy on every view and added to the embedding loss with a weight:
 `loss = contrastive + weight * CE`. The classifier reads the same features the
 projection head does, so the cross-entropy gradient shapes the encoder too;
@@ -16,19 +17,42 @@ from keras import ops
 
 from clzoo.losses.arguments import validate_number, validate_positive_int
 
+AIRBENCH_LOGIT_SCALE = 1 / 9  # airbench94's `scaling_factor` on the head's logits
 
-def check_auxiliary(classes, weight, label_smoothing):
-    """`(classes, weight, label_smoothing)` as `(int, float, float)`, checked.
+
+def auxiliary_head(classes, logit_scale, name="auxiliary_classifier"):
+    """airbench94's classifier: `logit_scale * features @ W`, W `(features, classes)`, no bias.
+
+    The fixed scale keeps the logits small at a contrastive recipe's learning
+    rate (the step on a logit scales with `logit_scale ** 2`); unscaled, the
+    head diverged at airbench's rate (benchmarks/README.md, the ladder's
+    `auxiliary_ce` row).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.models.auxiliary_classifier import auxiliary_head
+    >>> head = auxiliary_head(10, 1 / 9)
+    >>> tuple(head(np.ones((2, 256), "float32")).shape)
+    (2, 10)
+    """
+    return keras.Sequential([keras.layers.Dense(classes, use_bias=False, name="logits"),
+                             keras.layers.Rescaling(logit_scale, name="logit_scale")], name=name)
+
+
+def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT_SCALE):
+    """`(classes, weight, label_smoothing, logit_scale)` as `(int, float, float, float)`, checked.
 
     Raises:
-        ValueError: `classes` not an integer >= 2, `weight` not a finite number > 0,
-            `label_smoothing` outside [0, 1); the message names the argument.
+        ValueError: `classes` not an integer >= 2, `weight` or `logit_scale` not a
+            finite number > 0, `label_smoothing` outside [0, 1); the message names
+            the argument.
 
     Example:
 
     >>> from clzoo.models.auxiliary_classifier import check_auxiliary
-    >>> check_auxiliary(10, 1, 0.2)
-    (10, 1.0, 0.2)
+    >>> check_auxiliary(10, 1, 0.2, 0.5)
+    (10, 1.0, 0.2, 0.5)
     """
     classes = validate_positive_int(classes, "auxiliary_classes", allow_none=False)
     if classes < 2:
@@ -36,12 +60,14 @@ def check_auxiliary(classes, weight, label_smoothing):
                          f"Received: auxiliary_classes={classes!r}")
     weight = validate_number(weight, "auxiliary_weight", low=0.0, low_open=True,
                              what="a positive, finite number")
+    logit_scale = validate_number(logit_scale, "auxiliary_logit_scale", low=0.0, low_open=True,
+                                  what="a positive, finite number")
     smoothing = validate_number(label_smoothing, "auxiliary_label_smoothing", low=0.0, high=1.0,
                                 what="a number in [0, 1)")
     if smoothing == 1.0:  # all targets uniform: nothing left to learn
         raise ValueError("`auxiliary_label_smoothing` must be a number in [0, 1). "
                          "Received: auxiliary_label_smoothing=1.0")
-    return classes, weight, smoothing
+    return classes, weight, smoothing, logit_scale
 
 
 def auxiliary_cross_entropy(labels, logits, views, label_smoothing):

@@ -5,7 +5,12 @@ from keras import ops
 
 from clzoo.losses.arguments import validate_positive_int
 from clzoo.models import grad_cache
-from clzoo.models.auxiliary_classifier import auxiliary_cross_entropy, check_auxiliary
+from clzoo.models.auxiliary_classifier import (
+    AIRBENCH_LOGIT_SCALE,
+    auxiliary_cross_entropy,
+    auxiliary_head,
+    check_auxiliary,
+)
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
@@ -110,7 +115,8 @@ class ContrastiveModel(keras.Model):
             batched with `drop_remainder=True`). `evaluate` and `predict`
             are unchanged. Defaults to `None`.
         auxiliary_classes: None, or C: a linear classifier on the encoder's
-            features (`auxiliary_classifier`, C logits) trained beside the
+            features (`auxiliary_classifier`, C logits, airbench94's: no
+            bias, logits times `auxiliary_logit_scale`) trained beside the
             contrastive loss with label-smoothed cross-entropy on every view
             (`clzoo.models.auxiliary_classifier`): `fit` minimises
             `contrastive + auxiliary_weight * CE`; labels must be one class id
@@ -118,6 +124,8 @@ class ContrastiveModel(keras.Model):
             Defaults to `None`.
         auxiliary_weight: the cross-entropy's weight. Defaults to `1.0`.
         auxiliary_label_smoothing: Defaults to `0.2` (airbench94's).
+        auxiliary_logit_scale: the fixed factor on the classifier's logits.
+            Defaults to `1 / 9` (airbench94's).
 
     Raises:
         ValueError: `queue_size` or `encoder_chunk_size` not None or a
@@ -165,19 +173,22 @@ class ContrastiveModel(keras.Model):
 
     def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
                  learnable_temperature=None, encoder_chunk_size=None, auxiliary_classes=None,
-                 auxiliary_weight=1.0, auxiliary_label_smoothing=0.2, **kwargs):
+                 auxiliary_weight=1.0, auxiliary_label_smoothing=0.2,
+                 auxiliary_logit_scale=AIRBENCH_LOGIT_SCALE, **kwargs):
         super().__init__(**kwargs)
         self.auxiliary_classifier = None
-        self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing = (
-            auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing)
+        auxiliary = (auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing,
+                     auxiliary_logit_scale)
         if auxiliary_classes is not None:
-            self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing = (
-                check_auxiliary(auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing))
+            auxiliary = check_auxiliary(*auxiliary)
+        (self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing,
+         self.auxiliary_logit_scale) = auxiliary
+        if auxiliary_classes is not None:
             if encoder_chunk_size is not None:
                 raise ValueError("the auxiliary classifier does not run under GradCache: leave "
                                  "`encoder_chunk_size` unset with `auxiliary_classes`")
-            self.auxiliary_classifier = keras.layers.Dense(auxiliary_classes,
-                                                           name="auxiliary_classifier")
+            self.auxiliary_classifier = auxiliary_head(self.auxiliary_classes,
+                                                       self.auxiliary_logit_scale)
         self.encoder = encoder
         self.projection_head = projection_head
         self.queue_size = validate_positive_int(queue_size, "queue_size")
@@ -350,7 +361,8 @@ class ContrastiveModel(keras.Model):
         if self.auxiliary_classifier is not None:
             config.update(auxiliary_classes=self.auxiliary_classes,
                           auxiliary_weight=self.auxiliary_weight,
-                          auxiliary_label_smoothing=self.auxiliary_label_smoothing)
+                          auxiliary_label_smoothing=self.auxiliary_label_smoothing,
+                          auxiliary_logit_scale=self.auxiliary_logit_scale)
         layer = getattr(self, "learnable_temperature", None)
         if layer is not None:
             config["learnable_temperature"] = keras.saving.serialize_keras_object(layer)

@@ -83,9 +83,11 @@ class ModelSpec(_Section):
     encoder_chunk_size: PositiveInt | None = None
     # an auxiliary linear classifier on the encoder's features (clzoo.models.auxiliary_classifier):
     # loss = contrastive + weight * label-smoothed cross-entropy; 0: none. It uses the labels (a
-    # preset trained with it says so in its name and card). Task contrastive only.
+    # preset trained with it says so in its name and card). Task contrastive only. airbench94's
+    # head: no bias, logits times a fixed scale (1/9 there).
     auxiliary_cross_entropy_weight: NonNegativeFloat = 0.0
     auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)
+    auxiliary_logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _auxiliary_head_without_grad_cache(self):

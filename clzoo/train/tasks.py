@@ -31,7 +31,8 @@ class ContrastiveTask:
         if spec.auxiliary_cross_entropy_weight:
             auxiliary = dict(auxiliary_classes=num_classes,
                              auxiliary_weight=spec.auxiliary_cross_entropy_weight,
-                             auxiliary_label_smoothing=spec.auxiliary_label_smoothing)
+                             auxiliary_label_smoothing=spec.auxiliary_label_smoothing,
+                             auxiliary_logit_scale=spec.auxiliary_logit_scale)
         model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
                                  encoder_chunk_size=spec.encoder_chunk_size,
                                  name="contrastive_model", **auxiliary)

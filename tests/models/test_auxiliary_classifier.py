@@ -63,15 +63,27 @@ def test_fit_trains_the_head_and_the_encoder_and_evaluate_reports_the_contrastiv
                                float(keras.ops.convert_to_numpy(contrastive)), rtol=1e-5)
     model.save(tmp_path / "m.keras")
     loaded = keras.saving.load_model(tmp_path / "m.keras", compile=False)
-    assert (loaded.auxiliary_classes, loaded.auxiliary_weight,
-            loaded.auxiliary_label_smoothing) == (3, 1.0, 0.2)
+    assert (loaded.auxiliary_classes, loaded.auxiliary_weight, loaded.auxiliary_label_smoothing,
+            loaded.auxiliary_logit_scale) == (3, 1.0, 0.2, 1 / 9)
     np.testing.assert_allclose(loaded.auxiliary_classifier.get_weights()[0], after[0])
+
+
+def test_the_head_is_airbench94s_scaled_logits_without_a_bias():
+    model = _model(auxiliary_logit_scale=0.25)
+    x = RNG.uniform(size=(3, 2, 4, 4, 3)).astype("float32")
+    _, logits = model(x, training=True)
+    features = keras.ops.convert_to_numpy(model.encoder(x.reshape(6, 4, 4, 3)))
+    (kernel,) = model.auxiliary_classifier.get_weights()  # no bias
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), 0.25 * features @ kernel,
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"classes": 1}, "auxiliary_classes"), ({"classes": 2.0}, "auxiliary_classes"),
     ({"auxiliary_weight": 0}, "auxiliary_weight"), ({"auxiliary_weight": float("nan")}, "auxiliary_weight"),
     ({"auxiliary_label_smoothing": 1.0}, "auxiliary_label_smoothing"),
+    ({"auxiliary_logit_scale": 0}, "auxiliary_logit_scale"),
+    ({"auxiliary_logit_scale": float("inf")}, "auxiliary_logit_scale"),
     ({"encoder_chunk_size": 4}, "GradCache"),
 ])
 def test_bad_settings_are_refused_naming_the_argument(kwargs, match):

@@ -109,16 +109,19 @@ def test_the_auxiliary_head_is_a_recipe_key_and_refused_where_it_cannot_run():
     from clzoo.train.tasks import build_model
 
     recipe = load_recipe(None, ["model.auxiliary_cross_entropy_weight=0.5",
-                                "model.auxiliary_label_smoothing=0.1"])
+                                "model.auxiliary_label_smoothing=0.1",
+                                "model.auxiliary_logit_scale=0.25"])
     model = build_model(recipe, num_classes=10)
-    assert (model.auxiliary_classes, model.auxiliary_weight,
-            model.auxiliary_label_smoothing) == (10, 0.5, 0.1)
-    assert model.auxiliary_classifier.kernel.shape[-1] == 10
+    assert (model.auxiliary_classes, model.auxiliary_weight, model.auxiliary_label_smoothing,
+            model.auxiliary_logit_scale) == (10, 0.5, 0.1, 0.25)
+    assert [w.shape[-1] for w in model.auxiliary_classifier.weights] == [10]  # a kernel, no bias
     assert build_model(load_recipe(None, []), num_classes=10).auxiliary_classifier is None
     soft_target = ["task=soft_target", "loss.name=SoftTargetInfoNCELoss"]
     for overrides, key in ((soft_target, "needs task contrastive"),
                            (["model.encoder_chunk_size=64"], "GradCache"),
-                           (["model.auxiliary_label_smoothing=1"], "auxiliary_label_smoothing")):
+                           (["model.auxiliary_label_smoothing=1"], "auxiliary_label_smoothing"),
+                           (["model.auxiliary_logit_scale=0"], "auxiliary_logit_scale"),
+                           (["model.auxiliary_logit_scale=nan"], "auxiliary_logit_scale")):
         with pytest.raises(RecipeError, match=key):
             load_recipe(None, ["model.auxiliary_cross_entropy_weight=0.5", *overrides])
 
