@@ -15,6 +15,9 @@ Usage (from the repository root; runs are kept outside the checkout):
     python benchmarks/train_curve.py /tmp/runs/supcon /tmp/runs/sincere /tmp/runs/old_small \\
         --labels "SupCon, fast recipe" "SINCERE, fast recipe" "SINCERE, old small recipe" \\
         --plot benchmarks/train_curve.png
+    # add a new run to curves measured in an earlier session
+    python benchmarks/train_curve.py /tmp/runs/airbench --labels "airbench stack" \\
+        --previous benchmarks/train_curve.json --plot benchmarks/train_curve.png --json benchmarks/train_curve.json
 """
 
 import argparse
@@ -121,7 +124,7 @@ def plot(curves, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
     for label, rows in curves.items():
         knn = [100 * r["knn_top1_k20"] for r in rows]
         axes[0].plot([r["wall_seconds"] / 60 for r in rows], knn, marker="o", label=label)
@@ -131,8 +134,9 @@ def plot(curves, path):
     axes[0].set_ylabel("weighted kNN top-1, k=20, CIFAR-10 test (%)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="best")
-    fig.tight_layout()
+    # below the axes: long labels inside them hide the curves
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize="small")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
 
@@ -148,6 +152,9 @@ def main(argv=None):
     parser.add_argument("--point", action="append", default=[], metavar="LABEL=MIN,IMAGES,KNN",
                         help="a single measured end point to show beside the curves, e.g. "
                              "'old recipe=26.1,299520,0.6877' (minutes, images seen, kNN top-1)")
+    parser.add_argument("--previous", metavar="JSON",
+                        help="curves measured earlier (a --json file of this script) to draw beside "
+                             "these, e.g. runs no longer on this machine")
     parser.add_argument("--plot", help="write the figure here (PNG)")
     parser.add_argument("--json", help="write the curves here")
     args = parser.parse_args(argv)
@@ -160,7 +167,8 @@ def main(argv=None):
     labels = args.labels or [Path(r).name for r in args.runs]
     if len(labels) != len(args.runs):
         parser.error(f"{len(args.runs)} runs but {len(labels)} labels")
-    curves = {label: read_curve(run) for label, run in zip(labels, args.runs)}
+    curves = json.loads(Path(args.previous).read_text()) if args.previous else {}
+    curves.update({label: read_curve(run) for label, run in zip(labels, args.runs)})
     curves.update(_points(args.point, parser))
     print(table(curves))
     if args.plot:
