@@ -106,7 +106,8 @@ def test_a_preset_trained_with_an_auxiliary_head_says_so_in_its_name_and_card(tm
 
     run, _ = _run(tmp_path)
     recipe = yaml.safe_load((run / "recipe.yaml").read_text())
-    recipe["model"].update(auxiliary_cross_entropy_weight=0.5, auxiliary_label_smoothing=0.2)
+    recipe["model"].update(auxiliary_cross_entropy_weight=0.5, auxiliary_label_smoothing=0.2,
+                           auxiliary_logit_scale=0.25)
     (run / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     with pytest.raises(PresetError, match="name must say so, e.g. tiny_aux_ce"):
         build_preset(run, tmp_path / "preset", name="tiny")
@@ -114,5 +115,5 @@ def test_a_preset_trained_with_an_auxiliary_head_says_so_in_its_name_and_card(tm
     out = build_preset(run, tmp_path / "preset", name="tiny_aux_ce")
     card = huggingface_hub.ModelCard.load(out / "README.md")
     assert "## Auxiliary cross-entropy head" in card.text
-    assert "(weight 0.5, label smoothing 0.2)" in card.text and "supervised encoder" in card.text
+    assert "(weight 0.5, label smoothing 0.2, logits times 0.25)" in card.text and "supervised encoder" in card.text
     assert "Auxiliary" not in model_card(_metadata())  # only where the head trained
