@@ -17,7 +17,8 @@ Usage (from the repository root; runs are kept outside the checkout):
         --plot benchmarks/train_curve.png
     # add a new run to curves measured in an earlier session
     python benchmarks/train_curve.py /tmp/runs/airbench --labels "airbench stack" \\
-        --previous benchmarks/train_curve.json --plot benchmarks/train_curve.png --json benchmarks/train_curve.json
+        --previous benchmarks/train_curve.json --plot benchmarks/train_curve.png \\
+        --json benchmarks/train_curve.json
 """
 
 import argparse

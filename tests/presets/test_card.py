@@ -115,5 +115,6 @@ def test_a_preset_trained_with_an_auxiliary_head_says_so_in_its_name_and_card(tm
     out = build_preset(run, tmp_path / "preset", name="tiny_aux_ce")
     card = huggingface_hub.ModelCard.load(out / "README.md")
     assert "## Auxiliary cross-entropy head" in card.text
-    assert "(weight 0.5, label smoothing 0.2, logits times 0.25)" in card.text and "supervised encoder" in card.text
+    assert "(weight 0.5, label smoothing 0.2, logits times 0.25)" in card.text
+    assert "supervised encoder" in card.text
     assert "Auxiliary" not in model_card(_metadata())  # only where the head trained
