@@ -168,6 +168,8 @@ def main(argv=None):
     labels = args.labels or [Path(r).name for r in args.runs]
     if len(labels) != len(args.runs):
         parser.error(f"{len(args.runs)} runs but {len(labels)} labels")
+    if args.previous and not Path(args.previous).is_file():
+        parser.error(f"--previous: no such file: {args.previous}")
     curves = json.loads(Path(args.previous).read_text()) if args.previous else {}
     curves.update({label: read_curve(run) for label, run in zip(labels, args.runs)})
     curves.update(_points(args.point, parser))

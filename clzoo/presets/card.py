@@ -288,10 +288,15 @@ def _auxiliary_lines(metadata):
     return ["## Auxiliary cross-entropy head", "",
             f"Besides `{(metadata.get('loss') or {}).get('name', 'the loss')}`, a linear classifier "
             f"on the encoder's features was trained with cross-entropy (weight {weight:g}, label "
-            f"smoothing {model.get('auxiliary_label_smoothing', 0.2):g}, logits times "
-            f"{model.get('auxiliary_logit_scale', 1 / 9):.4g}) and dropped afterwards: the "
-            "labels shaped this encoder directly, so it is a supervised encoder whatever the "
-            "contrastive loss is.", ""]
+            f"smoothing {model.get('auxiliary_label_smoothing', 0.2):g}{_logit_scale(model)}) and "
+            "dropped afterwards: the labels shaped this encoder directly, so it is a supervised "
+            "encoder whatever the contrastive loss is.", ""]
+
+
+def _logit_scale(model):
+    """`, logits times S` where the recipe recorded S (recipes before the key had an unscaled head)."""
+    scale = model.get("auxiliary_logit_scale")
+    return "" if scale is None else f", logits times {scale:.4g}"
 
 
 def _built_year(metadata):

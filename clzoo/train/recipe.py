@@ -87,6 +87,7 @@ class ModelSpec(_Section):
     # head: no bias, logits times a fixed scale (1/9 there).
     auxiliary_cross_entropy_weight: NonNegativeFloat = 0.0
     auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)
+    # = clzoo.models.auxiliary_classifier.AIRBENCH_LOGIT_SCALE (a keras module; recipes import none)
     auxiliary_logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
 
     @model_validator(mode="after")
