@@ -16,6 +16,7 @@ from keras import ops
 
 from clzoo.losses import checks as K
 from clzoo.losses.arguments import validate_bool, validate_chunk_size, validate_temperature
+from clzoo.losses.fused.dispatch import validate_kernel
 from clzoo.losses.inputs import check_finite_embeddings, embedding_tensor
 from clzoo.losses.learnable_temperature import LearnableTemperature
 from clzoo.losses.sample_weights import reduce_per_sample, standardize_sample_weight
@@ -87,6 +88,10 @@ class ContrastiveLoss(FunctionLoss):
     follow from them (`FunctionLoss`). Every embedding loss takes
     `chunk_size` and `check_values`.
 
+    SupCon, SINCERE, epsilon-SupInfoNCE and InfoNCE also take `kernel`
+    (`"auto"`: the fused Triton kernel on a CUDA device under the torch
+    backend where it covers the options, `clzoo.losses.fused`).
+
     `chunk_size` (None, or anchors per block) computes the same loss and
     gradient blockwise: each block is recomputed in the backward pass with a
     hand-written gradient (`clzoo.losses.row_ops`), so a forward + backward pass holds
@@ -137,12 +142,15 @@ class ContrastiveLoss(FunctionLoss):
         dtype=None,
         check_values=False,
         learnable=None,
+        kernel=None,
         **options,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.normalize = validate_bool(normalize, "normalize")
         self.chunk_size = validate_chunk_size(chunk_size)
         self.check_values = validate_bool(check_values, "check_values")
+        # None: the loss has no fused kernel (and no `kernel` argument).
+        self.kernel = None if kernel is None else validate_kernel(kernel)
         self.temperature, self.temperature_layer = _temperature(temperature, self.chunk_size,
                                                                 learnable or {})
         self.store_options(options)
@@ -172,14 +180,17 @@ class ContrastiveLoss(FunctionLoss):
             return reduce_per_sample(self, K.poison_unless_all(values, checks), weight)
 
     def call(self, y_true, y_pred):
+        kernel = {} if self.kernel is None else {"kernel": self.kernel}
         return self.function(y_true if self.uses_labels else None, y_pred,
                              temperature=self.temperature_value(), normalize=self.normalize,
-                             chunk_size=self.chunk_size, **self.options())
+                             chunk_size=self.chunk_size, **kernel, **self.options())
 
     def get_config(self):
         config = super().get_config()
         config.update({"temperature": self.temperature, "normalize": self.normalize,
                        "chunk_size": self.chunk_size, "check_values": self.check_values})
+        if self.kernel is not None:
+            config["kernel"] = self.kernel
         if self.temperature_layer is not None:
             config.update({key: getattr(self.temperature_layer, key) for key in LEARNABLE_ARGUMENTS})
         return config

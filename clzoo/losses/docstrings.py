@@ -23,6 +23,13 @@ temperature: positive float. Defaults to `{temperature}`.
 chunk_size: None, or anchors per block: the same value and gradient in
     about six `chunk_size x N` float32 buffers (`N = batch * views`),
     see `ContrastiveLoss`; needs a static batch size. Defaults to `None`.""",
+    "kernel": """\
+kernel: `"auto"`, `"fused"` or `"xla"`. `"auto"` takes the fused Triton
+    kernel (torch backend, CUDA device; O(N) memory, gradients by
+    recomputation, `clzoo.losses.fused`) where it covers the call's options
+    and the `keras.ops` path otherwise; `"fused"` raises a `ValueError`
+    saying why where the kernel cannot run; `"xla"` never takes it.
+    Defaults to `"auto"`.""",
     "check_values": """\
 check_values: also refuse NaN / inf embeddings and check
     `sample_weight` values inside compiled steps (`fit`,
@@ -31,7 +38,7 @@ check_values: also refuse NaN / inf embeddings and check
     `clzoo.losses.base.ContrastiveLoss`). Defaults to `False`.""",
     # the arguments every SINCERE-family class documents once, on SINCERELoss.
     "as_sincere": """\
-normalize, chunk_size, check_values, reduction, name, dtype: as
+normalize, chunk_size, kernel, check_values, reduction, name, dtype: as
     `clzoo.losses.SINCERELoss` / its function.""",
     # the example's heading and input (4 samples, 2 views, 8 dims); the loss's call follows it.
     "example": """\

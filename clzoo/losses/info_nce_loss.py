@@ -5,6 +5,7 @@ import keras
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.docstrings import shared_docstring
+from clzoo.losses.fused.dispatch import Fused, validate_kernel
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -13,7 +14,7 @@ def _anchor_terms(sims, masks):
 
 
 @shared_docstring
-def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
+def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None, kernel="auto"):
     """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
 
     Positives of an anchor are the other views of its own sample; every view
@@ -28,6 +29,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $kernel
 
     Returns:
         float32 `(batch,)`.
@@ -47,7 +49,8 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
     temperature = validate_temperature(temperature)
     return per_sample_loss(None, y_pred, temperature, _anchor_terms, normalize,
                              supervised=False, min_views=2, loss_name="InfoNCELoss",
-                             chunk_size=validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size),
+                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive"))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -80,5 +83,5 @@ class InfoNCELoss(ContrastiveLoss):
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="info_nce_loss", dtype=None,
-                 check_values=False, **learnable):
+                 check_values=False, kernel="auto", **learnable):
         super().__init__(**own_arguments(locals()))

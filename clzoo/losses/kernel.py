@@ -9,6 +9,7 @@ batch, memory columns, blockwise evaluation, the mean over views) is here.
 from keras import ops
 
 from clzoo.losses.blockwise import blockwise
+from clzoo.losses.fused.dispatch import use_fused
 from clzoo.losses.inputs import standardize_embeddings
 from clzoo.losses.pairs import PairMasks, global_ids, memory_columns
 from clzoo.losses.similarities import MAX_EXP_RANGE, Similarities
@@ -16,7 +17,7 @@ from clzoo.losses.similarities import MAX_EXP_RANGE, Similarities
 
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
                     supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
-                    chunk_size=None, label_similarity=None):
+                    chunk_size=None, label_similarity=None, kernel="xla", fused=None):
     """Per-sample loss `(batch,)` of a multi-view batch, from the loss's `anchor_terms`.
 
     Standardizes the inputs, gathers the global batch across `tf.distribute`
@@ -43,6 +44,10 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         label_similarity: None, or "cosine" / "jaccard": label rows
             `(batch, classes)` (multi-hot, soft) are accepted and pairs are
             weighted by `PairMasks.label_weight`; class ids still work.
+        kernel: `"auto"`, `"fused"` or `"xla"` (`clzoo.losses.fused.dispatch`).
+        fused: None (no fused kernel for this loss) or `dispatch.Fused`: the
+            kernel's mode for this loss, and why the call's options are not
+            covered, if they are not.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -51,6 +56,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     z, batch, views = standardize_embeddings(y_pred, normalize)
     _check_views(views, min_views, loss_name)
     z_all, rows, cols = global_ids(z, y_true, batch, views, supervised, label_similarity)
+    if fused is not None and use_fused(kernel, z_all, fused.uncovered):
+        return _fused_per_sample(z_all, rows[0], temperature, fused, views)
     z_all, cols, valid = memory_columns(z_all, cols, supervised, normalize, z.shape[1])
     bound = _logit_bound(temperature, normalize)
 
@@ -72,6 +79,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     for k, weight in enumerate(weights):
         total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
     return total
+
+
+def _fused_per_sample(z, labels, temperature, fused, views):
+    """The per-sample loss from the fused kernel's per-anchor values (`clzoo.losses.fused`)."""
+    from clzoo.losses.fused.function import anchor_loss  # torch and Triton, on this path only
+
+    loss, valid = anchor_loss(z, labels, 1.0 / temperature, fused.mode, fused.epsilon)
+    return mean_over_views(loss, valid, views)
 
 
 def _check_views(views, min_views, loss_name):

@@ -6,6 +6,7 @@ from clzoo.losses import label_similarity as LS
 from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.docstrings import shared_docstring
+from clzoo.losses.fused.dispatch import Fused, validate_kernel
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -26,7 +27,7 @@ def _weighted_anchor_terms(sims, masks):
 
 @shared_docstring
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,
-                 label_similarity=None):
+                 label_similarity=None, kernel="auto"):
     """SINCERE loss per sample (Feeney and Hughes, eq. 12).
 
     For anchor `i` and each positive `p` (another embedding with the anchor's
@@ -64,6 +65,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         $chunk_size
+        $kernel
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows, see above). Defaults to `None`.
@@ -87,7 +89,9 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
         _weighted_anchor_terms)
     return per_sample_loss(y_true, y_pred, temperature, terms, normalize,
                              chunk_size=validate_chunk_size(chunk_size),
-                             label_similarity=label_similarity)
+                             label_similarity=label_similarity, kernel=validate_kernel(kernel),
+                             fused=Fused("noise_contrastive", uncovered=label_similarity and (
+                                 "label_similarity is set")))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -113,6 +117,7 @@ class SINCERELoss(ContrastiveLoss):
         $temperature
         normalize: L2-normalize embeddings first. Defaults to `True`.
         $chunk_size
+        $kernel
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`,
@@ -149,5 +154,5 @@ class SINCERELoss(ContrastiveLoss):
 
     def __init__(self, temperature=0.1, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="sincere_loss", dtype=None,
-                 check_values=False, label_similarity=None, **learnable):
+                 check_values=False, label_similarity=None, kernel="auto", **learnable):
         super().__init__(**own_arguments(locals()))

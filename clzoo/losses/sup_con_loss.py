@@ -7,6 +7,7 @@ from clzoo.losses import label_similarity as LS
 from clzoo.losses.arguments import validate_chunk_size, validate_positive_int, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.docstrings import shared_docstring
+from clzoo.losses.fused.dispatch import Fused, validate_kernel
 from clzoo.losses.kernel import per_sample_loss
 
 _VARIANTS = ("out", "in")
@@ -65,6 +66,13 @@ def _weighted_terms(sims, masks, variant):
     return [(ops.squeeze(row_lse - log_mean_positive, axis=-1), ops.squeeze(count, axis=-1) > 0)]
 
 
+def _fused(variant, max_positives, label_similarity):
+    """The fused kernel's mode for these options (`clzoo.losses.fused`)."""
+    uncovered = ("label_similarity is set" if label_similarity is not None else
+                 "max_positives is set" if max_positives is not None else None)
+    return Fused("supcon_" + variant, uncovered=uncovered)
+
+
 @shared_docstring
 def sup_con_loss(
     y_true,
@@ -76,6 +84,7 @@ def sup_con_loss(
     normalize=True,
     chunk_size=None,
     label_similarity=None,
+    kernel="auto",
 ):
     """SupCon loss per sample (Khosla et al. 2020, supplement eqs. 1-2).
 
@@ -118,6 +127,7 @@ def sup_con_loss(
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $kernel
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
             rows weigh the positives, see above). Defaults to `None`.
@@ -166,7 +176,9 @@ def sup_con_loss(
     scale = temperature / (base_temperature or temperature)
     return scale * per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
                                      chunk_size=validate_chunk_size(chunk_size),
-                                     label_similarity=label_similarity)
+                                     label_similarity=label_similarity,
+                                     kernel=validate_kernel(kernel),
+                                     fused=_fused(variant, max_positives, label_similarity))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -198,6 +210,7 @@ class SupConLoss(ContrastiveLoss):
             (supplement sec. 7). Defaults to `None`.
         normalize: L2-normalize embeddings first. Defaults to `True`.
         $chunk_size
+        $kernel
         label_similarity: None (hard labels: a rank-2 `y_true` must be
             exactly one-hot, anything else is refused), `"cosine"` or
             `"jaccard"`: multi-hot or soft `y_true` rows `(batch, classes)`
@@ -229,5 +242,5 @@ class SupConLoss(ContrastiveLoss):
     def __init__(self, temperature=0.1, base_temperature=None, variant="out", max_positives=None,
                  normalize=True, chunk_size=None, reduction="sum_over_batch_size",
                  name="sup_con_loss", dtype=None, check_values=False, label_similarity=None,
-                 **learnable):
+                 kernel="auto", **learnable):
         super().__init__(**own_arguments(locals()))

@@ -5,6 +5,7 @@ import keras
 from clzoo.losses.arguments import validate_chunk_size, validate_number, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.docstrings import shared_docstring
+from clzoo.losses.fused.dispatch import Fused, validate_kernel
 from clzoo.losses.kernel import per_sample_loss
 
 
@@ -18,7 +19,7 @@ def _validate_options(epsilon):
 
 @shared_docstring
 def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,
-                      chunk_size=None):
+                      chunk_size=None, kernel="auto"):
     """epsilon-SupInfoNCE per sample (SINCERE paper eq. 15; Barbano et al. 2023).
 
     As SINCERE, but the positive's own term in the denominator carries a
@@ -36,6 +37,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         epsilon: margin >= 0, in logit units. Defaults to `0.25`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $kernel
 
     Returns:
         float32 `(batch,)`.
@@ -59,7 +61,8 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         return [sims.noise_contrastive(masks.other_class, masks.same_class, epsilon)]
 
     return per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
-                             chunk_size=validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size),
+                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive", epsilon))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -93,5 +96,5 @@ class SupInfoNCELoss(ContrastiveLoss):
 
     def __init__(self, temperature=0.1, epsilon=0.25, normalize=True, chunk_size=None,
                  reduction="sum_over_batch_size", name="sup_info_nce_loss", dtype=None,
-                 check_values=False, **learnable):
+                 check_values=False, kernel="auto", **learnable):
         super().__init__(**own_arguments(locals()))

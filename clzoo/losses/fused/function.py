@@ -1,0 +1,120 @@
+"""The fused per-anchor loss as a PyTorch autograd function over the Triton kernels.
+
+`anchor_loss(z, labels, inverse_temperature, mode)` is what the losses' fused
+path calls; it is also the kernel's benchmark entry (`benchmarks/fused_kernel.py`).
+"""
+
+import torch
+import triton
+
+from clzoo.losses.fused import triton_kernels as T
+from clzoo.losses.fused.dispatch import MAX_DIM, interpreting
+
+MODES = {"supcon_out": T.SUPCON_OUT.value, "supcon_in": T.SUPCON_IN.value,
+         "noise_contrastive": T.NOISE_CONTRASTIVE.value}
+DTYPES = (torch.float32, torch.bfloat16)
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) of the forward and the backward kernel, per input dtype:
+# the fastest of `benchmarks/fused_kernel.py --sweep 65536` on an H200 (benchmarks/fused_kernel.json).
+BLOCKS = {torch.float32: ((64, 64, 4, 3), (128, 32, 8, 3)),
+          torch.bfloat16: ((64, 64, 4, 3), (64, 32, 4, 3))}
+PRECISIONS = ("tf32x3", "ieee", "tf32")
+
+
+def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0, precision="tf32x3", blocks=None):
+    """Per-anchor loss of one embedding matrix against itself, in O(N) memory.
+
+    Args:
+        z: `(N, D)` float32 or bfloat16 embeddings, already L2-normalized
+            when the loss normalizes (CUDA, or CPU under the Triton
+            interpreter), `D <= 256`.
+        labels: `(N,)` integer ids: class labels, or sample ids for InfoNCE.
+        inverse_temperature: `1 / temperature`, a float or a scalar tensor
+            (its gradient is returned: learnable temperature).
+        mode: `"supcon_out"`, `"supcon_in"` or `"noise_contrastive"`
+            (`clzoo.losses.fused.triton_kernels`).
+        epsilon: the epsilon-SupInfoNCE margin (noise_contrastive only; 0 is SINCERE).
+        precision: float32 products: `"tf32x3"` (three TF32 tensor-core
+            products with error compensation: float32 accuracy, checked to
+            2e-5 against float64 by `tests/losses/fused_check.py` on an H200),
+            `"ieee"` (plain float32 FMA, exact but about 40x slower on Hopper)
+            or `"tf32"` (one TF32 product, about 1e-3 relative). bfloat16
+            inputs always multiply in bfloat16 with float32 accumulation.
+        blocks: None (`BLOCKS`) or `((BLOCK_M, BLOCK_N, num_warps, num_stages)`
+            of the forward kernel, the same of the backward kernel).
+
+    Returns:
+        `(loss, valid)`: float32 `(N,)` per-anchor values (0 where invalid)
+        and bool `(N,)`, anchors with at least one positive.
+
+    Raises:
+        ValueError: for a shape, dtype, device, mode or precision the kernel does not take.
+    """
+    _check(z, labels, mode, precision)
+    ids = torch.unique(labels, return_inverse=True)[1].to(torch.int32)  # any int ids -> int32
+    beta = torch.as_tensor(inverse_temperature, dtype=torch.float32, device=z.device).reshape(1)
+    options = (MODES[mode], float(epsilon), precision, blocks or BLOCKS[z.dtype])
+    if mode != "noise_contrastive":
+        return _AnchorLoss.apply(z, ids, beta, options)
+    # Rows sorted by label make the positives' pass block-diagonal (tiles without a pair are skipped).
+    order = torch.argsort(ids, stable=True)
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel(), device=order.device)
+    loss, valid = _AnchorLoss.apply(z[order], ids[order], beta, options)
+    return loss[inverse], valid[inverse]
+
+
+def _check(z, labels, mode, precision):
+    if mode not in MODES:
+        raise ValueError(f"`mode` must be one of {sorted(MODES)}. Received: mode={mode!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"`precision` must be one of {PRECISIONS}. Received: precision={precision!r}")
+    if z.ndim != 2 or not 0 < z.shape[1] <= MAX_DIM or z.shape[0] == 0:
+        raise ValueError(f"The fused kernel takes embeddings (N, D) with N > 0 and 0 < D <= {MAX_DIM}. "
+                         f"Received: shape={tuple(z.shape)}")
+    if z.dtype not in DTYPES:
+        raise ValueError(f"The fused kernel takes float32 or bfloat16 embeddings. Received: {z.dtype}")
+    if tuple(labels.shape) != (z.shape[0],) or labels.dtype.is_floating_point:
+        raise ValueError(f"`labels` must be integer ids of shape ({z.shape[0]},). "
+                         f"Received: {labels.dtype} {tuple(labels.shape)}")
+    if not (z.is_cuda or interpreting()):
+        raise ValueError("The fused kernel runs on a CUDA device (or on the CPU under "
+                         f"TRITON_INTERPRET=1, for tests). Received: a tensor on {z.device}")
+
+
+def _launch(z, options, kernel):
+    """`(grid, meta-parameters)` of the forward (`kernel=0`) or backward (1) kernel."""
+    mode, _, precision, blocks = options
+    block_m, block_n, warps, stages = blocks[kernel]
+    meta = {"MODE": mode, "BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": warps,
+            "num_stages": stages, "BLOCK_D": max(16, triton.next_power_of_2(z.shape[1])),
+            "PRECISION": precision if z.dtype == torch.float32 else "tf32"}
+    return (triton.cdiv(z.shape[0], block_m),), meta
+
+
+class _AnchorLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, labels, beta, options):
+        z = z.contiguous()
+        (n, d), epsilon = z.shape, options[1]
+        loss = torch.empty(n, dtype=torch.float32, device=z.device)
+        stats = torch.empty(3, n, dtype=torch.float32, device=z.device)
+        grid, meta = _launch(z, options, 0)
+        T._forward_kernel[grid](z, labels, beta, loss, stats, n, d, z.stride(0), epsilon, **meta)
+        ctx.save_for_backward(z, labels, beta, stats)
+        ctx.options = options
+        valid = stats[2] > 0
+        ctx.mark_non_differentiable(valid)
+        return loss, valid
+
+    @staticmethod
+    def backward(ctx, upstream, _):
+        z, labels, beta, stats = ctx.saved_tensors
+        (n, d), epsilon = z.shape, ctx.options[1]
+        upstream = upstream.to(torch.float32).contiguous()
+        dz = torch.empty(n, d, dtype=torch.float32, device=z.device)
+        dbeta = torch.empty(n, dtype=torch.float32, device=z.device)
+        grid, meta = _launch(z, ctx.options, 1)
+        T._backward_kernel[grid](z, labels, beta, stats, upstream, dz, dbeta, n, d, z.stride(0),
+                                 epsilon, **meta)
+        dbeta = dbeta.sum().reshape(1) if ctx.needs_input_grad[2] else None
+        return dz.to(z.dtype), None, dbeta, None

@@ -1,0 +1,165 @@
+"""Run as `python tests/losses/fused_check.py [--device cpu|cuda] [--family NAME]`: the fused kernel
+against the float64 references of `tests/losses/reference.py`.
+
+Every loss the kernel covers, with `kernel="fused"`, on every mask case (mixed classes, one class,
+singleton classes with one view so that no anchor has a positive, three views), with sample
+weights: per-sample values against the loop references, the gradient of `sum_b w_b loss_b`
+against central differences of the reference, and the keras class's reduced value. A learnable
+temperature's gradient is checked against the `keras.ops` path. Prints one JSON line per case
+and exits 1 on the first mismatch.
+
+Its own process: on the CPU it needs `TRITON_INTERPRET=1` before Triton loads, and Triton must
+load before TensorFlow (their LLVMs collide), which a pytest worker cannot promise.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+parser.add_argument("--family", default=None, help="one of FAMILIES (default: all)")
+parser.add_argument("--refusals", action="store_true",
+                    help="instead: check that `anchor_loss` refuses bad input with a ValueError")
+args = parser.parse_args()
+if args.device == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"
+os.environ["KERAS_BACKEND"] = "torch"
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402, F401  (before anything can import TensorFlow)
+
+import clzoo.losses as L  # noqa: E402
+from tests.losses import reference as R  # noqa: E402
+from tests.losses.autodiff import numeric_gradient  # noqa: E402
+
+T = 0.5
+FAMILIES = {
+    "supcon_out": (L.sup_con_loss, L.SupConLoss, {}, lambda y, z: R.supcon(y, z, T)),
+    "supcon_out_base": (L.sup_con_loss, L.SupConLoss, {"base_temperature": 0.07},
+                        lambda y, z: R.supcon(y, z, T, base_temperature=0.07)),
+    "supcon_in": (L.sup_con_loss, L.SupConLoss, {"variant": "in"},
+                  lambda y, z: R.supcon(y, z, T, variant="in")),
+    "sincere": (L.sincere_loss, L.SINCERELoss, {}, lambda y, z: R.sincere(y, z, T)),
+    "sup_info_nce": (L.sup_info_nce_loss, L.SupInfoNCELoss, {"epsilon": 0.25},
+                     lambda y, z: R.sup_info_nce(y, z, T, 0.25)),
+    "info_nce": (L.info_nce_loss, L.InfoNCELoss, {}, lambda y, z: R.info_nce(z, T)),
+}
+# (name, labels, views): which anchors have positives and noise differs in each.
+MASK_CASES = [
+    ("mixed", [0, 0, 1, 1, 2, 3], 2),
+    ("one_class", [4, 4, 4, 4, 4], 2),
+    ("singletons_one_view", [0, 1, 2, 3, 4, 5], 1),
+    ("some_singletons_one_view", [7, 7, 1, 2, 2, 9], 1),
+    ("three_views", [0, 1, 0, 1], 3),
+]
+
+
+def check_case(family, case, rng):
+    """One mask case: values, gradients and the reduced value against the loop reference."""
+    function, cls, options, reference = FAMILIES[family]
+    name, labels, views = case
+    if family == "info_nce" and views < 2:
+        return None  # InfoNCE refuses one view (its positives are the other views)
+    labels = np.array(labels)
+    z = rng.normal(size=(len(labels), views, 5))
+    weights = rng.uniform(0.2, 2.0, size=len(labels))
+    z_t = torch.tensor(z, dtype=torch.float32, device=args.device, requires_grad=True)
+    y_t = torch.tensor(labels, device=args.device)
+    w_t = torch.tensor(weights, dtype=torch.float32, device=args.device)
+    per_sample = function(y_t, z_t, temperature=T, kernel="fused", **options)
+    (per_sample * w_t).sum().backward()
+    expected = reference(labels, z)
+    expected_grad = numeric_gradient(lambda x: float(np.sum(weights * reference(labels, x))), z)
+    reduced = cls(temperature=T, kernel="fused", **options)(y_t, z_t, sample_weight=w_t)
+    errors = {"value": _max_error(per_sample, expected),
+              "gradient": _max_error(z_t.grad, expected_grad),
+              "reduced": abs(float(reduced.detach()) - float(np.sum(weights * expected)) / len(labels))}
+    return errors, errors["value"] < 2e-5 and errors["gradient"] < 1e-4 and errors["reduced"] < 2e-5
+
+
+def check_many_tiles(family, rng):
+    """180 embeddings in 7 shuffled classes (several 64-row tiles, the positives' pass skipping
+    tiles): values and gradients against the `keras.ops` path, too large for the loop references."""
+    function, _, options, _ = FAMILIES[family]
+    z = rng.normal(size=(90, 2, 16))
+    labels = torch.tensor(rng.integers(0, 7, size=90), device=args.device)
+    weights = torch.tensor(rng.uniform(0.2, 2.0, size=90), dtype=torch.float32, device=args.device)
+    found = {}
+    for kernel in ("fused", "xla"):
+        z_t = torch.tensor(z, dtype=torch.float32, device=args.device, requires_grad=True)
+        value = function(labels, z_t, temperature=0.1, kernel=kernel, **options)
+        (value * weights).sum().backward()
+        found[kernel] = (value.detach().cpu().double().numpy(), z_t.grad)
+    errors = {"value": _max_error(torch.tensor(found["fused"][0]), found["xla"][0]),
+              "gradient": _max_error(found["fused"][1], found["xla"][1].cpu().double().numpy())}
+    return errors, errors["value"] < 1e-4 and errors["gradient"] < 1e-5
+
+
+def check_learnable_temperature(family, rng):
+    """d loss / d log-temperature through the kernel equals the `keras.ops` path's."""
+    _, cls, options, _ = FAMILIES[family]
+    z = rng.normal(size=(6, 2, 5))
+    labels = np.array([0, 0, 1, 1, 2, 3])
+    found = {}
+    for kernel in ("fused", "xla"):
+        loss = cls(temperature="learnable", kernel=kernel, **options)
+        z_t = torch.tensor(z, dtype=torch.float32, device=args.device)
+        value = loss(torch.tensor(labels, device=args.device), z_t)
+        weight = loss.temperature_layer.trainable_weights[0].value
+        found[kernel] = (float(value), float(torch.autograd.grad(value, weight)[0]))
+    errors = {"value": abs(found["fused"][0] - found["xla"][0]),
+              "temperature_gradient": abs(found["fused"][1] - found["xla"][1])}
+    return errors, errors["value"] < 2e-5 and errors["temperature_gradient"] < 1e-4
+
+
+def _max_error(actual, expected):
+    return float(np.max(np.abs(actual.detach().cpu().double().numpy() - expected)))
+
+
+def check_refusals():
+    """Each bad input to `anchor_loss` is a ValueError naming it; prints one line per refusal."""
+    from clzoo.losses.fused.function import anchor_loss
+
+    z = torch.nn.functional.normalize(torch.randn(8, 4, device=args.device), dim=1)
+    y = torch.arange(8, device=args.device) // 2
+    bad = {"mode": dict(mode="supcon"), "precision": dict(precision="fp16"),
+           "rank": dict(z=z[None]), "dim": dict(z=torch.zeros(8, 300, device=args.device)),
+           "dtype": dict(z=z.double()), "labels": dict(labels=y.float())}
+    for name, change in bad.items():
+        call = {"z": z, "labels": y, "inverse_temperature": 10.0, "mode": "supcon_out", **change}
+        try:
+            anchor_loss(**call)
+        except ValueError as error:
+            print("refused:", name, "-", error)
+        else:
+            print("accepted:", name)
+            return 1
+    return 0
+
+
+def main():
+    if args.refusals:
+        return check_refusals()
+    rng = np.random.default_rng(0)
+    families = [args.family] if args.family else list(FAMILIES)
+    failed = 0
+    for family in families:
+        checks = [(case[0], check_case, (case,)) for case in MASK_CASES]
+        checks += [("many_tiles", check_many_tiles, ()),
+                   ("learnable_temperature", check_learnable_temperature, ())]
+        for name, check, extra in checks:
+            result = check(family, *extra, rng)
+            if result is None:
+                continue
+            errors, ok = result
+            failed += not ok
+            print(json.dumps({"family": family, "case": name, "ok": bool(ok), **errors}), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
