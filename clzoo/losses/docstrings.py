@@ -27,9 +27,9 @@ chunk_size: None, or anchors per block: the same value and gradient in
 kernel: `"auto"`, `"fused"` or `"xla"`. `"auto"` takes the fused Triton
     kernel (torch backend, CUDA device; O(N) memory, gradients by
     recomputation, `clzoo.losses.fused`) where it covers the call's options
-    and the `keras.ops` path otherwise; `"fused"` raises a `ValueError`
-    saying why where the kernel cannot run; `"xla"` never takes it.
-    Defaults to `"auto"`.""",
+    and the `keras.ops` path otherwise; `"fused"` also takes the Pallas
+    kernel on JAX, and raises a `ValueError` saying why where no kernel can
+    run; `"xla"` never takes one. Defaults to `"auto"`.""",
     "check_values": """\
 check_values: also refuse NaN / inf embeddings and check
     `sample_weight` values inside compiled steps (`fit`,

@@ -6,6 +6,7 @@ form its positive set and its denominator (see `pairs.PairMasks`,
 batch, memory columns, blockwise evaluation, the mean over views) is here.
 """
 
+import keras
 from keras import ops
 
 from clzoo.losses.blockwise import blockwise
@@ -83,8 +84,10 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
 
 def _fused_per_sample(z, labels, temperature, fused, views):
     """The per-sample loss from the fused kernel's per-anchor values (`clzoo.losses.fused`)."""
-    from clzoo.losses.fused.function import anchor_loss  # torch and Triton, on this path only
-
+    if keras.backend.backend() == "jax":
+        from clzoo.losses.fused.function_jax import anchor_loss
+    else:
+        from clzoo.losses.fused.function import anchor_loss  # torch and Triton, on this path only
     loss, valid = anchor_loss(z, labels, 1.0 / temperature, fused.mode, fused.epsilon)
     return mean_over_views(loss, valid, views)
 

@@ -1,4 +1,5 @@
-"""The fused Triton kernel (`clzoo.losses.fused`): dispatch in every lane, exactness in the interpreter.
+"""The fused kernels (`clzoo.losses.fused`): dispatch in every lane; Triton (torch lane) and Pallas
+(jax lane) against the float64 references in their interpreters.
 
 Anything that loads Triton runs in its own process (`fused_check.py`): under `TRITON_INTERPRET=1`
 on the CPU, and before TensorFlow: a process that loads Triton after TensorFlow aborts (their LLVMs
@@ -16,11 +17,14 @@ import numpy as np
 import pytest
 
 import clzoo.losses as L
+from tests.losses.autodiff import numeric_gradient, value_and_grad
+from tests.losses.fused_cases import FAMILIES as CASES
+from tests.losses.fused_cases import MASK_CASES, T
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 COVERED = [L.SupConLoss, L.SINCERELoss, L.SupInfoNCELoss, L.InfoNCELoss]
-FAMILIES = ["supcon_out", "supcon_out_base", "supcon_in", "sincere", "sup_info_nce", "info_nce"]
+FAMILIES = list(CASES)
 
 
 def _run(args, env_extra=None):
@@ -83,3 +87,47 @@ def test_the_kernel_refuses_what_it_cannot_take():
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert result.stdout.count("refused:") == 6
 
+
+
+@pytest.mark.backends("jax")
+@pytest.mark.parametrize("case", MASK_CASES, ids=[case[0] for case in MASK_CASES])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pallas_kernel_matches_the_float64_references_in_interpret_mode(family, case, monkeypatch):
+    monkeypatch.setenv("CLZOO_PALLAS_INTERPRET", "1")
+    function, _, options, reference = CASES[family]
+    name, labels, views = case
+    if family == "info_nce" and views < 2:
+        pytest.skip("InfoNCE refuses one view (its positives are the other views)")
+    labels = np.array(labels)
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(len(labels), views, 5))
+    weights = rng.uniform(0.2, 2.0, size=len(labels))
+    value, grad = value_and_grad(lambda x: keras.ops.sum(
+        weights * function(labels, x, temperature=T, kernel="fused", **options)), z)
+    expected = float(np.sum(weights * reference(labels, z)))
+    expected_grad = numeric_gradient(lambda x: float(np.sum(weights * reference(labels, x))), z)
+    np.testing.assert_allclose(value, expected, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(grad, expected_grad, atol=1e-4)
+
+
+@pytest.mark.backends("jax")
+@pytest.mark.parametrize("family", ["supcon_out", "supcon_in", "sincere"])
+def test_pallas_kernel_over_many_tiles_and_its_temperature_gradient(family, monkeypatch):
+    """180 embeddings in 7 classes (3 x 3 tiles of 64): the value, the embedding gradient and
+    the gradient of the temperature (learnable temperature) equal the keras.ops path's."""
+    import jax
+
+    monkeypatch.setenv("CLZOO_PALLAS_INTERPRET", "1")
+    function, _, options, _ = CASES[family]
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(90, 2, 16)).astype("float32")
+    labels = rng.integers(0, 7, size=90)
+    found = {}
+    for kernel in ("fused", "xla"):
+        def total(x, temperature, kernel=kernel):
+            return keras.ops.sum(function(labels, x, temperature=temperature, kernel=kernel, **options))
+        found[kernel] = jax.jit(jax.value_and_grad(total, argnums=(0, 1)))(z, 0.1)
+    value, (grad, temperature_grad) = found["fused"]
+    np.testing.assert_allclose(value, found["xla"][0], rtol=1e-5)
+    np.testing.assert_allclose(grad, found["xla"][1][0], atol=1e-5)
+    np.testing.assert_allclose(temperature_grad, found["xla"][1][1], rtol=1e-4)

@@ -1,10 +1,11 @@
 """Which path a loss call takes: the fused Triton kernel or the `keras.ops` (XLA) path.
 
 A covered loss (SupCon L_out / L_in, SINCERE, epsilon-SupInfoNCE, InfoNCE)
-takes `kernel="auto" | "fused" | "xla"`: `"auto"` takes the fused kernel on a
-CUDA device for a configuration it covers and the `keras.ops` path otherwise,
-`"fused"` is a `ValueError` where the kernel cannot run (the sentence says
-why), `"xla"` never takes it.
+takes `kernel="auto" | "fused" | "xla"`: `"auto"` takes the Triton kernel on a
+CUDA device under the torch backend for a configuration it covers and the
+`keras.ops` path otherwise; `"fused"` takes the Triton kernel (torch) or the
+Pallas one (JAX: a GPU, or interpret mode for tests) and is a `ValueError`
+where neither can run (the sentence says why); `"xla"` never takes one.
 """
 
 import importlib.util
@@ -23,6 +24,11 @@ MAX_DIM = 256  # the widest embedding the kernel's tiles hold
 def interpreting():
     """True when Triton runs its kernels in its CPU interpreter (`TRITON_INTERPRET=1`, for tests)."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def pallas_interpreting():
+    """True when the Pallas kernels run in interpret mode (`CLZOO_PALLAS_INTERPRET=1`, for tests)."""
+    return os.environ.get("CLZOO_PALLAS_INTERPRET", "0") == "1"
 
 
 class Fused(NamedTuple):
@@ -49,10 +55,14 @@ def blocker(z, uncovered=None):
     if uncovered:
         return uncovered
     backend = keras.backend.backend()
-    if backend != "torch":
-        return f"the fused kernel is built for the torch backend (Triton); this is {backend}"
+    if backend not in ("torch", "jax"):
+        return f"the {backend} backend keeps the keras.ops path (fused kernels: torch, jax)"
     if active_memory() is not None:
         return "a memory queue (clzoo.losses.with_memory) is active"
+    if z.shape[-1] > MAX_DIM:
+        return f"the kernel takes embeddings of at most {MAX_DIM} dimensions, not {z.shape[-1]}"
+    if backend == "jax":
+        return _jax_blocker()
     if importlib.util.find_spec("triton") is None:
         return "Triton is not installed (pip install triton)"
     if "tensorflow" in sys.modules and "triton" not in sys.modules:
@@ -60,10 +70,16 @@ def blocker(z, uncovered=None):
         # loading Triton now would abort the process. (torch 2.13 loads Triton on import, so
         # there the abort comes earlier, at `import torch` after `import tensorflow`.)
         return "TensorFlow was imported before Triton (import triton first)"
-    if z.shape[-1] > MAX_DIM:
-        return f"the kernel takes embeddings of at most {MAX_DIM} dimensions, not {z.shape[-1]}"
     if not (z.is_cuda or interpreting()):
         return f"the embeddings are on {z.device}, not a CUDA device"
+    return None
+
+
+def _jax_blocker():
+    import jax
+
+    if jax.default_backend() != "gpu" and not pallas_interpreting():
+        return f"the Pallas kernel runs on a GPU, and JAX's default backend is {jax.default_backend()}"
     return None
 
 
@@ -75,6 +91,9 @@ def use_fused(kernel, z, uncovered=None):
     if kernel == "fused" and reason is not None:
         raise ValueError(f"kernel='fused' cannot run here: {reason}. Use kernel='auto' or 'xla'. "
                          "Received: kernel='fused'")
-    # The interpreter is for tests: "auto" takes the kernel only on a GPU.
-    return reason is None and (kernel == "fused" or z.is_cuda)
+    if kernel == "fused":
+        return True
+    # "auto": Triton on a CUDA device; the Pallas kernel is not yet measured on a GPU, and the
+    # interpreters are for tests.
+    return reason is None and keras.backend.backend() == "torch" and z.is_cuda
 
