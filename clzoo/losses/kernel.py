@@ -57,7 +57,7 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     z, batch, views = standardize_embeddings(y_pred, normalize)
     _check_views(views, min_views, loss_name)
     z_all, rows, cols = global_ids(z, y_true, batch, views, supervised, label_similarity)
-    if fused is not None and use_fused(kernel, z_all, fused.uncovered):
+    if fused is not None and use_fused(kernel, z_all, _uncovered(fused, z, z_all)):
         return _fused_per_sample(z_all, rows[0], temperature, fused, views)
     z_all, cols, valid = memory_columns(z_all, cols, supervised, normalize, z.shape[1])
     bound = _logit_bound(temperature, normalize)
@@ -80,6 +80,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     for k, weight in enumerate(weights):
         total = total + weight * mean_over_views(outputs[2 * k], outputs[2 * k + 1] > 0, views)
     return total
+
+
+def _uncovered(fused, z, z_all):
+    """The loss's own reason the kernel does not cover it, or a gathered global batch (the
+    kernel contrasts one matrix with itself: anchors and columns must be the same rows)."""
+    if fused.uncovered or z_all.shape[0] == z.shape[0]:
+        return fused.uncovered
+    return "the batch is gathered across replicas"
 
 
 def _fused_per_sample(z, labels, temperature, fused, views):

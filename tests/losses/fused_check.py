@@ -22,6 +22,8 @@ parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
 parser.add_argument("--family", default=None, help="one of FAMILIES (default: all)")
 parser.add_argument("--refusals", action="store_true",
                     help="instead: check that `anchor_loss` refuses bad input with a ValueError")
+parser.add_argument("--auto", action="store_true",
+                    help="instead: check which path kernel='auto' takes on a (pretended) GPU")
 args = parser.parse_args()
 if args.device == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"
@@ -32,6 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402, F401  (before anything can import TensorFlow)
 
+import clzoo.losses as L  # noqa: E402
 from tests.losses.autodiff import numeric_gradient  # noqa: E402
 from tests.losses.fused_cases import FAMILIES, MASK_CASES, T  # noqa: E402
 
@@ -119,9 +122,58 @@ def check_refusals():
     return 0
 
 
+def check_auto():
+    """`kernel="auto"` on a CUDA tensor (pretended: the interpreter runs on the CPU) takes the kernel
+    on a measured GPU and, with one warning, the keras.ops path on another; prints both counts."""
+    import warnings
+
+    from clzoo.losses.fused import dispatch, function
+
+    calls = []
+    original = function.anchor_loss
+    function.anchor_loss = lambda *a, **k: calls.append(1) or original(*a, **k)
+    dispatch._on_cuda = lambda z: True
+    z = torch.tensor(np.random.default_rng(0).normal(size=(6, 2, 8)), dtype=torch.float32)
+    y = torch.tensor([0, 0, 1, 1, 2, 3])
+    dispatch._unmeasured_gpu = lambda z: None
+    fused = float(L.SupConLoss()(y, z))
+    taken = len(calls)
+    dispatch._unmeasured_gpu = lambda z: "its tiles were measured on (9, 0), not (8, 6)"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xla = float(L.SupConLoss()(y, z))
+        float(L.SupConLoss()(y, z))
+    messages = [str(w.message) for w in caught if "kernel='auto'" in str(w.message)]
+    print(json.dumps({"measured_gpu_calls": taken, "unmeasured_gpu_calls": len(calls) - taken,
+                      "warnings": messages, "difference": abs(fused - xla)}))
+    return 0 if (taken, len(calls), len(messages)) == (1, 1, 1) and abs(fused - xla) < 1e-5 else 1
+
+
+def check_unnormalized(rng):
+    """`normalize=False`, D = 100 (not a power of two), 130 embeddings: against the keras.ops path."""
+    z = rng.normal(size=(65, 2, 100)) * 0.3
+    labels = torch.tensor(rng.integers(0, 5, size=65), device=args.device)
+    found = {}
+    for kernel in ("fused", "xla"):
+        z_t = torch.tensor(z, dtype=torch.float32, device=args.device, requires_grad=True)
+        value = L.sincere_loss(labels, z_t, temperature=0.2, normalize=False, kernel=kernel)
+        value.sum().backward()
+        found[kernel] = (value.detach().cpu().double().numpy(), z_t.grad.cpu().double().numpy())
+    errors = {"value": float(np.max(np.abs(found["fused"][0] - found["xla"][0]))),
+              "gradient": float(np.max(np.abs(found["fused"][1] - found["xla"][1]))),
+              "largest_gradient": float(np.max(np.abs(found["xla"][1])))}
+    # logits reach |z|^2 / T = 45 here: float32 rounding scales with them
+    ok = (np.allclose(found["fused"][0], found["xla"][0], rtol=1e-5, atol=1e-5)
+          and np.allclose(found["fused"][1], found["xla"][1], rtol=1e-4, atol=1e-5))
+    print(json.dumps({"family": "sincere", "case": "unnormalized_dim_100", "ok": ok, **errors}))
+    return 0 if ok else 1
+
+
 def main():
     if args.refusals:
         return check_refusals()
+    if args.auto:
+        return check_auto()
     rng = np.random.default_rng(0)
     families = [args.family] if args.family else list(FAMILIES)
     failed = 0
@@ -136,6 +188,8 @@ def main():
             errors, ok = result
             failed += not ok
             print(json.dumps({"family": family, "case": name, "ok": bool(ok), **errors}), flush=True)
+    if args.family in (None, "sincere"):
+        failed += check_unnormalized(rng)
     return 1 if failed else 0
 
 

@@ -49,7 +49,9 @@ def test_losses_without_a_fused_kernel_take_no_kernel_argument():
         L.DCLLoss(kernel="fused")
 
 
-def test_fused_where_it_cannot_run_is_one_clear_error():
+def test_fused_where_it_cannot_run_is_one_clear_error(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("CLZOO_PALLAS_INTERPRET", raising=False)
     z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype("float32")
     y = np.array([0, 0, 1, 1])
     # On the CPU without the interpreter, on TensorFlow / JAX, or without Triton: each says why.
@@ -76,9 +78,20 @@ def test_fused_kernel_matches_the_float64_references_in_the_triton_interpreter(f
     result = _run(["tests/losses/fused_check.py", "--device", "cpu", "--family", family])
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    # five mask cases (InfoNCE: three, it refuses one view), many tiles, learnable temperature
-    assert len(lines) == (5 if family == "info_nce" else 7)
+    # five mask cases (InfoNCE: three, it refuses one view), many tiles, learnable temperature;
+    # SINCERE also without normalization at D = 100
+    assert len(lines) == {"info_nce": 5, "sincere": 8}.get(family, 7)
     assert all(line["ok"] for line in lines)
+
+
+@pytest.mark.backends("torch")
+def test_auto_takes_the_kernel_on_a_measured_gpu_only_and_says_why_not_elsewhere():
+    result = _run(["tests/losses/fused_check.py", "--auto"], {"TRITON_INTERPRET": "1"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (report["measured_gpu_calls"], report["unmeasured_gpu_calls"]) == (1, 0)
+    assert report["warnings"] == ["kernel='auto' keeps the keras.ops path on this CUDA device: "
+                                  "its tiles were measured on (9, 0), not (8, 6)"]
 
 
 @pytest.mark.backends("torch")
@@ -111,7 +124,7 @@ def test_pallas_kernel_matches_the_float64_references_in_interpret_mode(family, 
 
 
 @pytest.mark.backends("jax")
-@pytest.mark.parametrize("family", ["supcon_out", "supcon_in", "sincere"])
+@pytest.mark.parametrize("family", ["supcon_out", "supcon_in", "sincere", "sup_info_nce", "info_nce"])
 def test_pallas_kernel_over_many_tiles_and_its_temperature_gradient(family, monkeypatch):
     """180 embeddings in 7 classes (3 x 3 tiles of 64): the value, the embedding gradient and
     the gradient of the temperature (learnable temperature) equal the keras.ops path's."""

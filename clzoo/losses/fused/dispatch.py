@@ -11,6 +11,7 @@ where neither can run (the sentence says why); `"xla"` never takes one.
 import importlib.util
 import os
 import sys
+import warnings
 from typing import NamedTuple
 
 import keras
@@ -18,7 +19,9 @@ import keras
 from clzoo.losses.memory import active_memory
 
 KERNELS = ("auto", "fused", "xla")
-MAX_DIM = 256  # the widest embedding the kernel's tiles hold
+MAX_DIM = 128  # the widest embedding measured (float32 tiles of D = 256 exceed Hopper's shared memory)
+# Where "auto" takes the Triton kernel: the CUDA capabilities it was measured on (H100 / H200).
+MEASURED_CAPABILITIES = ((9, 0),)
 
 
 def interpreting():
@@ -54,6 +57,8 @@ def blocker(z, uncovered=None):
     """
     if uncovered:
         return uncovered
+    if z.shape[-1] is None or z.shape[0] is None:
+        return "the embeddings have no static shape"
     backend = keras.backend.backend()
     if backend not in ("torch", "jax"):
         return f"the {backend} backend keeps the keras.ops path (fused kernels: torch, jax)"
@@ -70,16 +75,26 @@ def blocker(z, uncovered=None):
         # loading Triton now would abort the process. (torch 2.13 loads Triton on import, so
         # there the abort comes earlier, at `import torch` after `import tensorflow`.)
         return "TensorFlow was imported before Triton (import triton first)"
-    if not (z.is_cuda or interpreting()):
+    if not (z.is_cuda or (interpreting() and z.device.type == "cpu")):
         return f"the embeddings are on {z.device}, not a CUDA device"
     return None
 
 
 def _jax_blocker():
-    import jax
+    if not pallas_interpreting():
+        return ("the Pallas kernel has only run in interpret mode so far (CLZOO_PALLAS_INTERPRET=1, "
+                "for tests), not yet on a GPU")
+    return None
 
-    if jax.default_backend() != "gpu" and not pallas_interpreting():
-        return f"the Pallas kernel runs on a GPU, and JAX's default backend is {jax.default_backend()}"
+
+def _unmeasured_gpu(z):
+    """Why "auto" leaves the Triton kernel out on this CUDA device, or None (a measured GPU)."""
+    import torch
+
+    capability = torch.cuda.get_device_capability(z.device)
+    if capability not in MEASURED_CAPABILITIES:
+        return (f"its tiles were measured on compute capability {MEASURED_CAPABILITIES}, not "
+                f"{capability} (kernel='fused' tries it)")
     return None
 
 
@@ -93,7 +108,37 @@ def use_fused(kernel, z, uncovered=None):
                          "Received: kernel='fused'")
     if kernel == "fused":
         return True
-    # "auto": Triton on a CUDA device; the Pallas kernel is not yet measured on a GPU, and the
-    # interpreters are for tests.
-    return reason is None and keras.backend.backend() == "torch" and z.is_cuda
+    # "auto": Triton on a measured CUDA device; the interpreters are for tests.
+    on_gpu = _on_cuda(z)
+    if on_gpu and reason is None:
+        reason = _unmeasured_gpu(z)
+    if on_gpu and reason is not None and uncovered is None:
+        _warn_once(reason)
+    return on_gpu and reason is None
+
+
+def _on_cuda(z):
+    return keras.backend.backend() == "torch" and getattr(z, "is_cuda", False)
+
+
+_WARNED = set()
+
+
+def _warn_once(reason):
+    """Say once per reason why `kernel="auto"` keeps the keras.ops path for a CUDA tensor."""
+    if reason not in _WARNED:
+        _WARNED.add(reason)
+        warnings.warn(f"kernel='auto' keeps the keras.ops path on this CUDA device: {reason}",
+                      stacklevel=4)
+
+
+def _load_triton_before_tensorflow():
+    """Under the torch backend, load Triton now if TensorFlow is not loaded yet: once TensorFlow
+    is, loading Triton aborts the process (clzoo.data imports TensorFlow for tf.data)."""
+    if (keras.backend.backend() == "torch" and "tensorflow" not in sys.modules
+            and importlib.util.find_spec("triton") is not None):
+        import triton  # noqa: F401
+
+
+_load_triton_before_tensorflow()
 

@@ -4,6 +4,8 @@
 path calls; it is also the kernel's benchmark entry (`benchmarks/fused_kernel.py`).
 """
 
+import contextlib
+
 import torch
 import triton
 
@@ -26,7 +28,7 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0, precision="tf
     Args:
         z: `(N, D)` float32 or bfloat16 embeddings, already L2-normalized
             when the loss normalizes (CUDA, or CPU under the Triton
-            interpreter), `D <= 256`.
+            interpreter), `D <= 128` (`dispatch.MAX_DIM`).
         labels: `(N,)` integer ids: class labels, or sample ids for InfoNCE.
         inverse_temperature: `1 / temperature`, a float or a scalar tensor
             (its gradient is returned: learnable temperature).
@@ -91,6 +93,16 @@ def _launch(z, options, kernel):
     return (triton.cdiv(z.shape[0], block_m),), meta
 
 
+@contextlib.contextmanager
+def _tiles_that_fit():
+    """Triton's OutOfResources (tiles too large for this GPU's shared memory) as a ValueError."""
+    try:
+        yield
+    except triton.runtime.errors.OutOfResources as error:
+        raise ValueError(f"The fused kernel's tiles do not fit this GPU ({error}); pass smaller "
+                         "`blocks` to anchor_loss, or use kernel='xla'") from error
+
+
 class _AnchorLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, labels, beta, options):
@@ -99,7 +111,8 @@ class _AnchorLoss(torch.autograd.Function):
         loss = torch.empty(n, dtype=torch.float32, device=z.device)
         stats = torch.empty(3, n, dtype=torch.float32, device=z.device)
         grid, meta = _launch(z, options, 0)
-        T._forward_kernel[grid](z, labels, beta, loss, stats, n, d, z.stride(0), epsilon, **meta)
+        with _tiles_that_fit():
+            T._forward_kernel[grid](z, labels, beta, loss, stats, n, d, z.stride(0), epsilon, **meta)
         ctx.save_for_backward(z, labels, beta, stats)
         ctx.options = options
         valid = stats[2] > 0
@@ -114,7 +127,8 @@ class _AnchorLoss(torch.autograd.Function):
         dz = torch.empty(n, d, dtype=torch.float32, device=z.device)
         dbeta = torch.empty(n, dtype=torch.float32, device=z.device)
         grid, meta = _launch(z, ctx.options, 1)
-        T._backward_kernel[grid](z, labels, beta, stats, upstream, dz, dbeta, n, d, z.stride(0),
-                                 epsilon, **meta)
+        with _tiles_that_fit():
+            T._backward_kernel[grid](z, labels, beta, stats, upstream, dz, dbeta, n, d, z.stride(0),
+                                     epsilon, **meta)
         dbeta = dbeta.sum().reshape(1) if ctx.needs_input_grad[2] else None
         return dz.to(z.dtype), None, dbeta, None
