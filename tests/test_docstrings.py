@@ -2,7 +2,10 @@
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +17,18 @@ MODULES = sorted(
 )
 
 
+def _loads_triton(name):
+    return "import triton" in Path(importlib.util.find_spec(name).origin).read_text()
+
+
 @pytest.mark.large
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if _loads_triton(name) and "tensorflow" in sys.modules and "triton" not in sys.modules:
+        # Triton after TensorFlow aborts the process (clzoo.losses.fused.dispatch.require_triton):
+        # these modules hold no examples, so there is nothing to run here.
+        assert ">>>" not in Path(importlib.util.find_spec(name).origin).read_text()
+        return
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

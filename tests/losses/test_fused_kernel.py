@@ -144,3 +144,18 @@ def test_pallas_kernel_over_many_tiles_and_its_temperature_gradient(family, monk
     np.testing.assert_allclose(value, found["xla"][0], rtol=1e-5)
     np.testing.assert_allclose(grad, found["xla"][1][0], atol=1e-5)
     np.testing.assert_allclose(temperature_grad, found["xla"][1][1], rtol=1e-4)
+
+
+@pytest.mark.backends("tensorflow")
+def test_the_triton_modules_refuse_to_load_after_tensorflow_instead_of_aborting():
+    import importlib
+    import sys
+
+    import tensorflow  # noqa: F401  (the tensorflow lane has loaded it already)
+
+    if "triton" in sys.modules:
+        pytest.skip("Triton was loaded before TensorFlow in this process")
+    for name in ("clzoo.losses.fused.function", "clzoo.losses.fused.triton_kernels"):
+        sys.modules.pop(name, None)
+        with pytest.raises(ImportError, match="import clzoo, torch or triton before tensorflow"):
+            importlib.import_module(name)

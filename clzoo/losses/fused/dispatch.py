@@ -80,6 +80,15 @@ def blocker(z, uncovered=None):
     return None
 
 
+def require_triton():
+    """Refuse (`ImportError`) to load Triton into a process that loaded TensorFlow first: their
+    LLVMs collide and the process aborts. Called by the modules that import Triton."""
+    if "tensorflow" in sys.modules and "triton" not in sys.modules:
+        raise ImportError("clzoo.losses.fused loads Triton, which aborts a process that loaded "
+                          "TensorFlow first (their LLVMs collide): import clzoo, torch or triton "
+                          "before tensorflow")
+
+
 def _jax_blocker():
     if not pallas_interpreting():
         return ("the Pallas kernel has only run in interpret mode so far (CLZOO_PALLAS_INTERPRET=1, "

@@ -6,11 +6,14 @@ path calls; it is also the kernel's benchmark entry (`benchmarks/fused_kernel.py
 
 import contextlib
 
-import torch
-import triton
+from clzoo.losses.fused.dispatch import MAX_DIM, interpreting, require_triton
 
-from clzoo.losses.fused import triton_kernels as T
-from clzoo.losses.fused.dispatch import MAX_DIM, interpreting
+require_triton()
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+from clzoo.losses.fused import triton_kernels as T  # noqa: E402
 
 MODES = {"supcon_out": T.SUPCON_OUT.value, "supcon_in": T.SUPCON_IN.value,
          "noise_contrastive": T.NOISE_CONTRASTIVE.value}

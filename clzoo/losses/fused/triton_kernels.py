@@ -18,8 +18,12 @@ per-anchor statistics kept for the backward pass in brackets):
   same-label pair (rows sorted by label make it block-diagonal).
 """
 
-import triton
-import triton.language as tl
+from clzoo.losses.fused.dispatch import require_triton
+
+require_triton()
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 # Triton reads only constexpr globals inside kernels.
 SUPCON_OUT = tl.constexpr(0)
