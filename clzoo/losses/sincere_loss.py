@@ -90,8 +90,8 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
     return per_sample_loss(y_true, y_pred, temperature, terms, normalize,
                              chunk_size=validate_chunk_size(chunk_size),
                              label_similarity=label_similarity, kernel=validate_kernel(kernel),
-                             fused=Fused("noise_contrastive", uncovered=label_similarity and (
-                                 "label_similarity is set")))
+                             fused=Fused("noise_contrastive", uncovered=(
+                                 None if label_similarity is None else "label_similarity is set")))
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

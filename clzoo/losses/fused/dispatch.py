@@ -80,6 +80,23 @@ def blocker(z, uncovered=None):
     return None
 
 
+def check_embeddings(shape, dtype_name, mode, modes):
+    """The input checks both kernels share: `ValueError` for a mode, shape or dtype they do not take.
+
+    Args:
+        shape: `z.shape`, expected `(N, D)` with `N > 0` and `0 < D <= MAX_DIM`.
+        dtype_name: `"float32"` or `"bfloat16"`.
+        mode, modes: the requested mode and the kernel's modes.
+    """
+    if mode not in modes:
+        raise ValueError(f"`mode` must be one of {sorted(modes)}. Received: mode={mode!r}")
+    if len(shape) != 2 or not 0 < shape[1] <= MAX_DIM or shape[0] == 0:
+        raise ValueError(f"The fused kernel takes embeddings (N, D) with N > 0 and 0 < D <= {MAX_DIM}. "
+                         f"Received: shape={tuple(shape)}")
+    if dtype_name not in ("float32", "bfloat16"):
+        raise ValueError(f"The fused kernel takes float32 or bfloat16 embeddings. Received: {dtype_name}")
+
+
 def require_triton():
     """Refuse (`ImportError`) to load Triton into a process that loaded TensorFlow first: their
     LLVMs collide and the process aborts. Called by the modules that import Triton."""

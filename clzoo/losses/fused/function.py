@@ -6,7 +6,7 @@ path calls; it is also the kernel's benchmark entry (`benchmarks/fused_kernel.py
 
 import contextlib
 
-from clzoo.losses.fused.dispatch import MAX_DIM, interpreting, require_triton
+from clzoo.losses.fused.dispatch import check_embeddings, interpreting, require_triton
 
 require_triton()
 
@@ -17,7 +17,6 @@ from clzoo.losses.fused import triton_kernels as T  # noqa: E402
 
 MODES = {"supcon_out": T.SUPCON_OUT.value, "supcon_in": T.SUPCON_IN.value,
          "noise_contrastive": T.NOISE_CONTRASTIVE.value}
-DTYPES = (torch.float32, torch.bfloat16)
 # (BLOCK_M, BLOCK_N, num_warps, num_stages) of the forward and the backward kernel, per input dtype:
 # the fastest of `benchmarks/fused_kernel.py --sweep 65536` on an H200 (benchmarks/fused_kernel.json).
 BLOCKS = {torch.float32: ((64, 64, 4, 3), (128, 32, 8, 3)),
@@ -35,8 +34,10 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0, precision="tf
         labels: `(N,)` integer ids: class labels, or sample ids for InfoNCE.
         inverse_temperature: `1 / temperature`, a float or a scalar tensor
             (its gradient is returned: learnable temperature).
-        mode: `"supcon_out"`, `"supcon_in"` or `"noise_contrastive"`
-            (`clzoo.losses.fused.triton_kernels`).
+        mode: `"supcon_out"` / `"supcon_in"` (Khosla et al. 2020, supplement
+            eqs. 2 / 1) or `"noise_contrastive"` (SINCERE, Feeney and Hughes
+            eq. 12; epsilon-SupInfoNCE, their eq. 15; InfoNCE with sample ids);
+            formulas in `clzoo.losses.fused.triton_kernels`.
         epsilon: the epsilon-SupInfoNCE margin (noise_contrastive only; 0 is SINCERE).
         precision: float32 products: `"tf32x3"` (three TF32 tensor-core
             products with error compensation: float32 accuracy, checked to
@@ -69,15 +70,9 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0, precision="tf
 
 
 def _check(z, labels, mode, precision):
-    if mode not in MODES:
-        raise ValueError(f"`mode` must be one of {sorted(MODES)}. Received: mode={mode!r}")
+    check_embeddings(tuple(z.shape), str(z.dtype).removeprefix("torch."), mode, MODES)
     if precision not in PRECISIONS:
         raise ValueError(f"`precision` must be one of {PRECISIONS}. Received: precision={precision!r}")
-    if z.ndim != 2 or not 0 < z.shape[1] <= MAX_DIM or z.shape[0] == 0:
-        raise ValueError(f"The fused kernel takes embeddings (N, D) with N > 0 and 0 < D <= {MAX_DIM}. "
-                         f"Received: shape={tuple(z.shape)}")
-    if z.dtype not in DTYPES:
-        raise ValueError(f"The fused kernel takes float32 or bfloat16 embeddings. Received: {z.dtype}")
     if tuple(labels.shape) != (z.shape[0],) or labels.dtype.is_floating_point:
         raise ValueError(f"`labels` must be integer ids of shape ({z.shape[0]},). "
                          f"Received: {labels.dtype} {tuple(labels.shape)}")

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from clzoo.losses.fused import pallas_kernels as P
-from clzoo.losses.fused.dispatch import MAX_DIM, pallas_interpreting
+from clzoo.losses.fused.dispatch import check_embeddings, pallas_interpreting
 
 MODES = {"supcon_out": P.SUPCON_OUT, "supcon_in": P.SUPCON_IN,
          "noise_contrastive": P.NOISE_CONTRASTIVE}
@@ -24,13 +24,7 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0):
     Args and results as `clzoo.losses.fused.function.anchor_loss` (float32 or bfloat16 `z`,
     float32 products at `jax.lax.Precision.HIGHEST`); `ValueError` for what it does not take.
     """
-    if mode not in MODES:
-        raise ValueError(f"`mode` must be one of {sorted(MODES)}. Received: mode={mode!r}")
-    if z.ndim != 2 or not 0 < z.shape[1] <= MAX_DIM or z.shape[0] == 0:
-        raise ValueError(f"The fused kernel takes embeddings (N, D) with N > 0 and 0 < D <= {MAX_DIM}. "
-                         f"Received: shape={tuple(z.shape)}")
-    if z.dtype not in (jnp.float32, jnp.bfloat16):
-        raise ValueError(f"The fused kernel takes float32 or bfloat16 embeddings. Received: {z.dtype}")
+    check_embeddings(tuple(z.shape), jnp.dtype(z.dtype).name, mode, MODES)
     n, d = z.shape
     ids = jnp.asarray(labels).astype(jnp.int32)
     beta = jnp.asarray(inverse_temperature, jnp.float32).reshape(1)

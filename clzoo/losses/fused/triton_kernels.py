@@ -34,6 +34,19 @@ _START = tl.constexpr(-1.0e30)
 
 
 @triton.jit
+def _anchor_block(z_ptr, labels_ptr, beta_ptr, stride, n, d, BLOCK_M: tl.constexpr,
+                  BLOCK_D: tl.constexpr):
+    """This program's anchors: their indices, in-range flags, embeddings, labels, and beta."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, BLOCK_D)
+    row_in = rows < n
+    zi = tl.load(z_ptr + rows[:, None] * stride + dims[None, :],
+                 mask=row_in[:, None] & (dims[None, :] < d), other=0.0)
+    yi = tl.load(labels_ptr + rows, mask=row_in, other=-1)
+    return rows, row_in, zi, yi, tl.load(beta_ptr)
+
+
+@triton.jit
 def _tile(z_ptr, labels_ptr, stride, n, d, start, zi, BLOCK_N: tl.constexpr,
           BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     """Column block at `start`: its embeddings, labels, in-range flags and `zi @ zj^T`."""
@@ -78,13 +91,8 @@ def _softplus(x):
 def _forward_kernel(z_ptr, labels_ptr, beta_ptr, loss_ptr, stats_ptr, n, d, stride, epsilon,
                     MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    dims = tl.arange(0, BLOCK_D)
-    row_in = rows < n
-    zi = tl.load(z_ptr + rows[:, None] * stride + dims[None, :],
-                 mask=row_in[:, None] & (dims[None, :] < d), other=0.0)
-    yi = tl.load(labels_ptr + rows, mask=row_in, other=-1)
-    beta = tl.load(beta_ptr)
+    rows, row_in, zi, yi, beta = _anchor_block(z_ptr, labels_ptr, beta_ptr, stride, n, d,
+                                               BLOCK_M, BLOCK_D)
     max_a = tl.full([BLOCK_M], _START, tl.float32)
     sum_a = tl.zeros([BLOCK_M], tl.float32)
     max_p = tl.full([BLOCK_M], _START, tl.float32)
@@ -163,13 +171,8 @@ def _pair_gradient(s, first, second, count, same, denominator, epsilon, MODE: tl
 def _backward_kernel(z_ptr, labels_ptr, beta_ptr, stats_ptr, upstream_ptr, dz_ptr, dbeta_ptr, n,
                      d, stride, epsilon, MODE: tl.constexpr, BLOCK_M: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    dims = tl.arange(0, BLOCK_D)
-    row_in = rows < n
-    zi = tl.load(z_ptr + rows[:, None] * stride + dims[None, :],
-                 mask=row_in[:, None] & (dims[None, :] < d), other=0.0)
-    yi = tl.load(labels_ptr + rows, mask=row_in, other=-1)
-    beta = tl.load(beta_ptr)
+    rows, row_in, zi, yi, beta = _anchor_block(z_ptr, labels_ptr, beta_ptr, stride, n, d,
+                                               BLOCK_M, BLOCK_D)
     first_i = tl.load(stats_ptr + rows, mask=row_in, other=0.0)
     second_i = tl.load(stats_ptr + n + rows, mask=row_in, other=0.0)
     count_i = tl.load(stats_ptr + 2 * n + rows, mask=row_in, other=0.0)
@@ -191,6 +194,7 @@ def _backward_kernel(z_ptr, labels_ptr, beta_ptr, stats_ptr, upstream_ptr, dz_pt
                                denominator, epsilon, MODE) * up_j[None, :]
         acc += tl.dot((g_row + g_col).to(zj.dtype), zj, input_precision=PRECISION)
         dbeta += tl.sum(g_row * cosine, axis=1)
+    dims = tl.arange(0, BLOCK_D)
     tl.store(dz_ptr + rows[:, None] * stride + dims[None, :], acc * beta,
              mask=row_in[:, None] & (dims[None, :] < d))
     tl.store(dbeta_ptr + rows, dbeta, mask=row_in)
