@@ -29,15 +29,17 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     """SGD (coupled weight decay, optionally Nesterov) whose weights are pulled to a slow copy.
 
     For every variable `w` with gradient `g`, at step `t` (1-based) of `total_steps`,
-    with `m = bias_learning_rate_multiplier` for batch-norm offsets (variables
-    named `beta`) and `m = 1` for the others:
+    with `m = bias_learning_rate_multiplier` and `k = offset_weight_decay_multiplier`
+    for batch-norm offsets (variables named `beta`) and `m = k = 1` for the others:
 
-        g <- g + (weight_decay / m) * w
+        g <- g + (k * weight_decay / m) * w
         v <- momentum * v + g
         w <- w - m * learning_rate * (g + momentum * v)   (Nesterov; else w - m * lr * v)
 
-    so every variable decays at the same rate per step (airbench's `weight_decay /
-    lr` per parameter group) while the offsets move `m` times faster. Every
+    so with `k = 1` every variable decays at the same rate per step (airbench's
+    `weight_decay / lr` per parameter group) while the offsets move `m` times
+    faster; `k > 1` holds the offsets `k` times harder to zero (left free, they
+    drift negative under SINCERE until few features stay on: benchmarks/README.md). Every
     `lookahead_every` steps (Zhang et al. 2019, with airbench's decay ramp):
 
         d = lookahead_alpha * (t / total_steps) ** 3
@@ -58,6 +60,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         weight_decay: coupled L2 coefficient. Defaults to `5e-4`.
         bias_learning_rate_multiplier: learning-rate factor of the batch-norm
             offsets (variables named `beta`; > 0). Defaults to `1.0` (airbench94: 64).
+        offset_weight_decay_multiplier: the offsets' decay per step relative to
+            the other weights' (>= 0). Defaults to `1.0` (airbench94).
         lookahead_every: steps between Lookahead updates, `0` for none.
             Defaults to `5` (airbench94).
         lookahead_alpha: the largest slow-weight decay, in `[0, 1)`.
@@ -85,13 +89,16 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     """
 
     def __init__(self, learning_rate=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4,
-                 bias_learning_rate_multiplier=1.0, lookahead_every=5, lookahead_alpha=0.95**5,
-                 total_steps=None, name="lookahead_sgd", **kwargs):
+                 bias_learning_rate_multiplier=1.0, offset_weight_decay_multiplier=1.0,
+                 lookahead_every=5, lookahead_alpha=0.95**5, total_steps=None,
+                 name="lookahead_sgd", **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.momentum = _number("momentum", momentum, 0.0, 1.0)
         self.sgd_weight_decay = _number("weight_decay", weight_decay, 0.0)
         self.bias_learning_rate_multiplier = _number(
             "bias_learning_rate_multiplier", bias_learning_rate_multiplier, 0.0, low_open=True)
+        self.offset_weight_decay_multiplier = _number(
+            "offset_weight_decay_multiplier", offset_weight_decay_multiplier, 0.0)
         self.lookahead_alpha = _number("lookahead_alpha", lookahead_alpha, 0.0, 1.0)
         if isinstance(lookahead_every, bool) or not isinstance(lookahead_every, int) or lookahead_every < 0:
             raise ValueError("`lookahead_every` must be an int >= 0 (0: no Lookahead). "
@@ -117,11 +124,13 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         learning_rate = ops.cast(learning_rate, variable.dtype)
-        scale = self.bias_learning_rate_multiplier if self._offsets[index] else 1.0
+        offset = self._offsets[index]
+        scale = self.bias_learning_rate_multiplier if offset else 1.0
+        decay = self.sgd_weight_decay * (self.offset_weight_decay_multiplier if offset else 1.0)
         learning_rate = learning_rate * scale
         gradient = ops.cast(gradient, variable.dtype)
-        if self.sgd_weight_decay:
-            gradient = gradient + (self.sgd_weight_decay / scale) * variable
+        if decay:
+            gradient = gradient + (decay / scale) * variable
         velocity = self.velocities[index]
         self.assign(velocity, self.momentum * velocity + gradient)
         step = (gradient + self.momentum * velocity) if self.nesterov else velocity
@@ -155,6 +164,7 @@ class LookaheadSGD(keras.optimizers.Optimizer):
             "momentum": self.momentum, "nesterov": self.nesterov,
             "weight_decay": self.sgd_weight_decay,
             "bias_learning_rate_multiplier": self.bias_learning_rate_multiplier,
+            "offset_weight_decay_multiplier": self.offset_weight_decay_multiplier,
             "lookahead_every": self.lookahead_every, "lookahead_alpha": self.lookahead_alpha,
             "total_steps": self.total_steps,
         })

@@ -65,6 +65,7 @@ def lookahead_sgd(learning_rate, training, total_steps=None):
     return LookaheadSGD(learning_rate, momentum=training.momentum, nesterov=training.nesterov,
                         weight_decay=training.weight_decay,
                         bias_learning_rate_multiplier=training.bias_learning_rate_multiplier,
+                        offset_weight_decay_multiplier=training.offset_weight_decay_multiplier,
                         lookahead_every=training.lookahead_every,
                         lookahead_alpha=training.lookahead_alpha, total_steps=total_steps)
 

@@ -165,6 +165,7 @@ class TrainingSpec(_Section):
     # lookahead_sgd only (airbench94: 64, 5, 0.95 ** 5): learning-rate factor of biases and
     # batch-norm offsets; steps between Lookahead pulls (0: off); the largest pull
     bias_learning_rate_multiplier: PositiveFloat = 1.0
+    offset_weight_decay_multiplier: NonNegativeFloat = 1.0  # offsets' decay per step / weights'
     lookahead_every: NonNegativeInt = 0
     lookahead_alpha: float = Field(0.95**5, ge=0, lt=1)
     trust_coefficient: PositiveFloat = 1e-3  # LARS only
@@ -192,7 +193,8 @@ class TrainingSpec(_Section):
     def _levers_need_lookahead_sgd(self):
         if self.optimizer == "lookahead_sgd":
             return self
-        keys = ["bias_learning_rate_multiplier", "lookahead_every", "lookahead_alpha"]
+        keys = ["bias_learning_rate_multiplier", "offset_weight_decay_multiplier", "lookahead_every",
+                "lookahead_alpha"]
         if self.optimizer != "sgd":
             keys.append("nesterov")
         for key in keys:

@@ -130,10 +130,10 @@ def test_frozen_scale_batch_norm_matches_keras(epsilon):
 
 
 def _reference_lookahead_sgd(weights, offsets, grads_fn, steps, lr, momentum, wd, mult, every,
-                             alpha):
+                             alpha, offset_decay=1.0):
     """airbench94's optimizer in NumPy, float64: per parameter group PyTorch SGD (Nesterov) with
-    lr_group and weight decay wd * lr / lr_group, and LookaheadState every `every` steps, then
-    `update(decay=1.0)` after the last step."""
+    lr_group and weight decay wd * lr / lr_group (times `offset_decay` for the offsets), and
+    LookaheadState every `every` steps, then `update(decay=1.0)` after the last step."""
     weights = [w.astype("float64") for w in weights]
     slow = [w.copy() for w in weights]
     velocity = [np.zeros_like(w) for w in weights]
@@ -141,7 +141,7 @@ def _reference_lookahead_sgd(weights, offsets, grads_fn, steps, lr, momentum, wd
         grads = grads_fn(weights)
         for i, g in enumerate(grads):
             rate = lr * (mult if offsets[i] else 1.0)
-            g = g + (wd * lr / rate) * weights[i]
+            g = g + (wd * (offset_decay if offsets[i] else 1.0) * lr / rate) * weights[i]
             velocity[i] = momentum * velocity[i] + g
             weights[i] = weights[i] - rate * (g + momentum * velocity[i])
         pulls = [alpha * (t / steps) ** 3] if t % every == 0 else []
@@ -163,8 +163,9 @@ class _Offset(keras.layers.Layer):
         return x + self.beta
 
 
-@pytest.mark.parametrize("steps", [12, 10])  # the last step is a Lookahead step, or not
-def test_lookahead_sgd_matches_a_numpy_reference(steps):
+# the last step is a Lookahead step, or not; the offsets decayed at the weights' rate, or 8x
+@pytest.mark.parametrize("steps, offset_decay", [(12, 1.0), (10, 1.0), (12, 8.0)])
+def test_lookahead_sgd_matches_a_numpy_reference(steps, offset_decay):
     x = RNG.normal(size=(16, 3)).astype("float32")
     y = RNG.normal(size=(16, 2)).astype("float32")
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), _Offset()])
@@ -173,6 +174,7 @@ def test_lookahead_sgd_matches_a_numpy_reference(steps):
     assert offsets == [False, False, True]
     optimizer = clzoo.optimizers.LookaheadSGD(0.05, momentum=0.85, weight_decay=1e-2,
                                               bias_learning_rate_multiplier=4.0,
+                                              offset_weight_decay_multiplier=offset_decay,
                                               lookahead_every=5, lookahead_alpha=0.9,
                                               total_steps=steps)
     model.compile(optimizer=optimizer, loss="mse")
@@ -185,11 +187,12 @@ def test_lookahead_sgd_matches_a_numpy_reference(steps):
         return [x.T @ error, error.sum(0), error.sum(0)]
 
     expected = _reference_lookahead_sgd(initial, offsets, grads, steps, 0.05, 0.85, 1e-2, 4.0,
-                                        5, 0.9)
+                                        5, 0.9, offset_decay)
     for got, want in zip(model.trainable_weights, expected):
         np.testing.assert_allclose(_np(got), want, rtol=1e-4, atol=1e-5)
     restored = clzoo.optimizers.LookaheadSGD.from_config(optimizer.get_config())
     assert restored.lookahead_every == 5 and restored.total_steps == steps
+    assert restored.offset_weight_decay_multiplier == offset_decay
 
 
 def test_lookahead_sgd_refuses_bad_settings():
@@ -197,6 +200,8 @@ def test_lookahead_sgd_refuses_bad_settings():
         clzoo.optimizers.LookaheadSGD(0.1)
     with pytest.raises(ValueError, match="bias_learning_rate_multiplier"):
         clzoo.optimizers.LookaheadSGD(0.1, bias_learning_rate_multiplier=0, lookahead_every=0)
+    with pytest.raises(ValueError, match="offset_weight_decay_multiplier"):
+        clzoo.optimizers.LookaheadSGD(0.1, offset_weight_decay_multiplier=-1, lookahead_every=0)
     for key in ("momentum", "weight_decay", "lookahead_alpha"):
         with pytest.raises(ValueError, match=key):
             clzoo.optimizers.LookaheadSGD(0.1, lookahead_every=0, **{key: float("nan")})

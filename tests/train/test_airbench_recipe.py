@@ -20,7 +20,8 @@ STACK = ["data=digits", "model.architecture=airbench_half", "model.embedding_dim
          "training.optimizer=lookahead_sgd", "training.learning_rate=0.2",
          "training.momentum=0.85", "training.nesterov=true", "training.schedule=linear",
          "training.warmup_start_fraction=0.2", "training.final_learning_rate_fraction=0.07",
-         "training.bias_learning_rate_multiplier=64", "training.lookahead_every=5",
+         "training.bias_learning_rate_multiplier=64", "training.offset_weight_decay_multiplier=8",
+         "training.lookahead_every=5",
          "training.batch_size=128", "training.epochs=2", "eval.metrics=[knn]",
          "eval.knn_k=[5]", "eval.knn_headline_k=5", "eval.baselines=[]"]
 
@@ -30,7 +31,8 @@ def test_the_stack_builds_from_recipe_keys():
     optimizer = build_optimizer(recipe, steps_per_epoch=10)
     assert isinstance(optimizer, LookaheadSGD)
     assert (optimizer.nesterov, optimizer.bias_learning_rate_multiplier,
-            optimizer.lookahead_every, optimizer.total_steps) == (True, 64.0, 5, 20)
+            optimizer.offset_weight_decay_multiplier, optimizer.lookahead_every,
+            optimizer.total_steps) == (True, 64.0, 8.0, 5, 20)
     schedule = optimizer._learning_rate
     assert isinstance(schedule, WarmupLinearDecay) and schedule.start_fraction == 0.2
 
@@ -38,6 +40,7 @@ def test_the_stack_builds_from_recipe_keys():
 @pytest.mark.parametrize("override, key", [
     ("training.lookahead_every=5", "lookahead_every is a setting of optimizer lookahead_sgd"),
     ("training.bias_learning_rate_multiplier=64", "bias_learning_rate_multiplier"),
+    ("training.offset_weight_decay_multiplier=64", "offset_weight_decay_multiplier"),
     ("model.test_time_translate=1", "set test_time_flip too"),
     ("training.nesterov=true", "nesterov is a setting of optimizer sgd and lookahead_sgd"),
     ("task=soft_target", "views recipe airbench .* needs task contrastive"),
@@ -94,7 +97,7 @@ def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     recipe = load_recipe(None, ["training.epochs=2"])
     saved = recipe.to_dict()
     for key in ("nesterov", "warmup_start_fraction", "bias_learning_rate_multiplier",
-                "lookahead_every", "lookahead_alpha"):
+                "offset_weight_decay_multiplier", "lookahead_every", "lookahead_alpha"):
         del saved["training"][key]  # a recipe.yaml written before these keys existed
     del saved["model"]["test_time_translate"]
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(saved))
