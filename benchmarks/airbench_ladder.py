@@ -46,8 +46,12 @@ SIDE = {  # one change to the full stack each
     "batch_512": ["training.batch_size=512"],
     "temperature_0.2": ["loss.temperature=0.2"],
     "auxiliary_ce": ["model.auxiliary_cross_entropy_weight=1"],  # + CE head, label smoothing 0.2
+    "offset_decay_64": ["training.offset_weight_decay_multiplier=64"],  # as the recipes ship
 }
-COMMON = ["eval.monitor_every=0", "eval.metrics=[knn]", "eval.baselines=[]"]
+# The ladder measures airbench94's stack: the batch-norm offsets decay at the weights' rate
+# (the recipes since 2026-11-27 decay them 64x: the side row offset_decay_64).
+COMMON = ["eval.monitor_every=0", "eval.metrics=[knn]", "eval.baselines=[]",
+          "training.offset_weight_decay_multiplier=1"]
 
 
 def rungs():

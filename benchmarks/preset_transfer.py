@@ -19,7 +19,8 @@ import sys
 
 
 def _load(name):
-    """`(encoder, architecture)` of a built-in preset name or a `clzoo train` run folder."""
+    """`(encoder, architecture)` of a built-in preset name, a preset folder or a `clzoo train` run folder."""
+    import json
     from pathlib import Path
 
     import yaml
@@ -29,6 +30,9 @@ def _load(name):
 
     if name in BUILTIN_PRESETS:
         return load_preset(name), BUILTIN_PRESETS[name]["architecture"]
+    if (Path(name) / "metadata.json").is_file():  # a preset folder (`clzoo.presets.build_preset`)
+        metadata = json.loads((Path(name) / "metadata.json").read_text())
+        return load_preset(name), metadata["architecture"]
     recipe = yaml.safe_load((Path(name) / "recipe.yaml").read_text())
     return load_model(Path(name) / "encoder.keras"), recipe["model"]["architecture"]
 
@@ -63,7 +67,7 @@ def measure(name, train, test, baselines_done):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("presets", nargs="*", metavar="PRESET",
-                        help="preset names or run folders (default: every built-in preset)")
+                        help="preset names, preset folders or run folders (default: every built-in preset)")
     parser.add_argument("--data", default="digits")
     args = parser.parse_args(argv)
     from clzoo.console import quiet_tensorflow
