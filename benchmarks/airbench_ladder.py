@@ -65,6 +65,14 @@ def rungs():
     return out
 
 
+def settings(overrides, epochs, data):
+    """The `--set` values of one rung: the common ones unless the rung sets that key itself
+    (`clzoo train` refuses a key set twice), the budget, the data, then the rung's own."""
+    own = {o.split("=")[0] for o in overrides}
+    return [*(c for c in COMMON if c.split("=")[0] not in own), f"training.epochs={epochs}",
+            f"data={data}", f"training.warmup_epochs={round(0.23 * epochs, 2)}", *overrides]
+
+
 def run(name, overrides, args):
     """One rung's `RunResult` (trained, resumed or reused), or None when its run failed."""
     from clzoo.eval.records import read_run  # noqa: PLC0415 (--help imports nothing heavy)
@@ -72,8 +80,7 @@ def run(name, overrides, args):
     folder = Path(args.output) / name
     if (folder / "metrics.json").is_file():
         return read_run(folder)
-    sets = [*COMMON, f"training.epochs={args.epochs}", f"data={args.data}",
-            f"training.warmup_epochs={round(0.23 * args.epochs, 2)}", *overrides]
+    sets = settings(overrides, args.epochs, args.data)
     clzoo = [sys.executable, "-m", "clzoo.cli", "train"]
     command = clzoo + [f"recipes/{args.loss}/cifar10_airbench.yaml", "--output", str(folder)]
     command += [a for s in sets for a in ("--set", s)]

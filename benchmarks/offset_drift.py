@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from preset_transfer import _load  # noqa: E402  (benchmarks/preset_transfer.py)
 
 
-def offsets(encoder):
-    """`[(variable path, values)]` of the batch-norm offsets, in layer order."""
-    return [(w.path, np.asarray(w)) for w in encoder.weights if w.path.endswith("/beta")]
+def offset_variables(encoder):
+    """The batch-norm offset variables (`.../beta`), in layer order."""
+    return [w for w in encoder.weights if w.path.endswith("/beta")]
 
 
 def tuned_probe(train_features, train_labels, test_features, test_labels):
@@ -78,14 +78,16 @@ def main(argv=None):
     for name in args.presets:
         encoder, _ = _load(name)
         print(f"\n`{name}`: batch-norm offsets\n\n| variable | mean | min | max |\n| --- | --- | --- | --- |")
-        for path, value in offsets(encoder):
-            print(f"| {path} | {value.mean():+.2f} | {value.min():+.2f} | {value.max():+.2f} |")
+        for variable in offset_variables(encoder):
+            value = np.asarray(variable)
+            print(f"| {variable.path} | {value.mean():+.2f} | {value.min():+.2f} | {value.max():+.2f} |")
         rows.append(digits_row(f"`{name}`", encoder, splits, args.tuned_probe))
-        last = [w for w in encoder.weights if w.path.endswith("/beta")][-1]
-        value = np.asarray(last)
-        last.assign(value - value.mean())
+        last = offset_variables(encoder)[-1]
+        value = np.asarray(last).copy()
+        last.assign(value - value.mean())  # in memory only: nothing is saved
         rows.append(digits_row(f"`{name}`, last offsets shifted to mean 0", encoder, splits,
                                args.tuned_probe))
+        last.assign(value)
     print(f"\n{header}\n|{' --- |' * header.count('|', 1)}")
     print("\n".join(rows))
     return 0

@@ -60,8 +60,9 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         weight_decay: coupled L2 coefficient. Defaults to `5e-4`.
         bias_learning_rate_multiplier: learning-rate factor of the batch-norm
             offsets (variables named `beta`; > 0). Defaults to `1.0` (airbench94: 64).
-        offset_weight_decay_multiplier: the offsets' decay per step relative to
-            the other weights' (>= 0). Defaults to `1.0` (airbench94).
+        offset_weight_decay_multiplier: float >= 0, the offsets' decay per step
+            relative to the other weights' (`0`: the offsets do not decay).
+            Defaults to `1.0` (airbench94).
         lookahead_every: steps between Lookahead updates, `0` for none.
             Defaults to `5` (airbench94).
         lookahead_alpha: the largest slow-weight decay, in `[0, 1)`.
@@ -71,7 +72,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
         **kwargs: `keras.optimizers.Optimizer` arguments (`clipnorm`, `name`, ...).
 
     Raises:
-        ValueError: a momentum, decay or alpha out of range or not finite, a multiplier <= 0,
+        ValueError: a momentum, decay or alpha out of range or not finite, a
+            `bias_learning_rate_multiplier` <= 0, an `offset_weight_decay_multiplier` < 0,
             `lookahead_every` not an int >= 0, or Lookahead without `total_steps`.
 
     Example:

@@ -162,10 +162,11 @@ class TrainingSpec(_Section):
     warmup_start_fraction: float = Field(1e-3, ge=0, le=1)  # the warm-up starts here x peak
     schedule: str = "cosine"  # clzoo.optimizers.SCHEDULES: cosine | linear | constant
     final_learning_rate_fraction: float = Field(0.0, ge=0, le=1)  # the decay ends here x peak
-    # lookahead_sgd only (airbench94: 64, 5, 0.95 ** 5): learning-rate factor of biases and
-    # batch-norm offsets; steps between Lookahead pulls (0: off); the largest pull
+    # lookahead_sgd only (airbench94: 64, 1, 5, 0.95 ** 5): learning-rate factor of the
+    # batch-norm offsets; their decay per step relative to the weights'; steps between
+    # Lookahead pulls (0: off); the largest pull
     bias_learning_rate_multiplier: PositiveFloat = 1.0
-    offset_weight_decay_multiplier: NonNegativeFloat = 1.0  # offsets' decay per step / weights'
+    offset_weight_decay_multiplier: float = Field(1.0, ge=0, allow_inf_nan=False)
     lookahead_every: NonNegativeInt = 0
     lookahead_alpha: float = Field(0.95**5, ge=0, lt=1)
     trust_coefficient: PositiveFloat = 1e-3  # LARS only

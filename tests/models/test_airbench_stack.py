@@ -202,7 +202,7 @@ def test_lookahead_sgd_refuses_bad_settings():
         clzoo.optimizers.LookaheadSGD(0.1, bias_learning_rate_multiplier=0, lookahead_every=0)
     with pytest.raises(ValueError, match="offset_weight_decay_multiplier"):
         clzoo.optimizers.LookaheadSGD(0.1, offset_weight_decay_multiplier=-1, lookahead_every=0)
-    for key in ("momentum", "weight_decay", "lookahead_alpha"):
+    for key in ("momentum", "weight_decay", "lookahead_alpha", "offset_weight_decay_multiplier"):
         with pytest.raises(ValueError, match=key):
             clzoo.optimizers.LookaheadSGD(0.1, lookahead_every=0, **{key: float("nan")})
 

@@ -40,7 +40,8 @@ def test_the_stack_builds_from_recipe_keys():
 @pytest.mark.parametrize("override, key", [
     ("training.lookahead_every=5", "lookahead_every is a setting of optimizer lookahead_sgd"),
     ("training.bias_learning_rate_multiplier=64", "bias_learning_rate_multiplier"),
-    ("training.offset_weight_decay_multiplier=64", "offset_weight_decay_multiplier"),
+    ("training.offset_weight_decay_multiplier=64",
+     "offset_weight_decay_multiplier is a setting of optimizer lookahead_sgd"),
     ("model.test_time_translate=1", "set test_time_flip too"),
     ("training.nesterov=true", "nesterov is a setting of optimizer sgd and lookahead_sgd"),
     ("task=soft_target", "views recipe airbench .* needs task contrastive"),
@@ -138,3 +139,21 @@ def test_a_run_with_the_auxiliary_head_trains_resumes_and_ships_the_bare_encoder
     assert checkpoint.auxiliary_classes == 10  # resumable: the head is in the checkpoint
     encoder = load_model(tmp_path / "aux" / "encoder.keras")
     assert not any("auxiliary" in layer.name for layer in encoder._flatten_layers())
+
+
+def test_no_ladder_rung_sets_a_key_twice():
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import airbench_ladder
+
+    for name, overrides in airbench_ladder.rungs().items():
+        keys = [s.split("=")[0] for s in airbench_ladder.settings(overrides, 5, "digits")]
+        assert len(keys) == len(set(keys)), name
+        load_recipe(root / "recipes/supcon/cifar10_airbench.yaml",
+                    airbench_ladder.settings(overrides, 5, "digits"))  # clzoo train would accept it
+    sets = airbench_ladder.settings(airbench_ladder.rungs()["offset_decay_64"], 5, "digits")
+    assert "training.offset_weight_decay_multiplier=64" in sets
+    assert "training.offset_weight_decay_multiplier=1" not in sets
