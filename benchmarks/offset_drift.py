@@ -23,12 +23,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from preset_transfer import _load  # noqa: E402  (benchmarks/preset_transfer.py)
+from preset_transfer import _load, knn_and_probe  # noqa: E402  (benchmarks/preset_transfer.py)
 
 
 def offset_variables(encoder):
-    """The batch-norm offset variables (`.../beta`), in layer order."""
-    return [w for w in encoder.weights if w.path.endswith("/beta")]
+    """The batch-norm offsets, in layer order: the variables LookaheadSGD's multipliers act on."""
+    from clzoo.optimizers.lookahead_sgd import _is_offset
+
+    return [w for w in encoder.weights if _is_offset(w)]
 
 
 def tuned_probe(train_features, train_labels, test_features, test_labels):
@@ -44,16 +46,9 @@ def tuned_probe(train_features, train_labels, test_features, test_labels):
 
 
 def digits_row(label, encoder, splits, tuned):
-    from clzoo.eval import embed
-    from clzoo.eval.report import evaluate_embeddings
-
     train, test = splits
-    features = [embed(encoder, s.images, size=encoder.input_shape[1], normalize=False,
-                      verbose=False) for s in splits]
-    result = evaluate_embeddings(features[0], train.labels, features[1], test.labels,
-                                 ("knn", "probe"), ks=(20,), verbose=False)
-    row = (f"| {label} | {result.knn['k20']:.2%} | {result.probe:.2%} | "
-           f"{np.abs(features[0]).mean():.2f} |")
+    features, knn, probe = knn_and_probe(encoder, train, test)
+    row = f"| {label} | {knn:.2%} | {probe:.2%} | {np.abs(features[0]).mean():.2f} |"
     if tuned:
         accuracy, c = tuned_probe(features[0], train.labels, features[1], test.labels)
         row += f" {accuracy:.2%} (C = {c:g}) |"

@@ -37,20 +37,28 @@ def _load(name):
     return load_model(Path(name) / "encoder.keras"), recipe["model"]["architecture"]
 
 
+def knn_and_probe(encoder, train, test):
+    """`(features of train, kNN k=20, probe)`: the frozen features as `clzoo eval` sees them."""
+    from clzoo.eval import embed
+    from clzoo.eval.report import evaluate_embeddings
+
+    features = [embed(encoder, s.images, size=encoder.input_shape[1], normalize=False, verbose=False)
+                for s in (train, test)]
+    result = evaluate_embeddings(features[0], train.labels, features[1], test.labels,
+                                 ("knn", "probe"), ks=(20,), verbose=False)
+    return features, result.knn["k20"], result.probe
+
+
 def measure(name, train, test, baselines_done):
     """Rows `(model, kNN k=20, probe)` for one preset (and its architecture's random init)."""
     import keras
 
-    from clzoo.eval import baseline_metrics, embed
-    from clzoo.eval.report import evaluate_embeddings
+    from clzoo.eval import baseline_metrics
     from clzoo.models import get_encoder
     encoder, architecture = _load(name)
     size = encoder.input_shape[1]
-    features = [embed(encoder, s.images, size=size, normalize=False, verbose=False)
-                for s in (train, test)]
-    result = evaluate_embeddings(features[0], train.labels, features[1], test.labels,
-                                 ("knn", "probe"), ks=(20,), verbose=False)
-    rows = [(f"`{name}`", result.knn["k20"], result.probe)]
+    _, knn, probe = knn_and_probe(encoder, train, test)
+    rows = [(f"`{name}`", knn, probe)]
     keras.utils.set_random_seed(0)
     baseline = baseline_metrics(train, test, get_encoder(architecture), ks=(20,), size=size)
     if "raw_pixels" not in baselines_done:
