@@ -118,6 +118,9 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", help="rung names to run (default: all)")
     parser.add_argument("--table", action="store_true", help="print the markdown table")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.only or []) - set(rungs()))
+    if unknown:  # a misspelt rung would otherwise run nothing and exit 0
+        parser.error(f"--only: no such rung {unknown}. The rungs: {list(rungs())}")
     chosen = {k: v for k, v in rungs().items() if not args.only or k in args.only}
     results = {name: run(name, overrides, args) for name, overrides in chosen.items()}
     results = {name: metrics for name, metrics in results.items() if metrics is not None}

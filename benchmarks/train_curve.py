@@ -19,6 +19,7 @@ Usage (from the repository root; runs are kept outside the checkout):
     python benchmarks/train_curve.py /tmp/runs/airbench --labels "airbench stack" \\
         --previous benchmarks/train_curve.json --plot benchmarks/train_curve.png \\
         --json benchmarks/train_curve.json
+    # replace an earlier curve by its re-run: --drop "its label" beside --previous
 """
 
 import argparse
@@ -156,6 +157,8 @@ def main(argv=None):
     parser.add_argument("--previous", metavar="JSON",
                         help="curves measured earlier (a --json file of this script) to draw beside "
                              "these, e.g. runs no longer on this machine")
+    parser.add_argument("--drop", nargs="*", default=[], metavar="LABEL",
+                        help="curves of --previous to leave out (replaced by a re-run)")
     parser.add_argument("--plot", help="write the figure here (PNG)")
     parser.add_argument("--json", help="write the curves here")
     args = parser.parse_args(argv)
@@ -171,6 +174,10 @@ def main(argv=None):
     if args.previous and not Path(args.previous).is_file():
         parser.error(f"--previous: no such file: {args.previous}")
     curves = json.loads(Path(args.previous).read_text()) if args.previous else {}
+    unknown = [label for label in args.drop if label not in curves]
+    if unknown:
+        parser.error(f"--drop: no such curve in --previous: {unknown}. Its curves: {list(curves)}")
+    curves = {label: rows for label, rows in curves.items() if label not in args.drop}
     curves.update({label: read_curve(run) for label, run in zip(labels, args.runs)})
     curves.update(_points(args.point, parser))
     print(table(curves))

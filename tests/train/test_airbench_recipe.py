@@ -157,3 +157,16 @@ def test_no_ladder_rung_sets_a_key_twice():
     sets = airbench_ladder.settings(airbench_ladder.rungs()["offset_decay_64"], 5, "digits")
     assert "training.offset_weight_decay_multiplier=64" in sets
     assert "training.offset_weight_decay_multiplier=1" not in sets
+
+
+def test_ladder_refuses_an_unknown_rung(capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import airbench_ladder
+
+    with pytest.raises(SystemExit) as exit_info:
+        airbench_ladder.main(["--output", "unused", "--only", "two_view"])
+    assert exit_info.value.code == 2
+    assert "no such rung ['two_view']" in capsys.readouterr().err
