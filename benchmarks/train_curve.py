@@ -12,8 +12,8 @@ Usage (from the repository root; runs are kept outside the checkout):
     # train (or resume) a curve run, then read it
     python benchmarks/train_curve.py --train recipes/supcon/cifar10_fast.yaml --output /tmp/runs/supcon
     # plot and tabulate finished runs on one set of axes
-    python benchmarks/train_curve.py /tmp/runs/supcon /tmp/runs/sincere /tmp/runs/old_small \\
-        --labels "SupCon, fast recipe" "SINCERE, fast recipe" "SINCERE, old small recipe" \\
+    python benchmarks/train_curve.py /tmp/runs/supcon /tmp/runs/sincere /tmp/runs/small \\
+        --labels "SupCon, fast recipe" "SINCERE, fast recipe" "SINCERE, small recipe" \\
         --plot benchmarks/train_curve.png
     # add a new run to curves measured in an earlier session
     python benchmarks/train_curve.py /tmp/runs/airbench --labels "airbench stack" \\
@@ -36,6 +36,7 @@ from data_default import CIFAR10_HELP, default_cifar10  # noqa: E402  (benchmark
 
 MONITOR = ["eval.monitor_memory=50000", "eval.monitor_queries=10000"]
 TAG = "epoch_knn_top1_k20"
+STARTED = "%Y-%m-%dT%H:%M:%S%z"  # environment.json's "started" (clzoo/train/runner.py)
 
 
 def train(recipe, output, data, every):
@@ -80,7 +81,8 @@ def read_curve(run):
         raise ValueError(f"{run}: its kNN monitor used {monitor['monitor_memory']} memory / "
                          f"{monitor['monitor_queries']} query images, not the full CIFAR-10 "
                          "splits; train it with benchmarks/train_curve.py --train")
-    started = datetime.fromisoformat(json.loads((run / "environment.json").read_text())["started"])
+    # clzoo writes %z as +0000, which datetime.fromisoformat reads only from Python 3.11
+    started = datetime.strptime(json.loads((run / "environment.json").read_text())["started"], STARTED)
     times = _event_times(run)
     batch = recipe["training"]["batch_size"]
     per_epoch = (50000 // batch) * batch

@@ -3,7 +3,6 @@
 import json
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ def _run(folder, memory=50000, started_seconds_ago=100.0):
     recipe = {"training": {"batch_size": 256},
               "eval": {"monitor_memory": memory, "monitor_queries": 10000}}
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    started = datetime.fromtimestamp(time.time() - started_seconds_ago, timezone.utc)
-    (folder / "environment.json").write_text(json.dumps({"started": started.isoformat()}))
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(time.time() - started_seconds_ago))
+    (folder / "environment.json").write_text(json.dumps({"started": started}))  # as clzoo/train/runner.py
     knn = {2: 0.61, 4: 0.72}
     rows = [{"epoch": e, "loss": 5.0, **({"knn_top1_k20": knn[e]} if e in knn else {})} for e in (1, 2, 3, 4)]
     (folder / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -159,7 +159,7 @@ def test_no_ladder_rung_sets_a_key_twice():
     assert "training.offset_weight_decay_multiplier=1" not in sets
 
 
-def test_ladder_refuses_an_unknown_rung(capsys):
+def test_ladder_refuses_an_unknown_rung(tmp_path, capsys):
     import sys
     from pathlib import Path
 
@@ -167,6 +167,6 @@ def test_ladder_refuses_an_unknown_rung(capsys):
     import airbench_ladder
 
     with pytest.raises(SystemExit) as exit_info:
-        airbench_ladder.main(["--output", "unused", "--only", "two_view"])
+        airbench_ladder.main(["--output", str(tmp_path), "--only", "two_view"])
     assert exit_info.value.code == 2
     assert "no such rung ['two_view']" in capsys.readouterr().err
