@@ -118,10 +118,11 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", help="rung names to run (default: all)")
     parser.add_argument("--table", action="store_true", help="print the markdown table")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.only or []) - set(rungs()))
+    every = rungs()
+    unknown = sorted(set(args.only or []) - set(every))
     if unknown:  # a misspelt rung would otherwise run nothing and exit 0
-        parser.error(f"--only: no such rung {unknown}. The rungs: {list(rungs())}")
-    chosen = {k: v for k, v in rungs().items() if not args.only or k in args.only}
+        parser.error(f"--only: no such rung {unknown}. The rungs: {list(every)}")
+    chosen = {k: v for k, v in every.items() if not args.only or k in args.only}
     results = {name: run(name, overrides, args) for name, overrides in chosen.items()}
     results = {name: metrics for name, metrics in results.items() if metrics is not None}
     path = Path(args.output) / "ladder.json"
@@ -130,7 +131,7 @@ def main(argv=None):
                    for k, v in results.items()})
     path.write_text(json.dumps(merged, indent=2) + "\n")
     if args.table:
-        print(table({k: merged[k] for k in rungs() if k in merged}, args.epochs))
+        print(table({k: merged[k] for k in every if k in merged}, args.epochs))
     return 0 if len(results) == len(chosen) else 1
 
 

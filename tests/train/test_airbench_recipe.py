@@ -1,6 +1,8 @@
 """The airbench stack as recipe keys: a run fits the whitening stem to its data, trains with
 Lookahead SGD on batch-wise views, resumes by step, and ships the test-time averaged encoder."""
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -11,6 +13,8 @@ from clzoo.saving import load_model
 from clzoo.train import load_recipe, train
 from clzoo.train.builders import build_optimizer
 from clzoo.train.recipe import RecipeError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STACK = ["data=digits", "model.architecture=airbench_half", "model.embedding_dim=16",
          "model.encoder_options={whitening: true, dirac: true, batch_norm_scale: false, "
@@ -141,14 +145,18 @@ def test_a_run_with_the_auxiliary_head_trains_resumes_and_ships_the_bare_encoder
     assert not any("auxiliary" in layer.name for layer in encoder._flatten_layers())
 
 
-def test_no_ladder_rung_sets_a_key_twice():
+def _ladder():
+    """benchmarks/airbench_ladder.py as a module."""
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     import airbench_ladder
 
+    return airbench_ladder
+
+
+def test_no_ladder_rung_sets_a_key_twice():
+    airbench_ladder, root = _ladder(), ROOT
     for name, overrides in airbench_ladder.rungs().items():
         keys = [s.split("=")[0] for s in airbench_ladder.settings(overrides, 5, "digits")]
         assert len(keys) == len(set(keys)), name
@@ -160,12 +168,7 @@ def test_no_ladder_rung_sets_a_key_twice():
 
 
 def test_ladder_refuses_an_unknown_rung(tmp_path, capsys):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import airbench_ladder
-
+    airbench_ladder = _ladder()
     with pytest.raises(SystemExit) as exit_info:
         airbench_ladder.main(["--output", str(tmp_path), "--only", "two_view"])
     assert exit_info.value.code == 2
