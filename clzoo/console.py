@@ -56,6 +56,21 @@ def tqdm_disable():
     return True if _quiet else None
 
 
+def keras_backend_name():
+    """The backend Keras will load, read as Keras reads it (`KERAS_BACKEND`, else
+    `$KERAS_HOME/keras.json`, else tensorflow), without importing Keras."""
+    import json
+
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json")) as file:
+            return json.load(file).get("backend", "tensorflow")
+    except (OSError, ValueError, AttributeError):
+        return "tensorflow"
+
+
 def tensorflow_logs_wanted():
     """True when the user asked for TensorFlow's C++ logs (`TF_CPP_MIN_LOG_LEVEL` 0 or 1)."""
     return os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3").strip() in ("0", "1")
@@ -74,6 +89,10 @@ def quiet_tensorflow():
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if tensorflow_logs_wanted():
+        return
+    if keras_backend_name() != "tensorflow":
+        # JAX / torch runs may never load TensorFlow (the device stream); loading it first would
+        # also put its LLVM ahead of Triton's, which aborts the process (issue 58).
         return
     _import_tensorflow_quietly()
     logging.getLogger("tensorflow").setLevel(logging.ERROR)

@@ -1,17 +1,35 @@
-"""Datasets, multi-view augmentation and tf.data pipelines."""
+"""Datasets, multi-view augmentation and the training streams (tf.data, or on the device).
 
-from clzoo.data.batch_views import BatchViewConfig
-from clzoo.data.cache import cache_dir
-from clzoo.data.pipeline import eval_dataset
-from clzoo.data.preview import show_views
-from clzoo.data.sampler import class_balanced_indices
-from clzoo.data.soft_targets import MixConfig, smooth_labels
-from clzoo.data.sources import DataSource, data_source, load_split
-from clzoo.data.split import Split, from_arrays
-from clzoo.data.stream import KINDS, batches
-from clzoo.data.views import VIEW_RECIPES, ViewConfig, augment_view, multi_view, view_recipe
+Names load on first use (PEP 562), so the TensorFlow-free parts (sources, splits,
+the view settings, the device stream) import where TensorFlow is not installed;
+the tf.data ones import TensorFlow when first touched.
+"""
 
-__all__ = ["BatchViewConfig", "from_arrays", "show_views", "VIEW_RECIPES", "view_recipe", "batches", "KINDS",
-           "class_balanced_indices", "MixConfig", "smooth_labels", "Split", "ViewConfig",
-           "augment_view", "cache_dir", "eval_dataset", "load_split", "DataSource", "data_source",
-           "multi_view"]
+import importlib
+
+_HOMES = {
+    "BatchViewConfig": "configs", "MixConfig": "configs", "ViewConfig": "configs",
+    "VIEW_RECIPES": "configs", "view_recipe": "configs",
+    "cache_dir": "cache",
+    "eval_dataset": "pipeline",
+    "show_views": "preview",
+    "class_balanced_indices": "sampler",
+    "smooth_labels": "soft_targets",
+    "DataSource": "sources", "data_source": "sources", "load_split": "sources",
+    "Split": "split", "from_arrays": "split",
+    "KINDS": "stream", "batches": "stream",
+    "PIPELINES": "device_stream", "device_batches": "device_stream",
+    "augment_view": "views", "multi_view": "views",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"clzoo.data.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'clzoo.data' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))

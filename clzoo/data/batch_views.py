@@ -11,54 +11,9 @@ not as per-image branches, so the pipeline costs far less than the per-image
 position in the epoch, so a run resumes by step (`clzoo.data.batches`).
 """
 
-import numbers
-from dataclasses import asdict, dataclass
-
 import tensorflow as tf
 
-FLIPS = ("alternating", "random", "none")
-MAX_VIEWS = 8  # seed keys: position * 16 + view for the shifts, + 15 for the random flip
-
-
-@dataclass
-class BatchViewConfig:
-    """airbench's batch-wise views (recipe `views: {recipe: airbench, ...}`).
-
-    Attributes:
-        views: views per image, 1 to 8. View `v` of an image is mirrored when
-            view 0 is not, for odd `v`. Defaults to `1`.
-        size: height and width of the images (no resize; the data must have
-            it). Defaults to `32`.
-        translate: largest shift in pixels, drawn per image and view from
-            `[-translate, translate]` on each axis (reflection padding);
-            `0` for none. Defaults to `2` (airbench94).
-        flip: `"alternating"` (airbench), `"random"` (p = 0.5 per image and
-            epoch) or `"none"`. Defaults to `"alternating"`.
-    """
-
-    views: int = 1
-    size: int = 32
-    translate: int = 2
-    flip: str = "alternating"
-
-    def __post_init__(self):
-        for name, low in (("views", 1), ("size", 1), ("translate", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                raise ValueError(f"`{name}` must be a whole number >= {low}. "
-                                 f"Received: {name}={value!r}")
-        if self.views > MAX_VIEWS:
-            raise ValueError(f"`views` must be at most {MAX_VIEWS} (each view draws from a seed of "
-                             f"its own). Received: views={self.views!r}")
-        if self.translate >= self.size:
-            raise ValueError(f"`translate` must be below the image size {self.size}. "
-                             f"Received: translate={self.translate!r}")
-        if self.flip not in FLIPS:
-            raise ValueError(f"`flip` must be one of {', '.join(map(repr, FLIPS))}. "
-                             f"Received: flip={self.flip!r}")
-
-    def to_dict(self):
-        return asdict(self)
+from clzoo.data.configs import FLIPS, MAX_VIEWS, BatchViewConfig  # noqa: F401  (their old home)
 
 
 def image_coins(count, seed):

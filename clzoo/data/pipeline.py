@@ -1,7 +1,11 @@
-"""tf.data pipeline of plain evaluation batches (training batches: `clzoo.data.batches`)."""
+"""Plain evaluation batches (training batches: `clzoo.data.batches` / `device_batches`).
+
+A `tf.data` pipeline where TensorFlow is installed (what every figure so far was
+measured with); without it, a `keras.utils.PyDataset` of the same batches, resized
+with `keras.ops.image.resize` (bilinear, half-pixel centres, as `tf.image.resize`).
+"""
 
 import numpy as np
-import tensorflow as tf
 
 
 def eval_dataset(images, size=None, batch_size=512, pad=False):
@@ -15,8 +19,17 @@ def eval_dataset(images, size=None, batch_size=512, pad=False):
             images: one static input shape, so a compiled predict function is
             traced once per model instead of once more for the last partial
             batch. Drop the outputs past `N`. Defaults to `False`.
+
+    Returns:
+        a `tf.data.Dataset`, or where TensorFlow is not installed a `keras.utils.PyDataset`
+        (either goes to `model.predict`).
     """
+    from clzoo.data.device_stream import tensorflow_installed
+
     images = np.asarray(images)
+    if not tensorflow_installed():
+        return _ArrayBatches(images, size, batch_size, pad)
+    import tensorflow as tf
 
     def prepare(x):
         x = tf.image.convert_image_dtype(x, tf.float32)
@@ -31,3 +44,39 @@ def eval_dataset(images, size=None, batch_size=512, pad=False):
         dataset = dataset.concatenate(tf.data.Dataset.from_tensors(blank).repeat(padding))
     return (dataset.batch(batch_size, drop_remainder=pad)
             .map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+
+
+def _to_float(batch):
+    if batch.dtype == np.uint8:
+        return batch.astype(np.float32) / 255.0
+    return batch.astype(np.float32)
+
+
+def _array_batches():
+    import keras
+
+    class ArrayBatches(keras.utils.PyDataset):
+        """`eval_dataset`'s batches without TensorFlow: NumPy slices, converted and resized per batch."""
+
+        def __init__(self, images, size, batch_size, pad):
+            super().__init__()
+            self.images, self.size, self.batch_size, self.pad = images, size, int(batch_size), pad
+
+        def __len__(self):
+            return -(-len(self.images) // self.batch_size)
+
+        def __getitem__(self, index):
+            batch = _to_float(self.images[index * self.batch_size:(index + 1) * self.batch_size])
+            if self.pad and len(batch) < self.batch_size:
+                blank = np.zeros((self.batch_size - len(batch), *batch.shape[1:]), np.float32)
+                batch = np.concatenate([batch, blank])
+            if self.size is not None and tuple(batch.shape[1:3]) != (self.size, self.size):
+                batch = keras.ops.image.resize(batch, (self.size, self.size), interpolation="bilinear",
+                                               antialias=False)
+            return (batch,)  # PyDataset's form of inputs without targets
+
+    return ArrayBatches
+
+
+def _ArrayBatches(images, size, batch_size, pad):  # noqa: N802  (a class, built on first use)
+    return _array_batches()(images, size, batch_size, pad)

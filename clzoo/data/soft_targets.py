@@ -19,40 +19,10 @@ uniform, clipped at the border) and weights the labels by the pixels actually
 pasted.
 """
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
-
-@dataclasses.dataclass
-class MixConfig:
-    """Soft-target settings (defaults: the DeiT / soft-target InfoNCE ImageNet recipe).
-
-    Attributes:
-        mixup_alpha: Beta(alpha, alpha) of MixUp; 0 disables MixUp. Defaults to `0.8`.
-        cutmix_alpha: Beta(alpha, alpha) of CutMix's area; 0 disables it. Defaults to `1.0`.
-        switch_prob: probability that a batch uses CutMix when both are on. Defaults to `0.5`.
-        mix_prob: probability that a batch is mixed at all. Defaults to `1.0`.
-        label_smoothing: epsilon of label smoothing, `(1 - eps) onehot + eps / classes`.
-            Defaults to `0.1`.
-    """
-
-    mixup_alpha: float = 0.8
-    cutmix_alpha: float = 1.0
-    switch_prob: float = 0.5
-    mix_prob: float = 1.0
-    label_smoothing: float = 0.1
-
-    def __post_init__(self):
-        for name in ("mixup_alpha", "cutmix_alpha"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and value >= 0):
-                raise ValueError(f"`{name}` must be a number >= 0. Received: {name}={value!r}")
-        for name in ("switch_prob", "mix_prob", "label_smoothing"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value <= 1):
-                raise ValueError(f"`{name}` must be in [0, 1]. Received: {name}={value!r}")
+from clzoo.data.configs import MixConfig  # noqa: F401  (its old home)
 
 
 def cutmix(images, targets, seed, alpha):

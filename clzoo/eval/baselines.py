@@ -37,7 +37,9 @@ def raw_pixel_features(images, size=None):
         from clzoo.data.pipeline import eval_dataset
 
         batches = eval_dataset(images, size=size)
-        return np.concatenate([np.asarray(b) for b in batches]).reshape(len(images), -1)
+        # tf.data yields the batches, the TensorFlow-free PyDataset `(batch,)` tuples
+        return np.concatenate([np.asarray(b[0] if isinstance(b, tuple) else b)
+                               for b in batches]).reshape(len(images), -1)
     return images.reshape(len(images), -1).astype(np.float32) / 255.0
 
 

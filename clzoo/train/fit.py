@@ -51,7 +51,8 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
 
     Args:
         model: compiled (or loaded from `run.checkpoint`) model.
-        batches_from: `step -> tf.data.Dataset` of the batches from that step on.
+        batches_from: `step -> stream` of the batches from that step on: a `tf.data.Dataset`
+            or a `clzoo.data.device_stream.DeviceBatches` (the same `take` / `skip`).
         run: the `RunFolder`.
         plan: `TrainingPlan` (epochs, steps per epoch, batch size, options).
         place: the `Placement` (strategy, replicas, chief).
@@ -79,14 +80,19 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
             if place.is_chief and verbose:  # Keras's bar counts only the steps left ("22/22")
                 print(f"clzoo: resuming epoch {first_epoch + 1}/{plan.epochs} at step "
                       f"{offset}/{plan.steps}: {left} steps left in it", flush=True)
-            model.fit(batches.take(left), epochs=first_epoch + 1, initial_epoch=first_epoch,
+            model.fit(_fit_input(batches.take(left)), epochs=first_epoch + 1, initial_epoch=first_epoch,
                       steps_per_epoch=left, **fit)
             batches, first_epoch = batches.skip(left), first_epoch + 1
         if first_epoch < plan.epochs and not parts.stopped():
-            model.fit(batches, epochs=plan.epochs, initial_epoch=first_epoch,
+            model.fit(_fit_input(batches), epochs=plan.epochs, initial_epoch=first_epoch,
                       steps_per_epoch=plan.steps, **fit)
     _raise_if_stopped(parts, run)
     return FitResult(time.perf_counter() - started, parts.throughput.images_per_second)
+
+
+def _fit_input(batches):
+    """What `model.fit` takes: a tf.data stream as it is, the device stream as its generator."""
+    return batches if hasattr(batches, "element_spec") else iter(batches)
 
 
 @dataclass
@@ -136,10 +142,21 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
         callbacks.insert(0, RestoreEpochLoss(state))
     if chief:
         run.truncate_csv(first_epoch)
-        callbacks += [EpochCSVLogger(str(run / "history.csv"), append=True),
-                      keras.callbacks.TensorBoard(str(run / "tensorboard"), update_freq="epoch",
-                                                  write_graph=False)]
+        callbacks += [EpochCSVLogger(str(run / "history.csv"), append=True), *_tensorboard(run, verbose)]
     return _Callbacks(nan_guard, signals, checkpoint, throughput, callbacks)
+
+
+def _tensorboard(run, verbose):
+    """Keras' TensorBoard callback (its writer is TensorFlow's); without TensorFlow, none, and a note."""
+    from clzoo.data.device_stream import tensorflow_installed
+
+    if tensorflow_installed():
+        return [keras.callbacks.TensorBoard(str(run / "tensorboard"), update_freq="epoch",
+                                            write_graph=False)]
+    if verbose:
+        print("note: no tensorboard/ logs (Keras' TensorBoard writer needs TensorFlow, not installed "
+              "here); history.csv and history.jsonl hold the same curves")
+    return []
 
 
 def _raise_if_stopped(parts, run):

@@ -172,6 +172,10 @@ class TrainingSpec(_Section):
     trust_coefficient: PositiveFloat = 1e-3  # LARS only
     deterministic: bool = True  # deterministic kernels: same seed, same run (CPU)
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
+    # the training stream (clzoo.data.device_stream): device = views computed on the accelerator
+    # with keras.ops, no TensorFlow; tf_data = clzoo.data.batches; auto = device on JAX / torch
+    # where the task and views have a device form, else tf_data
+    pipeline: Literal["auto", "device", "tf_data"] = "auto"
     checkpoint_every_steps: PositiveInt | None = None  # also every N steps (always per epoch)
     log_every_steps: PositiveInt | None = None  # steps.jsonl rows; default once per epoch
 

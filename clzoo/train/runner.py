@@ -76,17 +76,19 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     source = _check_before_work(recipe, place, run.path)
     with run.owned(enabled=place.is_chief):
-        summary = _run(recipe, run, place, source, verbose, resume)
+        summary = _run(recipe, run, place, source, verbose, resume, _pipeline(recipe, place))
     return None if summary is None else read_run(run.path)
 
 
-def _run(recipe, run, place, source, verbose, resume):
+def _run(recipe, run, place, source, verbose, resume, pipeline):
     """`train` once this process owns the run folder."""
     if run.guard(recipe, resume) == "finished":
         if verbose:
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
         return run.read_metrics()
     resuming = run.state() == "started"
+    if resuming:
+        pipeline = _kept_pipeline(run, recipe, place, pipeline, verbose)
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
@@ -97,11 +99,11 @@ def _run(recipe, run, place, source, verbose, resume):
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     if place.is_chief:  # the first write: everything above may still refuse the run
-        run.prepare(recipe, environment(place), resuming)
+        run.prepare(recipe, {**environment(place), "pipeline": pipeline}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
-        print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan))
-    fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step),
+        print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
+    fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline),
                            run, plan, place, verbose,
                            _knn_monitor(recipe, train_split, test_split, place, encoder))
     _save_encoder(run, encoder, recipe, model, place)
@@ -116,6 +118,7 @@ def _run(recipe, run, place, source, verbose, resume):
         metrics.update(task.extra_metrics(model, recipe, views, test_split))
         metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
                                   done if resuming else None))
+        metrics["pipeline"] = pipeline
         run.write_metrics(metrics)
     return metrics
 
@@ -128,6 +131,46 @@ def _save_encoder(run, encoder, recipe, model, place):
         shipped = (test_time_averaged(encoder, spec.test_time_translate) if spec.test_time_flip
                    else encoder)
         write_once(place, run / "encoder.keras", shipped.save, suffix=".keras")
+
+
+def _pipeline(recipe, place):
+    """The stream the run trains on, `"device"` or `"tf_data"` (`resolve_pipeline`), checked before
+    any data is decoded: the device stream runs on one process, and on TensorFlow on one device."""
+    from clzoo.data.device_stream import resolve_pipeline
+
+    wanted, several = recipe.training.pipeline, place.processes > 1 or place.name == "multi_worker"
+    if wanted == "device" and (several or place.strategy is not None and place.replicas > 1):
+        raise RecipeError([f"training.pipeline = device: not under strategy {place.name} "
+                           f"({place.processes} processes, {place.replicas} replicas); use tf_data"])
+    try:
+        return resolve_pipeline("tf_data" if wanted == "auto" and several else wanted,
+                                TASKS.get(recipe.task).kind, views_from_config(recipe.views))
+    except ValueError as error:
+        raise RecipeError([str(error)]) from None
+
+
+def _kept_pipeline(run, recipe, place, pipeline, verbose):
+    """On resume, the stream the run started on (`environment.json`), so its batches continue;
+    `auto` may have chosen otherwise on this backend. A stream that cannot run here is refused."""
+    import json
+
+    try:
+        started_on = json.loads((run / "environment.json").read_text()).get("pipeline", "tf_data")
+    except (OSError, ValueError, AttributeError):
+        return pipeline
+    if started_on == pipeline or recipe.training.pipeline != "auto":
+        return pipeline
+    from clzoo.data.device_stream import resolve_pipeline
+
+    try:
+        kept = resolve_pipeline(started_on, TASKS.get(recipe.task).kind, views_from_config(recipe.views))
+    except ValueError as error:
+        raise RecipeError([f"{run.path} started on the {started_on} stream, which cannot run "
+                           f"here: {error}"]) from None
+    if verbose:
+        print(f"note: resuming on the {kept} stream the run started on (training.pipeline: auto "
+              f"would choose {pipeline} on the {keras.backend.backend()} backend)")
+    return kept
 
 
 def _check_before_work(recipe, place, output):
@@ -217,14 +260,15 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":
-            element_spec = task.batches(train_split, recipe, views, 0).element_spec
+            element_spec = task.batches(train_split, recipe, views, 0, "tf_data").element_spec
             prebuild_for_multi_worker(model, element_spec, plan.batch_size // place.replicas)
     return model
 
 
-def _banner(recipe, place, train_split, encoder, resumed_at, plan):
+def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):
     return (f"clzoo {__version__} | keras {keras.__version__} ({keras.backend.backend()}, "
-            f"{place.name} x{place.replicas}) | {recipe.data}: {len(train_split)} train images, "
+            f"{place.name} x{place.replicas}, {pipeline} stream) | {recipe.data}: "
+            f"{len(train_split)} train images, "
             f"{len(train_split.class_names)} classes | encoder {recipe.model.architecture} "
             f"({encoder.count_params():,} params) | loss {recipe.loss.name}"
             + (f" | resuming at step {resumed_at} of {plan.epochs * plan.steps}"

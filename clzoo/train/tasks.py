@@ -9,7 +9,7 @@
 import keras
 import numpy as np
 
-from clzoo.data import MixConfig, batches
+from clzoo.data import MixConfig
 from clzoo.eval.calibration import reliability
 from clzoo.eval.embed import predict_images
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier
@@ -42,8 +42,19 @@ class ContrastiveTask:
     def encoder(self, model):
         return model.encoder
 
-    def batches(self, split, recipe, views, start_step):
+    kind = "views"
+
+    def batches(self, split, recipe, views, start_step, pipeline="tf_data"):
+        """The run's stream from `start_step`: `pipeline` "device" (`clzoo.data.device_batches`)
+        or "tf_data" (`clzoo.data.batches`), as `resolve_pipeline` chose."""
         spec = recipe.training
+        if pipeline == "device":
+            from clzoo.data.device_stream import device_batches
+
+            return device_batches(split, "views", spec.batch_size, recipe.seed, spec.epochs,
+                                  start_step, views=views)
+        from clzoo.data.stream import batches
+
         return batches(split, "views", spec.batch_size, recipe.seed, spec.epochs, start_step,
                        views=views)
 
@@ -61,7 +72,11 @@ class SoftTargetTask:
     def encoder(self, model):
         return model.get_layer("encoder")
 
-    def batches(self, split, recipe, views, start_step):
+    kind = "soft_targets"
+
+    def batches(self, split, recipe, views, start_step, pipeline="tf_data"):
+        from clzoo.data.stream import batches
+
         spec = recipe.training
         return batches(split, "soft_targets", spec.batch_size, recipe.seed, spec.epochs,
                        start_step, views=views, mix=MixConfig(**recipe.mix))
