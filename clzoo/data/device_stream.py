@@ -23,7 +23,7 @@ from keras import ops
 
 from clzoo.data import view_draws
 from clzoo.data.configs import BatchViewConfig, ViewConfig
-from clzoo.data.device_views import why_no_device_form, per_image_view, sample
+from clzoo.data.device_views import per_image_view, sample, why_no_device_form
 from clzoo.data.stream_checks import check_stream
 
 PIPELINES = ("auto", "device", "tf_data")

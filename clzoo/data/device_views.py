@@ -41,6 +41,7 @@ def sample(images, rows, cols):
     source at `(rows[:, i], cols[:, j])` (integer coordinates copy pixels exactly).
     """
     height, width = images.shape[1], images.shape[2]
+    rows, cols = ops.convert_to_tensor(rows, "float32"), ops.convert_to_tensor(cols, "float32")
     along_rows = ops.einsum("bsh,bhwc->bswc", _interpolation(rows, height), images)
     return ops.einsum("btw,bswc->bstc", _interpolation(cols, width), along_rows)
 

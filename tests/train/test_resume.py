@@ -66,15 +66,19 @@ def _steps_logged(path):
 
 @pytest.mark.large
 def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_path):
-    data = write_tiny_digits(tmp_path / "data")
-    recipe = tiny_recipe(data)
+    kill_9_then_resume(tmp_path, tiny_recipe(write_tiny_digits(tmp_path / "data")),
+                       [sys.executable, "-m", "clzoo.cli"])
+
+
+def kill_9_then_resume(tmp_path, recipe, clzoo_command, atol=1e-5):
+    """Kill `clzoo_command train` twice mid-run, resume it, and compare with an uninterrupted run
+    (trained in this process; its final weights within `atol`)."""
     recipe_path = tmp_path / "tiny.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
     reference = train(load_recipe(recipe_path), tmp_path / "reference", verbose=0)
 
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "clzoo.cli", "train", str(recipe_path), "--output", str(run),
-               "--resume"]
+    command = [*clzoo_command, "train", str(recipe_path), "--output", str(run), "--resume"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")  # the installed clzoo (conftest: PYTHONSAFEPATH)
     rng = np.random.default_rng(0)
     kills = 0
@@ -115,7 +119,7 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
     a = keras.saving.load_model(run / "encoder.keras").get_weights()
     b = keras.saving.load_model(tmp_path / "reference" / "encoder.keras").get_weights()
     for x, y in zip(a, b):
-        np.testing.assert_allclose(x, y, atol=1e-5)
+        np.testing.assert_allclose(x, y, atol=atol)
     assert not list(run.glob(".*.tmp*")), "a temporary file was left behind"
 
 

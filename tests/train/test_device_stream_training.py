@@ -1,0 +1,44 @@
+"""`clzoo train` on the device stream (`training.pipeline: device`) where TensorFlow is not installed:
+the digits recipe to its kNN report, and kill -9 + --resume ending with an uninterrupted run's weights."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import pytest
+
+from tests.train.test_resume import kill_9_then_resume, tiny_recipe
+from tests.train.tiny_data import write_tiny_digits
+
+pytestmark = pytest.mark.backends("jax", "torch")
+NO_TENSORFLOW = [sys.executable, str(Path(__file__).resolve().parents[1] / "no_tensorflow.py")]
+
+
+@pytest.mark.large
+def test_the_digits_recipe_trains_and_reports_without_tensorflow(tmp_path):
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "sincere_digits.yaml"
+    command = [*NO_TENSORFLOW, "train", str(recipe), "--output", str(tmp_path / "run"),
+               "--set", "training.epochs=1", "--set", "model.architecture=resnet8",
+               "--set", "eval.baselines=[raw_pixels]"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert f"({keras.backend.backend()}, one_device x1, device stream)" in result.stdout
+    assert "no tensorboard/ logs" in result.stdout
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["pipeline"] == "device" and metrics["backend"] == keras.backend.backend()
+    assert "tensorflow" not in metrics["versions"]
+    assert 0.3 < metrics["knn_top1"] <= 1.0  # ten classes: chance is 0.1
+    assert (tmp_path / "run" / "eval" / "report.md").is_file()
+
+
+@pytest.mark.large
+def test_kill_9_then_resume_on_the_device_stream_without_tensorflow(tmp_path):
+    recipe = tiny_recipe(write_tiny_digits(tmp_path / "data"))
+    recipe["training"]["pipeline"] = "device"
+    # The reference trains in this process, whose JAX programs compile with the tests' fast XLA
+    # flags (tests/xla_flags.py) while the killed runs compile with XLA's own: last-bit
+    # differences over 15 steps, 1.2e-5 seen. The batches themselves are exact (tests/data).
+    atol = 1e-4 if keras.backend.backend() == "jax" else 1e-5
+    kill_9_then_resume(tmp_path, recipe, NO_TENSORFLOW, atol=atol)
