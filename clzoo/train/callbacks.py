@@ -262,12 +262,34 @@ class JSONLinesHistory(keras.callbacks.Callback):
         atomic_write_text(self.path, previous + line + "\n")
 
 
-class EpochCSVLogger(keras.callbacks.CSVLogger):
-    """`keras.callbacks.CSVLogger` numbering epochs from 1, as `history.jsonl`, `steps.jsonl` and
-    the progress bar do (Keras's own logger writes the 0-based index)."""
+class HistoryCSV(keras.callbacks.Callback):
+    """`history.csv`, rewritten at each epoch's end from `history.jsonl` (put it after
+    `JSONLinesHistory`): one column per key any epoch logged (the first epoch's first, then
+    later ones as they appear, e.g. the kNN monitor's), empty where an epoch has none. So its
+    header and rows agree across resumes (the JSON-lines history is truncated to the
+    checkpoint), and epochs are numbered from 1, as there."""
+
+    def __init__(self, path, history_path, enabled=True):
+        super().__init__()
+        self.path, self.history_path, self.enabled = Path(path), Path(history_path), enabled
 
     def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch + 1, logs)
+        if self.enabled and self.history_path.exists():
+            write_history_csv(self.path, self.history_path)
+
+
+def write_history_csv(path, history_path):
+    """Write `path` (CSV) from the JSON-lines history `history_path`, atomically."""
+    import csv
+    import io
+
+    rows = [json.loads(line) for line in Path(history_path).read_text().splitlines() if line.strip()]
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=columns, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(Path(path), text.getvalue())
 
 
 class Throughput(keras.callbacks.Callback):

@@ -8,8 +8,8 @@ import keras
 from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
-    EpochCSVLogger,
     Forecast,
+    HistoryCSV,
     JSONLinesHistory,
     RestoreEpochLoss,
     StepLog,
@@ -142,7 +142,7 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
         callbacks.insert(0, RestoreEpochLoss(state))
     if chief:
         run.truncate_csv(first_epoch)
-        callbacks += [EpochCSVLogger(str(run / "history.csv"), append=True), *_tensorboard(run, verbose)]
+        callbacks += [HistoryCSV(run / "history.csv", run / "history.jsonl"), *_tensorboard(run, verbose)]
     return _Callbacks(nan_guard, signals, checkpoint, throughput, callbacks)
 
 

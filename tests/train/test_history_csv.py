@@ -1,25 +1,43 @@
-"""`history.csv` numbers epochs from 1, as `history.jsonl` and `steps.jsonl` do, and a resume
-keeps exactly the epochs its checkpoint holds."""
+"""`history.csv` numbers epochs from 1, as `history.jsonl` and `steps.jsonl` do, holds a column for
+every key any epoch logged, and agrees with its header across a resume (issue 57)."""
 
 import keras
 import numpy as np
 
-from clzoo.train.callbacks import EpochCSVLogger
+from clzoo.train.callbacks import HistoryCSV, JSONLinesHistory
 from clzoo.train.run_folder import RunFolder
 
 
-def test_epochs_are_numbered_from_one_and_truncation_keeps_the_checkpointed_ones(tmp_path):
+class _LateKey(keras.callbacks.Callback):
+    """Logs `knn` from the second epoch on, as the kNN monitor does with `monitor_every: 2`."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch >= 1:
+            logs["knn"] = 0.5 + epoch
+
+
+def _fit(model, tmp_path, epochs, initial_epoch=0):
+    history = JSONLinesHistory(tmp_path / "history.jsonl")
+    history.truncate(initial_epoch)
+    x, y = np.ones((8, 3), "float32"), np.zeros((8, 1), "float32")
+    model.fit(x, y, epochs=epochs, initial_epoch=initial_epoch, verbose=0,
+              callbacks=[_LateKey(), history,
+                         HistoryCSV(tmp_path / "history.csv", tmp_path / "history.jsonl")])
+    return [line.split(",") for line in (tmp_path / "history.csv").read_text().splitlines()]
+
+
+def test_every_logged_key_has_a_column_and_rows_match_the_header_across_a_resume(tmp_path):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
-    x, y = np.ones((8, 3), "float32"), np.zeros((8, 1), "float32")
-    path = tmp_path / "history.csv"
-    model.fit(x, y, epochs=3, verbose=0, callbacks=[EpochCSVLogger(str(path), append=True)])
-    assert [line.split(",")[0] for line in path.read_text().splitlines()] == ["epoch", "1", "2", "3"]
-    RunFolder(tmp_path).truncate_csv(2)  # the checkpoint holds two epochs
-    assert [line.split(",")[0] for line in path.read_text().splitlines()] == ["epoch", "1", "2"]
-    model.fit(x, y, epochs=3, initial_epoch=2, verbose=0,
-              callbacks=[EpochCSVLogger(str(path), append=True)])
-    assert [line.split(",")[0] for line in path.read_text().splitlines()] == ["epoch", "1", "2", "3"]
+    rows = _fit(model, tmp_path, 3)
+    assert rows[0] == ["epoch", "loss", "knn"]
+    assert [row[0] for row in rows[1:]] == ["1", "2", "3"]
+    assert rows[1][2] == "" and float(rows[2][2]) == 1.5 and float(rows[3][2]) == 2.5
+    RunFolder(tmp_path).truncate_csv(2)  # the checkpoint holds two epochs; the run resumes there
+    rows = _fit(model, tmp_path, 4, initial_epoch=2)
+    assert rows[0] == ["epoch", "loss", "knn"] and all(len(row) == 3 for row in rows)
+    assert [row[0] for row in rows[1:]] == ["1", "2", "3", "4"]
+    assert float(rows[4][2]) == 3.5
 
 
 def test_a_history_from_before_renumbers_when_the_run_resumes(tmp_path):
