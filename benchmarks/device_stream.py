@@ -15,7 +15,8 @@ pipeline (`tf_data`: `clzoo.data.batches`; `device`: `clzoo.data.device_batches`
   `clzoo train` builds them, over `--fit-steps` steps after 2 of warm-up, timed from one
   batch end to the next (data included: the time a run sees).
 
-Prints one JSON line per (backend, pipeline) and a table; `--json` writes them all.
+Prints one JSON line per (backend, pipeline) and a table; `--json` writes them, replacing the
+rows of the same recipe in that file and keeping the others.
 """
 
 import argparse
@@ -135,8 +136,11 @@ def main():
     for row in rows:
         print(f"| {row['backend']} | {row['pipeline']} | {row['stream_images_per_s']:,.0f} | "
               f"{row['fit_images_per_s']:,.0f} |")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    if args.json:  # rows of other recipes already there are kept
+        path = Path(args.json)
+        kept = [row for row in (json.loads(path.read_text()) if path.exists() else [])
+                if row["recipe"] != Path(args.recipe).name]
+        path.write_text(json.dumps(kept + rows, indent=1) + "\n")
     return 0
 
 

@@ -54,7 +54,7 @@ def download(repo, revision):
     try:
         import huggingface_hub as hub
     except ImportError as error:
-        raise ImportError("hf:// presets need huggingface_hub: pip install 'clzoo[hub]'") from error
+        raise ImportError("hf:// presets need huggingface_hub: pip install huggingface_hub") from error
     handle = f"hf://{repo}" + (f"@{revision}" if revision else "")
     files = sorted(MAX_BYTES)
     from huggingface_hub import constants  # a submodule, not loaded by `import huggingface_hub`
@@ -64,8 +64,30 @@ def download(repo, revision):
         return Path(hub.snapshot_download(repo_id=repo, revision=checked or revision,
                                           allow_patterns=files))
     except Exception as error:  # network, offline cache miss, missing repo or revision
-        raise PresetError(f"Could not get preset {handle} from the Hugging Face Hub or its cache: "
-                          f"{type(error).__name__}: {error}") from error
+        raise PresetError(_failed(handle, error, constants.HF_HUB_OFFLINE)) from error
+
+
+def _failed(handle, error, offline):
+    """One line on a failed snapshot: unreachable Hub (and not cached), or what the Hub said."""
+    text = " ".join(str(error).split())
+    cause = error.__cause__ or error.__context__
+    unreachable = ("ConnectError" in text or "internet connection" in text
+                   or _is_network_error(cause))
+    if offline:
+        return (f"{handle} is not in the Hugging Face Hub cache (HF_HUB_OFFLINE=1 reads only the "
+                "cache); unset HF_HUB_OFFLINE on a machine online to download it once")
+    if unreachable:
+        return (f"Could not reach the Hugging Face Hub for {handle}, and it is not in the cache "
+                f"({type(error).__name__}); connect to the network, or give a local preset folder "
+                "or a built-in name (clzoo presets)")
+    return f"Could not get preset {handle} from the Hugging Face Hub: {type(error).__name__}: {text[:300]}"
+
+
+def _is_network_error(error):
+    """A transport failure (no network, DNS, refused, timeout) of requests, httpx or the Hub."""
+    names = {cls.__name__ for cls in type(error).__mro__} if error is not None else set()
+    return bool(names & {"ConnectError", "ConnectionError", "NetworkError", "TransportError",
+                         "TimeoutException", "Timeout", "OfflineModeIsEnabled"})
 
 
 def _check_sizes(hub, offline, repo, revision, files, handle):
@@ -76,8 +98,10 @@ def _check_sizes(hub, offline, repo, revision, files, handle):
         return None  # only the cache is read; its files are checked on disk against the caps
     try:
         info = hub.HfApi().model_info(repo, revision=revision, files_metadata=True)
-    except OSError:  # no network, no repo (requests' and the Hub's errors are OSErrors):
-        return None  # snapshot_download serves the cache or says why
+    except Exception as error:  # no network, no repo (huggingface_hub 2.x: httpx errors, not OSError)
+        if isinstance(error, OSError) or _is_network_error(error):
+            return None  # snapshot_download serves the cache or says why
+        raise
     sizes = {sibling.rfilename: sibling.size for sibling in (info.siblings or [])
              if sibling.rfilename in files and getattr(sibling, "size", None) is not None}
     for name, size in sizes.items():
