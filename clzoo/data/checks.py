@@ -7,7 +7,7 @@ folder is written.
 
 from dataclasses import dataclass
 
-from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source
+from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source, tfds_missing
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 
@@ -93,8 +93,7 @@ def _tfds_class_names(name, data):
     try:
         import tensorflow_datasets as tfds
     except ImportError:
-        raise ImportError("Reading a tfds dataset needs tensorflow-datasets: "
-                          "pip install 'clzoo[tfds]'") from None
+        raise ImportError(tfds_missing()) from None
     try:
         info = tfds.builder(name).info
     except Exception as error:  # DatasetNotFoundError, a bad config or version

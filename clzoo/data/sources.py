@@ -210,14 +210,20 @@ def _load_digits(split):
     return Split(images[idx], labels[idx], [str(i) for i in range(10)])
 
 
+def tfds_missing():
+    """The one line for a `tfds:` spec where tensorflow-datasets (or TensorFlow under it) is missing."""
+    from clzoo.data.device_stream import tensorflow_installed
+
+    needs = "tensorflow-datasets importlib_resources" + ("" if tensorflow_installed() else " tensorflow")
+    return (f"Reading a tfds dataset needs {needs.replace(' ', ', ')}: pip install {needs}; or pass "
+            "--data <image folder> (<folder>/{train,test}/<class>/<image>)")
+
+
 def _load_tfds(name, split, coarse_key=None, image_size=None):
     try:
         import tensorflow_datasets as tfds
     except ImportError as error:
-        raise ImportError(
-            "Reading a tfds dataset needs tensorflow-datasets: "
-            "pip install 'clzoo[tfds]'"
-        ) from error
+        raise ImportError(tfds_missing()) from error
     try:
         dataset, info = tfds.load(name, split=split, with_info=True)
     except Exception as error:  # download, preparation or name errors come in many types

@@ -23,7 +23,7 @@ def _keras_hub():
     try:
         import keras_hub
     except ImportError as error:
-        raise ImportError("keras-hub backbones need keras-hub: pip install 'clzoo[hub]'") from error
+        raise ImportError("keras-hub backbones need keras-hub: pip install keras-hub") from error
     return keras_hub
 
 

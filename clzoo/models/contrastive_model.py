@@ -249,13 +249,19 @@ class ContrastiveModel(keras.Model):
         String, ragged or complex labels are refused first, not deep inside
         Keras' data adapters. Every other argument is `keras.Model.fit`'s.
 
+        A `clzoo.data.device_batches` stream is taken as it is: its generator,
+        with `steps_per_epoch` its epochs' length unless given.
+
         Raises:
             ValueError: labels `y` that are not integer class ids or label rows
-                (naming the expected shape and dtype), and as `keras.Model.fit`.
+                (naming the expected shape and dtype); a device stream shorter than
+                the steps `fit` asks for; and as `keras.Model.fit`.
         """
         check_labels(x, y, "fit")
         if shuffle is None:
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
+        if not args and _is_device_stream(x):
+            x = _fit_device_stream(x, kwargs)
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
@@ -378,3 +384,22 @@ class ContrastiveModel(keras.Model):
             config["learnable_temperature"] = keras.saving.deserialize_keras_object(
                 config["learnable_temperature"])
         return cls(**config)
+
+
+def _is_device_stream(x):
+    """`clzoo.data.device_batches`' stream (not imported here: data sits above models)."""
+    return (type(x).__name__ == "DeviceBatches" and hasattr(x, "steps_per_epoch")
+            and callable(getattr(x, "take", None)))
+
+
+def _fit_device_stream(stream, kwargs):
+    """The stream's generator for `fit`, `steps_per_epoch` defaulting to one of its epochs; a fit
+    longer than the stream is refused here (Keras would stop with a warning when it runs dry)."""
+    steps = kwargs.setdefault("steps_per_epoch", stream.steps_per_epoch)
+    wanted = (kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)) * steps
+    if wanted > len(stream):
+        raise ValueError(f"fit asks for {wanted} steps ({kwargs.get('epochs', 1)} epochs of {steps}) but "
+                         f"the stream holds {len(stream)} batches: build it with "
+                         f"device_batches(..., epochs={-(-wanted // stream.steps_per_epoch)})")
+    return iter(stream)
+

@@ -183,3 +183,18 @@ def test_auto_chooses_the_device_stream_off_tensorflow(monkeypatch):
     monkeypatch.setattr("clzoo.data.device_stream.tensorflow_installed", lambda: False)
     with pytest.raises(ValueError, match="needs TensorFlow, which is not installed here .views.blur_p"):
         resolve_pipeline("auto", "views", ViewConfig(blur_p=0.5), "jax")
+
+
+def test_fit_takes_the_stream_as_it_is_one_epoch_of_it_per_epoch():
+    import clzoo
+
+    keras.utils.set_random_seed(0)
+    encoder = clzoo.models.get_encoder("resnet8", input_shape=(8, 8, 3))
+    model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead((16,), 8))
+    model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
+    stream = device_batches(_split(), batch_size=8, epochs=2, views=ViewConfig(size=8))
+    history = model.fit(stream, epochs=2, verbose=0)  # no steps_per_epoch: the stream's epochs
+    assert len(history.history["loss"]) == 2
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 6
+    with pytest.raises(ValueError, match=r"fit asks for 9 steps .* holds 6 .*epochs=3"):
+        model.fit(stream, epochs=3, verbose=0)

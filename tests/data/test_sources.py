@@ -159,3 +159,12 @@ def test_exif_orientation_is_applied(tmp_path):
     assert images.shape == (1, 8, 4, 3)  # upright: 8 rows x 4 columns
     np.testing.assert_array_equal(images[0], np.rot90(stored, k=-1))  # the red row is now the right column
     assert images[0, :, -1, 0].tolist() == [255] * 8
+
+
+def test_the_tfds_hint_names_what_to_install_and_the_folder_alternative(monkeypatch):
+    from clzoo.data.sources import tfds_missing
+
+    assert "pip install tensorflow-datasets importlib_resources;" in tfds_missing()
+    assert "--data <image folder>" in tfds_missing() and "clzoo[tfds]" not in tfds_missing()
+    monkeypatch.setattr("clzoo.data.device_stream.tensorflow_installed", lambda: False)
+    assert "pip install tensorflow-datasets importlib_resources tensorflow;" in tfds_missing()

@@ -42,3 +42,18 @@ def test_kill_9_then_resume_on_the_device_stream_without_tensorflow(tmp_path):
     # differences over 15 steps, 1.2e-5 seen. The batches themselves are exact (tests/data).
     atol = 1e-4 if keras.backend.backend() == "jax" else 1e-5
     kill_9_then_resume(tmp_path, recipe, NO_TENSORFLOW, atol=atol)
+
+
+def test_a_resumed_run_keeps_the_stream_it_started_on(tmp_path, capsys):
+    from clzoo.train import load_recipe
+    from clzoo.train.run_folder import RunFolder
+    from clzoo.train.runner import _kept_pipeline
+
+    recipe, run = load_recipe(None, ["data=digits"]), RunFolder(tmp_path)
+    (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "tf_data"}))
+    assert _kept_pipeline(run, recipe, None, "device", verbose=1) == "tf_data"  # started on TF
+    assert "resuming on the tf_data stream the run started on" in capsys.readouterr().out
+    (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "device"}))
+    assert _kept_pipeline(run, recipe, None, "device", verbose=1) == "device"
+    chosen = load_recipe(None, ["data=digits", "training.pipeline=tf_data"])  # asked for by name
+    assert _kept_pipeline(run, chosen, None, "tf_data", verbose=0) == "tf_data"
