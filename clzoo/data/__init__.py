@@ -6,6 +6,7 @@ the tf.data ones import TensorFlow when first touched.
 """
 
 import importlib
+import importlib.util
 
 _HOMES = {
     "BatchViewConfig": "configs", "MixConfig": "configs", "ViewConfig": "configs",
@@ -28,6 +29,8 @@ __all__ = sorted(_HOMES)
 def __getattr__(name):
     if name in _HOMES:
         return getattr(importlib.import_module(f"clzoo.data.{_HOMES[name]}"), name)
+    if importlib.util.find_spec(f"clzoo.data.{name}") is not None:  # a submodule: clzoo.data.views
+        return importlib.import_module(f"clzoo.data.{name}")
     raise AttributeError(f"module 'clzoo.data' has no attribute {name!r}")
 
 

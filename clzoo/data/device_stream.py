@@ -106,13 +106,14 @@ def resolve_pipeline(pipeline, kind, views, backend=None):
     reason = device_form_missing(kind, views)
     if pipeline == "device" and reason:
         raise ValueError(f"training.pipeline = device: {reason}; use tf_data (or auto)")
+    asked = pipeline
     if pipeline == "auto":
         pipeline = "device" if backend in ("jax", "torch") and not reason else "tf_data"
     if pipeline == "tf_data" and not tensorflow_installed():
-        why = f" ({reason})" if reason else ""
-        raise ValueError(f"training.pipeline = tf_data: the tf.data stream needs TensorFlow, which is "
-                         f"not installed here{why}; pip install tensorflow, or use the device stream "
-                         "(training.pipeline: device) with views it covers")
+        chose = "" if asked == "tf_data" else " (auto chose it" + (f": {reason})" if reason else ")")
+        raise ValueError(f"training.pipeline = {asked}: the tf.data stream{chose} needs TensorFlow, "
+                         "which is not installed here; pip install tensorflow, or train on the "
+                         "device stream (training.pipeline: device) with views it covers")
     return pipeline
 
 

@@ -59,15 +59,15 @@ def airbench_coordinates(rng, coins, epoch, config, height, width):
     reflection at the border.
     """
     count = len(coins)
+    if config.flip == "alternating":
+        first = coins ^ bool(epoch % 2)
+    elif config.flip == "random":  # one draw per batch: the odd views mirror view 0, as in tf.data
+        first = rng.random(count) < 0.5
+    else:
+        first = np.zeros(count, bool)
     out = []
     for view in range(config.views):
-        if config.flip == "alternating":
-            mirrored = coins ^ bool(epoch % 2)
-        elif config.flip == "random":
-            mirrored = rng.random(count) < 0.5
-        else:
-            mirrored = np.zeros(count, bool)
-        mirrored = mirrored ^ bool(view % 2)
+        mirrored = first ^ bool(view % 2)
         shifts = (rng.integers(-config.translate, config.translate + 1, (count, 2))
                   if config.translate else np.zeros((count, 2), np.int64))
         rows = _reflect(np.arange(height)[None] - shifts[:, :1], height)

@@ -395,11 +395,14 @@ def _is_device_stream(x):
 def _fit_device_stream(stream, kwargs):
     """The stream's generator for `fit`, `steps_per_epoch` defaulting to one of its epochs; a fit
     longer than the stream is refused here (Keras would stop with a warning when it runs dry)."""
-    steps = kwargs.setdefault("steps_per_epoch", stream.steps_per_epoch)
+    if kwargs.get("steps_per_epoch") is None:
+        kwargs["steps_per_epoch"] = stream.steps_per_epoch
+    steps = kwargs["steps_per_epoch"]
     wanted = (kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)) * steps
     if wanted > len(stream):
+        epochs = -(-(stream.start + wanted) // stream.steps_per_epoch)
         raise ValueError(f"fit asks for {wanted} steps ({kwargs.get('epochs', 1)} epochs of {steps}) but "
                          f"the stream holds {len(stream)} batches: build it with "
-                         f"device_batches(..., epochs={-(-wanted // stream.steps_per_epoch)})")
+                         f"device_batches(..., epochs={epochs})")
     return iter(stream)
 

@@ -139,14 +139,20 @@ def _pipeline(recipe, place):
     from clzoo.data.device_stream import resolve_pipeline
 
     wanted, several = recipe.training.pipeline, place.processes > 1 or place.name == "multi_worker"
-    if wanted == "device" and (several or place.strategy is not None and place.replicas > 1):
-        raise RecipeError([f"training.pipeline = device: not under strategy {place.name} "
-                           f"({place.processes} processes, {place.replicas} replicas); use tf_data"])
+    _check_device_placement(wanted, place)
     try:
         return resolve_pipeline("tf_data" if wanted == "auto" and several else wanted,
                                 TASKS.get(recipe.task).kind, views_from_config(recipe.views))
     except ValueError as error:
         raise RecipeError([str(error)]) from None
+
+
+def _check_device_placement(pipeline, place):
+    """The device stream feeds one process on one device (TensorFlow) or JAX's DataParallel."""
+    several = place.processes > 1 or place.name == "multi_worker"
+    if pipeline == "device" and (several or place.strategy is not None and place.replicas > 1):
+        raise RecipeError([f"training.pipeline = device: not under strategy {place.name} "
+                           f"({place.processes} processes, {place.replicas} replicas); use tf_data"])
 
 
 def _kept_pipeline(run, recipe, place, pipeline, verbose):
@@ -161,6 +167,14 @@ def _kept_pipeline(run, recipe, place, pipeline, verbose):
     if started_on == pipeline or recipe.training.pipeline != "auto":
         return pipeline
     from clzoo.data.device_stream import resolve_pipeline
+
+    if started_on == "device" and place is not None:
+        try:
+            _check_device_placement("device", place)
+        except RecipeError:
+            raise RecipeError([f"{run.path} started on the device stream, which cannot run under "
+                               f"strategy {place.name} ({place.processes} processes, "
+                               f"{place.replicas} replicas); resume it on one device"]) from None
 
     try:
         kept = resolve_pipeline(started_on, TASKS.get(recipe.task).kind, views_from_config(recipe.views))

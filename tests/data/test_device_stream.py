@@ -98,6 +98,14 @@ def test_airbench_views_are_the_flipped_and_reflect_shifted_images():
         np.testing.assert_allclose(x, expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("flip", ["alternating", "random"])
+def test_odd_views_mirror_view_zero(flip):
+    split = _split(n=64, size=8)
+    config = BatchViewConfig(views=2, size=8, translate=0, flip=flip)
+    for x, _ in _numpy(device_batches(split, batch_size=32, epochs=2, views=config)):
+        np.testing.assert_allclose(x[:, 1], x[:, 0, :, ::-1], atol=1e-6)
+
+
 def test_the_airbench_flip_alternates_across_epochs():
     split = _split(n=32, size=8)
     config = BatchViewConfig(views=1, size=8, translate=0)
@@ -181,7 +189,7 @@ def test_auto_chooses_the_device_stream_off_tensorflow(monkeypatch):
     with pytest.raises(ValueError, match="training.pipeline = device: views.randaugment_ops"):
         resolve_pipeline("device", "views", ViewConfig(randaugment_ops=1), "jax")
     monkeypatch.setattr("clzoo.data.device_stream.tensorflow_installed", lambda: False)
-    with pytest.raises(ValueError, match="needs TensorFlow, which is not installed here .views.blur_p"):
+    with pytest.raises(ValueError, match="auto: the tf.data stream .auto chose it: views.blur_p"):
         resolve_pipeline("auto", "views", ViewConfig(blur_p=0.5), "jax")
 
 
@@ -197,4 +205,6 @@ def test_fit_takes_the_stream_as_it_is_one_epoch_of_it_per_epoch():
     assert len(history.history["loss"]) == 2
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 6
     with pytest.raises(ValueError, match=r"fit asks for 9 steps .* holds 6 .*epochs=3"):
-        model.fit(stream, epochs=3, verbose=0)
+        model.fit(stream, epochs=3, verbose=0, steps_per_epoch=None)  # None: Keras' own default
+    with pytest.raises(ValueError, match=r"holds 4 .*epochs=3"):  # started at step 2 of 3 per epoch
+        model.fit(stream.skip(2), epochs=2, verbose=0)

@@ -57,3 +57,15 @@ def test_a_resumed_run_keeps_the_stream_it_started_on(tmp_path, capsys):
     assert _kept_pipeline(run, recipe, None, "device", verbose=1) == "device"
     chosen = load_recipe(None, ["data=digits", "training.pipeline=tf_data"])  # asked for by name
     assert _kept_pipeline(run, chosen, None, "tf_data", verbose=0) == "tf_data"
+
+
+def test_a_run_started_on_the_device_stream_is_not_resumed_over_several_processes(tmp_path):
+    from clzoo.train import RecipeError, load_recipe
+    from clzoo.train.distribute import Placement
+    from clzoo.train.run_folder import RunFolder
+    from clzoo.train.runner import _kept_pipeline
+
+    (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "device"}))
+    place = Placement("data_parallel", replicas=4, processes=2)  # auto picks tf_data there
+    with pytest.raises(RecipeError, match="started on the device stream.*data_parallel"):
+        _kept_pipeline(RunFolder(tmp_path), load_recipe(None, ["data=digits"]), place, "tf_data", 0)
