@@ -74,7 +74,6 @@ def _fit_rate(pipeline, split, recipe, views, steps):
 
     from clzoo.models import adapt_whitening
     from clzoo.train.builders import build_loss, build_optimizer
-    from clzoo.train.fit import _fit_input
     from clzoo.train.tasks import ContrastiveTask
 
     task = ContrastiveTask()
@@ -86,7 +85,8 @@ def _fit_rate(pipeline, split, recipe, views, steps):
     timer = keras.callbacks.LambdaCallback(
         on_train_batch_end=lambda *_, **__: ends.append(time.perf_counter()))
     total = WARMUP + steps
-    model.fit(_fit_input(_stream(pipeline, split, recipe, views).take(total)), epochs=1,
+    # ContrastiveModel.fit takes either stream as it is (the device one as its generator)
+    model.fit(_stream(pipeline, split, recipe, views).take(total), epochs=1,
               steps_per_epoch=total, verbose=0, callbacks=[timer])
     return steps * recipe.training.batch_size / (ends[-1] - ends[WARMUP - 1])
 
