@@ -173,9 +173,11 @@ def test_two_devices_match_one_device(mode):
         assert multi["replicas_equal"]
     np.testing.assert_allclose(multi["loss"], single["loss"], rtol=1e-5)
     assert multi["queue"]["labels"] == single["queue"]["labels"]
-    np.testing.assert_allclose(multi["queue"]["embeddings"], single["queue"]["embeddings"], atol=1e-5)
+    # float32 sums in another order over 2 devices: 2.3e-5 measured (AMD EPYC); unaveraged or
+    # local-only gradients would differ by ~1e-2
+    np.testing.assert_allclose(multi["queue"]["embeddings"], single["queue"]["embeddings"], atol=1e-4)
     for a, b in zip(multi["shadow"], single["shadow"]):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+        np.testing.assert_allclose(a, b, atol=1e-4)
 
 
 def test_queue_recipe_validates_and_builds_the_model():

@@ -2,7 +2,8 @@
 
 Both runs use the installed console script on the same recipe and global batch: a one-layer ViT
 (LayerNorm only, so no batch-norm statistics differ) with InfoNCE and a memory queue of 48 keys,
-64 images, batch 16. The two processes join a coordinator on 127.0.0.1 and train under
+64 images, batch 16, on the tf.data stream (`auto` would give the one process the device stream,
+whose views differ). The two processes join a coordinator on 127.0.0.1 and train under
 `keras.distribution.DataParallel` over one CPU device each, so each sees half of every batch while
 the loss sees the global one (its negatives come from both processes) and the queue enqueues the
 global batch. Process 1 writes to its own run folder, which must stay empty: every file is written
@@ -33,7 +34,7 @@ model: {{architecture: vit_small_patch4, embedding_dim: 16, queue_size: 48,
         encoder_options: {{num_layers: 1, hidden_dim: 48, mlp_dim: 96}}}}
 loss: {{name: InfoNCELoss}}
 views: {{size: 8, flip: false, grayscale_p: 0.0}}
-training: {{epochs: 3, batch_size: 16, learning_rate: 0.05, log_every_steps: 1}}
+training: {{epochs: 3, batch_size: 16, learning_rate: 0.05, log_every_steps: 1, pipeline: tf_data}}
 eval: {{report: false, knn_k: [5], knn_headline_k: 5}}
 """
 RUNS = "jax_processes"  # xdist group of the tests that share the `runs` fixture (built once)
