@@ -299,6 +299,9 @@ def _export(args):
         return 0
     print(f"wrote {written} ({args.format}); its outputs on 4 random images differ from the "
           f"Keras model's by at most {difference:.2g}")
+    print("it takes float32 images in [0, 1]" + (
+        "; uint8 pixels through the signature serve_uint8 (serve refuses values outside [0, 1])"
+        if args.format == "saved_model" else " (divide uint8 pixels by 255 first)"))
     return 0
 
 

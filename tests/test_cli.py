@@ -258,10 +258,50 @@ def test_export_saved_model_gives_the_keras_outputs(tiny_encoder, tmp_path, caps
     served = loaded.serve(tf.constant(images)).numpy()
     np.testing.assert_allclose(served, keras.saving.load_model(path).predict(images, verbose=0),
                                rtol=1e-5, atol=1e-6)
+    _assert_serves_the_input_contract(loaded, images)
     assert [p.name for p in tmp_path.iterdir()] == ["served"]  # no staging folder left
     # The folder exists now: a second export refuses to overwrite it.
     assert cli.main(["export", str(path), "--output", str(out)]) == 2
     assert "exists already" in capsys.readouterr().err
+
+
+def _assert_serves_the_input_contract(loaded, images):
+    """uint8 through `serve_uint8` equals [0, 1] through `serve`; `serve` refuses 0-255 values."""
+    import tensorflow as tf
+
+    pixels = (images * 255).round().astype("uint8")
+    want = loaded.serve(tf.constant(pixels / np.float32(255))).numpy()
+    np.testing.assert_allclose(loaded.serve_uint8(tf.constant(pixels)).numpy(), want, rtol=1e-5, atol=1e-6)
+    signature = loaded.signatures["serve_uint8"](pixels=tf.constant(pixels))
+    np.testing.assert_allclose(next(iter(signature.values())).numpy(), want, rtol=1e-5, atol=1e-6)
+    assert set(loaded.signatures) == {"serving_default", "serve_uint8"}
+    for wrong in (pixels, pixels.astype("float32")):  # a uint8 array becomes float32 0-255 here
+        with pytest.raises(tf.errors.InvalidArgumentError, match="call `serve_uint8`"):
+            loaded.serve(wrong)
+
+
+@pytest.mark.large
+def test_export_saved_model_under_jax_keeps_the_contract_and_torch_refuses(tiny_encoder, tmp_path):
+    """The console script on the other backends: JAX (jax2tf) re-saved with both signatures;
+    torch refused in one line before any work (Keras' torch.export bridge fails)."""
+    import keras
+    import tensorflow as tf
+
+    path, _ = tiny_encoder
+    env = dict(_user_env(), KERAS_BACKEND="jax")
+    result = subprocess.run(_clzoo() + ["export", str(path), "--output", str(tmp_path / "jax")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    images = np.random.default_rng(3).uniform(size=(2, 8, 8, 3)).astype("float32")
+    loaded = tf.saved_model.load(str(tmp_path / "jax"))
+    np.testing.assert_allclose(loaded.serve(tf.constant(images)).numpy(),
+                               keras.saving.load_model(path).predict(images, verbose=0), rtol=1e-5, atol=1e-5)
+    _assert_serves_the_input_contract(loaded, images)
+    env["KERAS_BACKEND"] = "torch"
+    result = subprocess.run(_clzoo() + ["export", str(path), "--output", str(tmp_path / "torch")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 2 and not (tmp_path / "torch").exists()
+    assert result.stderr.strip().splitlines()[-1].startswith("error: a SavedModel export from the torch")
 
 
 @pytest.mark.large

@@ -58,6 +58,12 @@ def check_export(fmt, path, overwrite=False):
     Raises:
         ImportError, ValueError, FileExistsError: as `export_encoder`.
     """
+    import keras
+
+    if fmt == "saved_model" and keras.backend.backend() == "torch":
+        raise ValueError("a SavedModel export from the torch backend fails inside Keras' torch.export "
+                         "bridge (dynamic shapes); export under KERAS_BACKEND=tensorflow or jax (runs and "
+                         "presets load on every backend), or choose --format onnx")
     missing = missing_packages(fmt)
     if missing:
         raise ImportError(f"exporting to {fmt} needs {' and '.join(missing)}: "
@@ -81,9 +87,13 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
 
     The artifact is written next to `path` under a temporary name and renamed
     into place once complete, so `path` is either absent or whole. A
-    SavedModel is a folder (`tf.saved_model.load(path).serve(x)`); ONNX a
-    `.onnx` file (onnxruntime); LiteRT a `.tflite` file (`tf.lite.Interpreter`
-    or `ai_edge_litert`).
+    SavedModel is a folder with two signatures: `serve` (`serving_default`)
+    takes float32 images in [0, 1] and refuses other values in the graph
+    (`InvalidArgumentError`: a uint8 array converted to float32 would hold
+    0-255), `serve_uint8` takes uint8 pixels; both give the Keras encoder's
+    features. ONNX is a `.onnx` file (onnxruntime) and LiteRT a `.tflite` file
+    (`tf.lite.Interpreter` or `ai_edge_litert`), both float32 in [0, 1]: their
+    runtimes refuse a uint8 array, but not floats in 0-255 (divide by 255).
 
     Args:
         model: `keras.Model` taking float32 images in [0, 1] `(B, H, W, 3)`.
@@ -97,7 +107,8 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
         `Path` written.
 
     Raises:
-        ValueError: an unknown format, or a file name without `.onnx` / `.tflite`.
+        ValueError: an unknown format, a file name without `.onnx` / `.tflite`, or
+            `"saved_model"` on the torch backend (Keras' torch.export bridge fails).
         ImportError: a package the format needs on this backend is missing
             (the message names it, e.g. `pip install tf2onnx`).
         FileExistsError: `path` exists (without `overwrite`, or it is not an earlier export), or
@@ -120,13 +131,49 @@ def _write_export(model, path, format, verbose):
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
     try:
         target = staging / path.name
-        model.export(str(target), format=FORMATS[format], verbose=verbose)
+        if format == "saved_model":  # Keras' export, then re-saved with the input contract
+            model.export(str(staging / "keras_export"), format=FORMATS[format], verbose=verbose)
+            _save_with_input_contract(staging / "keras_export", target)
+        else:
+            model.export(str(target), format=FORMATS[format], verbose=verbose)
         if path.is_dir():  # an earlier SavedModel (--overwrite): moved aside, removed with staging
             os.replace(path, staging / "replaced")
         os.replace(target, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return path
+
+
+SERVE_CONTRACT = ("`serve` takes float32 images in [0, 1] (B, H, W, 3); for uint8 pixels call "
+                  "`serve_uint8` (signature 'serve_uint8') or divide by 255 first")
+
+
+def _save_with_input_contract(keras_export, target):
+    """Save Keras' SavedModel `keras_export` again at `target` with the encoders' input contract:
+    `serve` / `serving_default` (float32 in [0, 1], checked in the graph: a uint8 array converted
+    to float32 holds 0-255 and would give features ~350x too large) and `serve_uint8` (pixels / 255).
+    """
+    import tensorflow as tf
+
+    inner = tf.saved_model.load(str(keras_export))
+    shape = inner.serve.input_signature[0].shape
+
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32, name="images")])
+    def serve(images):
+        checks = [tf.debugging.assert_greater_equal(images, -1e-3, message=SERVE_CONTRACT),
+                  tf.debugging.assert_less_equal(images, 1.0 + 1e-3, message=SERVE_CONTRACT)]
+        with tf.control_dependencies(checks):
+            return inner.serve(tf.identity(images))
+
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.uint8, name="pixels")])
+    def serve_uint8(pixels):
+        return inner.serve(tf.cast(pixels, tf.float32) / 255.0)
+
+    module = tf.Module()
+    module.encoder, module.serve, module.serve_uint8 = inner, serve, serve_uint8
+    tf.saved_model.save(module, str(target),  # no gradients: jax2tf's would not save again
+                        signatures={"serving_default": serve, "serve_uint8": serve_uint8},
+                        options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
 
 
 def exported_outputs(path, format, images):
