@@ -265,12 +265,20 @@ def _eval_into(out, args, metrics):
 
 
 def _embed(args):
-    from clzoo.export.embeddings import check_output, embed_splits, write_embeddings
+    from clzoo.export.embeddings import check_output
+    from clzoo.file_lock import output_lock
     from clzoo.files import check_output as check_free
 
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
-    check_free(args.output, args.overwrite)
     _model_path(args.model, args.space)
+    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
+        check_free(args.output, args.overwrite)
+        return _embed_into(args)
+
+
+def _embed_into(args):
+    from clzoo.export.embeddings import embed_splits, write_embeddings
+
     source = _check_data(args.data, args.image_size)
     encoder, path = _load_encoder(args.model, args.space)
     splits = ("train", "test") if args.split == "both" else (args.split,)
@@ -352,12 +360,14 @@ def _compare_into(out, args, metrics, targets):
 
 def _show_views(args):
     from clzoo.data import show_views
+    from clzoo.file_lock import output_lock
     from clzoo.files import check_output
 
-    check_output(args.output, args.overwrite)
-    split = _check_data(args.data, args.image_size).load("train")
-    path = show_views(split, args.output, recipe=args.recipe, images=args.images, views=args.views,
-                      seed=args.seed)
+    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
+        check_output(args.output, args.overwrite)
+        split = _check_data(args.data, args.image_size).load("train")
+        path = show_views(split, args.output, recipe=args.recipe, images=args.images,
+                          views=args.views, seed=args.seed)
     print(f"wrote {path}")
     return 0
 
@@ -372,13 +382,22 @@ def _push(args):
 
 
 def _transfer(args):
+    from clzoo.file_lock import output_lock
+    from clzoo.files import check_output
+
+    if not args.output:
+        return _transfer_into(args)
+    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
+        check_output(args.output, args.overwrite)
+        return _transfer_into(args)
+
+
+def _transfer_into(args):
     from clzoo.eval.plan import forward_rate, transfer_plan
     from clzoo.eval.probe_transfer import check_input_size, transfer_probe
-    from clzoo.files import atomic_write_text, check_output
+    from clzoo.files import atomic_write_text
     from clzoo.presets import load_preset
 
-    if args.output:
-        check_output(args.output, args.overwrite)
     source = _check_data(args.data, args.image_size)
     encoder = load_preset(args.preset)
     train, test = source.load("train"), source.load("test")

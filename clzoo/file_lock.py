@@ -102,6 +102,7 @@ def output_lock(output):
 
     Raises:
         FileExistsError: another live process holds the lock (the message names it).
+        ValueError: `output` lies inside an installed package's folder (`clzoo.installed`).
 
     Example:
 
@@ -115,6 +116,9 @@ def output_lock(output):
     >>> lock_path(out).exists()
     False
     """
+    from clzoo.installed import refuse_installed_packages
+
+    refuse_installed_packages(output)  # before the lock file: nothing is written there
     lock = lock_path(output)
     if lock in _HELD:
         _HELD[lock][1] += 1

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from clzoo.file_lock import output_lock
+from clzoo.installed import refuse_installed_packages
 
 # Entries an operating system drops in folders: never the user's work, never a reason to refuse.
 SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", "lost+found"})
@@ -104,6 +105,7 @@ def check_output(path, overwrite=False, folder=False, what="--output"):
             False, or it is a file where a folder goes (or the reverse).
     """
     path = Path(path)
+    refuse_installed_packages(path, what)
     if not os.path.lexists(path):
         return path
     if folder != path.is_dir():

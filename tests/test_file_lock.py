@@ -184,3 +184,18 @@ def test_push_dry_run_checks_its_folder_under_the_lock(tmp_path, holder, monkeyp
     monkeypatch.setattr(publish, "build_preset", lambda *a, **k: pytest.fail("built"))
     with pytest.raises(FileExistsError, match=f"\\(pid {pid} "):
         publish.push_preset(tmp_path / "run", "hf://me/tiny", dry_run=out)
+
+
+@pytest.mark.parametrize("command", ["embed", "show-views", "transfer"])
+def test_every_single_output_writer_is_refused_while_another_holds_it(tiny_encoder, tmp_path,  # noqa: F811
+                                                                      holder, capsys, command):
+    """Issue 58 item 3: embed, show-views and transfer --output take the one-writer lock (before,
+    two embeds into one file both said "wrote" and one split was lost)."""
+    path, data = tiny_encoder
+    out = tmp_path / {"embed": "e.npz", "show-views": "views.png", "transfer": "t.json"}[command]
+    pid = holder(out)
+    model = {"embed": [str(path)], "show-views": [], "transfer": ["sincere_airbench_cifar10"]}[command]
+    assert cli.main([command, *model, "--data", data, "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"being written by another clzoo process (pid {pid} " in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".{out.name}.lock"]

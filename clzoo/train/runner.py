@@ -13,6 +13,7 @@ from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
 from clzoo.data.sources import data_source
 from clzoo.eval.records import read_run
+from clzoo.installed import refuse_installed_packages
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
@@ -70,7 +71,8 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
         FileExistsError: `output_dir` holds a run and `resume` is False, holds
             files that no run wrote, or another process is writing it.
         ValueError: resuming with a recipe that differs from the saved one, or
-            after the run's `recipe.yaml` was edited.
+            after the run's `recipe.yaml` was edited; `output_dir` inside an installed
+            package's folder (`clzoo.installed`).
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
@@ -191,6 +193,7 @@ def _check_before_work(recipe, place, output):
     """The checks that need the data spec, the strategy or the output; nothing is decoded or written.
 
     Returns the spec resolved to a `DataSource`, which the run reads its splits from."""
+    refuse_installed_packages(output)
     try:
         source = data_source(recipe.data, image_size=recipe.image_size)
         data = check_data(source)

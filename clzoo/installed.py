@@ -1,0 +1,42 @@
+"""Where clzoo never writes: the folders of installed Python packages (issue 58 item 2).
+
+An output written into site-packages could replace a package's files (a built-in preset, whose
+checksums then fail on every later load); every writer checks its path here before any work.
+"""
+
+from pathlib import Path
+
+
+def installed_package_folders():
+    """Folders that hold installed Python packages: this interpreter's site-packages (system,
+    virtual environment and user) and clzoo's own package folder (an editable install's too)."""
+    import site
+    import sysconfig
+
+    folders = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    folders.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    folders.add(site.getusersitepackages())
+    folders.add(str(Path(__file__).parent))
+    return sorted({Path(folder).resolve() for folder in folders if folder and Path(folder).is_dir()})
+
+
+def refuse_installed_packages(path, what="--output"):
+    """Raise `ValueError` when `path` lies inside an installed package's folder
+    (`installed_package_folders`): an output written there could replace a package's files,
+    e.g. a built-in preset, and break every later import or load.
+
+    Example:
+
+    >>> import site
+    >>> from clzoo.installed import refuse_installed_packages
+    >>> refuse_installed_packages("runs/sincere")
+    >>> refuse_installed_packages(site.getsitepackages()[0] + "/x.npz")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --output .../x.npz is inside the installed packages' folder ...
+    """
+    target = Path(path).resolve()
+    for folder in installed_package_folders():
+        if target == folder or folder in target.parents:
+            raise ValueError(f"{what} {target} is inside the installed packages' folder {folder}; "
+                             "clzoo writes no output there: choose another path")

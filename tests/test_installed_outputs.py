@@ -1,0 +1,57 @@
+"""Issue 58 item 2: no clzoo command writes inside an installed package (a push --dry-run into
+site-packages/clzoo/presets/builtin replaced a built-in preset, whose checksum then failed on every
+later load); the refusal is one line naming the path, and nothing is created there."""
+
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import clzoo
+from clzoo import cli
+from clzoo.installed import installed_package_folders, refuse_installed_packages
+from tests.test_cli import tiny_encoder  # noqa: F401  (fixture)
+
+SITE = Path(sysconfig.get_paths()["purelib"])
+PACKAGE = Path(clzoo.__file__).parent
+
+
+def test_the_folders_are_site_packages_and_clzoo_itself(tmp_path):
+    folders = installed_package_folders()
+    assert SITE.resolve() in folders and PACKAGE.resolve() in folders
+    refuse_installed_packages(tmp_path / "x.npz")  # anywhere else: fine
+    link = tmp_path / "into_site"
+    link.symlink_to(SITE)
+    with pytest.raises(ValueError, match="inside the installed packages' folder"):
+        refuse_installed_packages(link / "x.npz")  # a link is followed
+
+
+def _refused(capsys, args, target):
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the installed packages' folder" in err[0], err
+    assert not target.exists() and not target.with_name(f".{target.name}.lock").exists()
+
+
+def test_writers_refuse_an_installed_package(tiny_encoder, capsys):  # noqa: F811
+    path, data = tiny_encoder
+    new = "clzoo_test_output_never_written"
+    _refused(capsys, ["embed", str(path), "--data", data, "--output", str(SITE / f"{new}.npz")],
+             SITE / f"{new}.npz")
+    _refused(capsys, ["export", str(path), "--output", str(PACKAGE / new)], PACKAGE / new)
+    _refused(capsys, ["show-views", "--data", data, "--output", str(SITE / f"{new}.png")],
+             SITE / f"{new}.png")
+    _refused(capsys, ["eval", str(path), "--data", data, "--output", str(PACKAGE / "presets" / new)],
+             PACKAGE / "presets" / new)
+    recipe = Path(__file__).parents[1] / "recipes" / "sincere_digits.yaml"
+    _refused(capsys, ["train", str(recipe), "--data", data, "--output", str(SITE / new)], SITE / new)
+
+
+def test_push_dry_run_refuses_the_builtin_presets(tmp_path, capsys):
+    from clzoo.presets import push_preset
+
+    builtin = PACKAGE / "presets" / "builtin" / "sincere_airbench_cifar10"
+    before = sorted(p.name for p in builtin.iterdir())
+    with pytest.raises(ValueError, match="inside the installed packages' folder"):
+        push_preset(tmp_path / "no_run", "hf://o/r", dry_run=builtin, overwrite=True)
+    assert sorted(p.name for p in builtin.iterdir()) == before
