@@ -552,6 +552,12 @@ def _folder_root(path):
     return root.resolve()
 
 
+def _readable_prefix(name, limit=64):
+    """The start of a folder's name for a cache file name: at most `limit` UTF-8 bytes, since a
+    file name holds 255 (the cache key, a hash, keeps names of long folders apart)."""
+    return name.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
 def _load_folder(path, split, on_unreadable="error", image_size=None):
     root = _folder_root(path)
     files, stats, labels, classes = _list_folder(root, split, on_unreadable)
@@ -559,7 +565,7 @@ def _load_folder(path, split, on_unreadable="error", image_size=None):
     resized = "" if image_size is None else f"-{image_size}px"
     if image_size is not None:
         check_resized_memory(len(files), image_size, root / split)
-    cached = cache_dir("datasets") / f"{root.name}-{split}-{key}{resized}.npz"
+    cached = cache_dir("datasets") / f"{_readable_prefix(root.name)}-{split}-{key}{resized}.npz"
     split_data = _read_cached(cached, files, labels, classes, root / split)
     if split_data is not None:
         return split_data

@@ -40,6 +40,18 @@ def test_image_folder_is_cached_outside_the_source(tmp_path, monkeypatch):
     assert again.images.shape == (6, 8, 8, 3)
 
 
+def test_folders_with_long_names_are_cached_apart(tmp_path):
+    """Issue 58 item 5: a 220-character folder name ("File name too long" in the cache before);
+    two such folders sharing their first 200 characters keep their own cache files."""
+    roots = [write_image_folder(tmp_path / ("d" * 200 + tail), classes=classes)
+             for tail, classes in (("x" * 20, ("a", "b")), ("y" * 20, ("b", "c")))]
+    for root, names in zip(roots, (["a", "b"], ["b", "c"])):
+        assert load_split(str(root), "train").class_names == names
+    cached = sorted(clzoo.data.cache_dir("datasets").glob("d*.npz"))
+    assert len(cached) == 2 and all(len(p.name.encode()) < 255 for p in cached)
+    assert [load_split(str(root), "train").class_names for root in roots] == [["a", "b"], ["b", "c"]]
+
+
 def test_missing_path(tmp_path):
     with pytest.raises(ValueError, match=r"Received: data='.*nowhere' \(no such path\)"):
         load_split(str(tmp_path / "nowhere"))
