@@ -67,6 +67,22 @@ def _check_embedding_rank(features, embeddings, inputs):
         "with global pooling (keras.layers.GlobalAveragePooling2D) or Flatten")
 
 
+def _portable(config):
+    """`config` with Keras' backend-specific optimizer classes (the torch backend saves
+    `keras.src.backend.torch.optimizers.torch_sgd.SGD`) named by their public module: loading
+    then builds this backend's class and never imports another backend (on TensorFlow, importing
+    torch loads Triton, whose LLVM aborts a process that loaded TensorFlow's)."""
+    if isinstance(config, dict):
+        config = {key: _portable(value) for key, value in config.items()}
+        if str(config.get("module", "")).startswith("keras.src.backend.") \
+                and ".optimizers" in str(config["module"]):
+            config["module"] = "keras.optimizers"
+        return config
+    if isinstance(config, list):
+        return [_portable(value) for value in config]
+    return config
+
+
 @keras.saving.register_keras_serializable(package="clzoo")
 class ContrastiveModel(keras.Model):
     """Multi-view contrastive model: `(batch, views, H, W, C) -> (batch, views, dim)`.
@@ -347,7 +363,7 @@ class ContrastiveModel(keras.Model):
     def compile_from_config(self, config):
         """Recompile a loaded model (Keras skips this for a custom `compile`; ours only adds the
         learnable temperature, so the saved compile config applies as it is)."""
-        self.compile(**keras.saving.deserialize_keras_object(config))
+        self.compile(**keras.saving.deserialize_keras_object(_portable(config)))
         if getattr(self, "optimizer", None) is not None and self.built:
             self.optimizer.build(self.trainable_variables)
 

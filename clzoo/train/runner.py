@@ -270,6 +270,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     with place.scope():
         if resume_from is not None:
             model = load_model(resume_from.checkpoint)
+            _check_checkpoint(model, task, recipe, views, resume_from.checkpoint)
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
             adapt_whitening(task.encoder(model), train_split.images, seed=recipe.seed)
@@ -280,6 +281,25 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
             element_spec = task.batches(train_split, recipe, views, 0, "tf_data").element_spec
             prebuild_for_multi_worker(model, element_spec, plan.batch_size // place.replicas)
     return model
+
+
+def _check_checkpoint(model, task, recipe, views, path):
+    """Refuse (`ValueError`) to resume a checkpoint that is not this run's model: an encoder
+    saved over it, another task's model, or one built for other images or embeddings."""
+    try:
+        encoder = task.encoder(model)
+        problem = None if getattr(model, "optimizer", None) is not None else "has no optimizer"
+    except (AttributeError, ValueError):
+        problem = f"is a {type(model).__name__}, not the {recipe.task} task's model"
+    if problem is None and tuple(encoder.input_shape[1:3]) != (views.size, views.size):
+        problem = f"takes {encoder.input_shape[1:3]} images, the recipe's views {views.size}"
+    head = getattr(model, "projection_head", None)
+    dim = getattr(head, "output_dim", None) if recipe.task == "contrastive" else None
+    if problem is None and dim is not None and dim != recipe.model.embedding_dim:
+        problem = f"gives {dim}-d embeddings, the recipe model.embedding_dim {recipe.model.embedding_dim}"
+    if problem:
+        raise ValueError(f"Cannot resume {path}: it {problem}; a run's checkpoint.keras holds the "
+                         "compiled model it trains. Restore it, or train a new run.")
 
 
 def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):

@@ -44,6 +44,14 @@ def test_the_torch_backend_commands_run_beside_tensorflow_and_triton(tmp_path):
         _ok(_clzoo("train", RECIPE, "--data", data, "--output", run, "-q", "--set", "training.epochs=1",
                    "--set", "training.batch_size=16", "--set", f"training.pipeline={pipeline}"))
         assert (run / "encoder.keras").is_file()
+    # Its checkpoint read under TensorFlow: the torch optimizer class it names is not imported
+    # (importing torch there loads Triton and aborted the process).
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    read = subprocess.run([sys.executable, "-c", "import sys, tensorflow, keras, clzoo; m = keras.saving"
+                           ".load_model(sys.argv[1]); print(int(m.optimizer.iterations), 'torch' in sys.modules)",
+                           str(run / "checkpoint.keras")], capture_output=True, text=True, timeout=600,
+                          env=dict(env, KERAS_BACKEND="tensorflow"))
+    assert read.returncode == 0 and read.stdout.split() == ["3", "False"], read.stderr[-2000:]
     _ok(_clzoo("eval", run, "--data", data, "--output", tmp_path / "eval"))
     assert (tmp_path / "eval" / "metrics.json").is_file()
     _ok(_clzoo("embed", run, "--data", data, "--output", tmp_path / "e.npz"))

@@ -144,3 +144,31 @@ def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one
     assert again.steps == 2 and again.knn_top1 == first.knn_top1
     assert (tmp_path / "run" / "metrics.json").read_bytes() == saved
     assert (tmp_path / "run" / "metrics.json").stat().st_mtime_ns == mtime
+
+
+def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
+    """Issue 58 items 4 and 6: an encoder saved over checkpoint.keras (an AttributeError deep in
+    the runner before), or a model of other views, is refused in one line before training."""
+    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
+    recipe = tiny_recipe(data)
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["eval"]["report"] = False
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()  # started, not finished
+    checkpoint = (run / "checkpoint.keras").read_bytes()
+    (run / "checkpoint.keras").write_bytes((run / "encoder.keras").read_bytes())
+    with pytest.raises(ValueError, match="it is a ImageEncoder, not the contrastive task's model"):
+        train(load_recipe(path), run, verbose=0, resume=True)
+    (run / "checkpoint.keras").write_bytes(checkpoint)
+    recipe["views"]["size"] = 12  # the saved recipe then differs: the check names the views
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.yaml").write_text(yaml.safe_dump(recipe))
+    train(load_recipe(other / "x.yaml"), other / "run", verbose=0)
+    (other / "run" / "metrics.json").unlink()
+    (other / "run" / "checkpoint.keras").write_bytes(checkpoint)
+    with pytest.raises(ValueError, match=r"takes \(8, 8\) images, the recipe's views 12"):
+        train(load_recipe(other / "x.yaml"), other / "run", verbose=0, resume=True)
