@@ -664,10 +664,10 @@ def build_parser():
 def main(argv=None):
     """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
     args = build_parser().parse_args(argv)
-    if args.command not in LIGHT_COMMANDS:
-        console.quiet_tensorflow()
-    console.set_quiet(getattr(args, "quiet", False))
-    try:
+    try:  # TensorFlow's import too: a Ctrl-C during it ends in one line as well
+        if args.command not in LIGHT_COMMANDS:
+            console.quiet_tensorflow()
+        console.set_quiet(getattr(args, "quiet", False))
         return args.func(args)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as error:
         _error(error)

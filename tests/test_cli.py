@@ -374,3 +374,21 @@ def test_every_option_of_every_command_says_what_it_does():
     silent = [f"{name} {a.option_strings or a.dest}" for name, sub in commands.choices.items()
               for a in sub._actions if not a.help and not isinstance(a, argparse._HelpAction)]
     assert not silent, f"options without help text: {silent}"
+
+
+@pytest.mark.parametrize("after", [1.0, 2.5])
+def test_ctrl_c_while_a_command_starts_ends_in_one_line(tmp_path, after):
+    """Issue 58 item 4: Ctrl-C during TensorFlow's import (before, a 71-line KeyboardInterrupt
+    traceback from `clzoo show-views`): exit status 130, one line, no output file."""
+    import signal
+
+    process = subprocess.Popen(_clzoo() + ["show-views", "--data", "digits", "--output",
+                                           str(tmp_path / "v.png")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_user_env())
+    time.sleep(after)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if not line.startswith(("W0", "I0", "E0", "WARNING"))]
+    assert process.returncode == 130 and lines == [
+        "error: interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short"], err
+    assert not (tmp_path / "v.png").exists()
