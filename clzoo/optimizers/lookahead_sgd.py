@@ -74,7 +74,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     Raises:
         ValueError: a momentum, decay or alpha out of range or not finite, a
             `bias_learning_rate_multiplier` <= 0, an `offset_weight_decay_multiplier` < 0,
-            `lookahead_every` not an int >= 0, or Lookahead without `total_steps`.
+            `lookahead_every` not an int >= 0, Lookahead without `total_steps`, or
+            `lookahead_every` > `total_steps` (the run would end on its first weights).
 
     Example:
 
@@ -109,6 +110,11 @@ class LookaheadSGD(keras.optimizers.Optimizer):
                                 or total_steps < 1):
             raise ValueError("Lookahead needs `total_steps`, the run's steps (an int >= 1). "
                              f"Received: total_steps={total_steps!r}")
+        if lookahead_every and lookahead_every > total_steps:  # no pull: training would end on
+            raise ValueError(                                 # the slow copy, i.e. the first weights
+                f"`lookahead_every` ({lookahead_every}) must be at most `total_steps` ({total_steps}): "
+                "the run ends on the slow weights, which a run without a Lookahead step never updates. "
+                "Lower it, or pass 0 for no Lookahead.")
         self.nesterov, self.lookahead_every, self.total_steps = bool(nesterov), lookahead_every, total_steps
 
     def build(self, variables):

@@ -56,6 +56,16 @@ class _Section(BaseModel):
     # strict: "5" is not 5 and true is not 1 (nothing coerced silently); ints pass as floats.
     model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
 
+    @model_validator(mode="after")
+    def _floats_fit_float32(self):
+        """Every float setting is one float32 (the training dtype) holds: not inf, not 0 for a
+        positive value (else the NaN stop would later blame the learning rate)."""
+        for key, field in type(self).model_fields.items():
+            value = getattr(self, key)
+            if field.annotation in (float, PositiveFloat, NonNegativeFloat) and value:
+                _float32_positive(abs(value), key)
+        return self
+
 
 class ModelSpec(_Section):
     architecture: str = "resnet20"  # a name of clzoo.models.list_encoders()
@@ -206,6 +216,19 @@ class TrainingSpec(_Section):
             if getattr(self, key) != type(self).model_fields[key].default:
                 owner = "sgd and lookahead_sgd" if key == "nesterov" else "lookahead_sgd"
                 raise ValueError(f"{key} is a setting of optimizer {owner}, not {self.optimizer}")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_uses_its_settings(self):
+        if self.schedule != "constant":
+            return self
+        neutral = {"warmup_epochs": (0, 1), "warmup_start_fraction": (1e-3,),
+                   "final_learning_rate_fraction": (0.0,)}  # the defaults (and no warm-up)
+        for key, values in neutral.items():
+            if getattr(self, key) not in values:
+                raise ValueError(f"{key} = {getattr(self, key)}: schedule constant keeps the peak "
+                                 "learning rate throughout and would ignore it; use schedule cosine "
+                                 "or linear, or drop the key")
         return self
 
     @model_validator(mode="after")

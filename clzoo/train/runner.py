@@ -223,6 +223,11 @@ def _check_against_data(recipe, data, source, output):
             problems.append(f"training.epochs = {recipe.training.epochs}: {steps:,} steps; the "
                             "learning-rate schedule counts steps in float32, exact up to "
                             "16,777,216 steps")
+        every = recipe.training.lookahead_every
+        if recipe.training.optimizer == "lookahead_sgd" and every > steps:
+            problems.append(f"training.lookahead_every = {every}: more than the run's {steps:,} steps; "
+                            "it ends on the slow weights, which no Lookahead step would update "
+                            "(the untrained weights): lower it, or 0 for no Lookahead")
         headline = recipe.eval.knn_headline_k  # other k above the images are skipped, by design
         if headline > images:
             problems.append(f"eval.knn_headline_k = {headline}: more than the {images:,} training "

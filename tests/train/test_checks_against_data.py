@@ -25,6 +25,10 @@ def setup(tmp_path):
      "training.learning_rate = 1e-50 (from an override): 1e-50 is outside float32"),
     ("loss.temperature=1e-45", "temperature = 1e-45 is outside float32's range"),
     ("loss.temperature=1e39", "temperature = 1e+39 is outside float32's range"),
+    # issue 58 item 6: every float setting, not only the learning rate and temperature
+    ("training.weight_decay=1e300", "weight_decay = 1e+300 is outside float32's range"),
+    ("training.momentum=1e-60", "momentum = 1e-60 is outside float32's range"),
+    ("training.warmup_start_fraction=1e-50", "warmup_start_fraction = 1e-50 is outside float32"),
 ])
 def test_values_float32_cannot_hold_are_refused(setup, override, says):
     path, _ = setup
@@ -36,6 +40,9 @@ def test_values_float32_cannot_hold_are_refused(setup, override, says):
     (["eval.knn_k=[1, 100]", "eval.knn_headline_k=100"],
      "eval.knn_headline_k = 100: more than the 64 training images"),
     (["training.epochs=1000000000"], "training.epochs = 1000000000: 2,000,000,000 steps"),
+    # issue 58 item 6: LookaheadSGD that never pulls ended on the untrained weights
+    (["training.optimizer=lookahead_sgd", "training.lookahead_every=7"],
+     "training.lookahead_every = 7: more than the run's 6 steps"),
 ])
 def test_values_impossible_for_the_data_are_refused_before_writing(setup, override, says):
     path, tmp_path = setup
@@ -67,3 +74,21 @@ def test_an_output_beside_the_splits_is_fine(setup):
     path, tmp_path = setup
     train(load_recipe(path, ["training.epochs=1"]), tmp_path / "data" / "runs" / "a", verbose=0)
     assert (tmp_path / "data" / "runs" / "a" / "metrics.json").is_file()
+
+
+@pytest.mark.parametrize("key, value", [("warmup_epochs", 2.0), ("warmup_start_fraction", 0.1),
+                                        ("final_learning_rate_fraction", 0.01)])
+def test_a_constant_schedule_refuses_the_settings_it_would_ignore(setup, key, value):
+    """Issue 58 item 6: schedule constant ignored these without a word."""
+    path, _ = setup
+    with pytest.raises(RecipeError, match=f"{key} = {value}: schedule constant keeps the peak"):
+        load_recipe(path, ["training.schedule=constant", f"training.{key}={value}"])
+    assert load_recipe(path, ["training.schedule=constant", "training.warmup_epochs=0"])
+
+
+def test_lookahead_sgd_refuses_a_period_longer_than_the_run():
+    from clzoo.optimizers import LookaheadSGD
+
+    with pytest.raises(ValueError, match=r"`lookahead_every` \(11\) must be at most `total_steps` \(10\)"):
+        LookaheadSGD(0.1, lookahead_every=11, total_steps=10)
+    assert LookaheadSGD(0.1, lookahead_every=10, total_steps=10).lookahead_every == 10
