@@ -398,6 +398,7 @@ def _list_folder(root, split, on_unreadable="error"):
     """
     classes = class_folders(root, split, on_unreadable)
     split_dir = root / split
+    _refuse_links_into_the_other_split(root, split, classes)
     found, problems = [], []
     for label, name in enumerate(classes):
         images, bad, nested = _image_files(split_dir / name)
@@ -418,6 +419,21 @@ def _list_folder(root, split, on_unreadable="error"):
     labels = np.asarray([label for _, _, label in found], np.int32)
     _check_every_class(labels, classes, split_dir)
     return [f for f, _, _ in found], [i for _, i, _ in found], labels, classes
+
+
+def _refuse_links_into_the_other_split(root, split, classes):
+    """A split (or one of its class folders) that is a link into the other split would make test
+    images training images and inflate every metric: refused, naming the link."""
+    other = root / ("test" if split == "train" else "train")
+    if not other.is_dir():
+        return
+    other = other.resolve()
+    for entry in [root / split] + [root / split / name for name in classes]:
+        target = entry.resolve()
+        if target == other or other in target.parents or target in other.parents:
+            raise ValueError(f"{entry} leads into {other} (a link): the train and test splits "
+                             "would share images and every metric would be inflated. Make them "
+                             "separate folders.")
 
 
 def _check_every_class(labels, classes, split_dir):

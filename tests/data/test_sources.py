@@ -180,3 +180,20 @@ def test_the_tfds_hint_names_what_to_install_and_the_folder_alternative(monkeypa
     assert "--data <image folder>" in tfds_missing() and "clzoo[tfds]" not in tfds_missing()
     monkeypatch.setattr("clzoo.data.device_stream.tensorflow_installed", lambda: False)
     assert "pip install tensorflow-datasets importlib_resources tensorflow;" in tfds_missing()
+
+
+@pytest.mark.parametrize("link", ["split", "class"])
+def test_a_test_split_linked_into_train_is_refused(tmp_path, link):
+    """Issue 58 item 6: test/ (or a class of it) linking into train/ was read silently, so test
+    images were training images and every metric inflated."""
+    import shutil
+
+    root = write_image_folder(tmp_path / "data", classes=("a", "b"))
+    if link == "split":
+        shutil.rmtree(root / "test")
+        (root / "test").symlink_to(root / "train")
+    else:
+        shutil.rmtree(root / "test" / "b")
+        (root / "test" / "b").symlink_to(root / "train" / "b")
+    with pytest.raises(ValueError, match="leads into .*train \\(a link\\)"):
+        load_split(str(root), "test")
