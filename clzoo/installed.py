@@ -4,7 +4,23 @@ An output written into site-packages could replace a package's files (a built-in
 checksums then fail on every later load); every writer checks its path here before any work.
 """
 
+import contextlib
+import contextvars
 from pathlib import Path
+
+BUILTIN_PRESETS = Path(__file__).resolve().parent / "presets" / "builtin"
+_ALLOWED = contextvars.ContextVar("clzoo_allowed_package_folder", default=None)
+
+
+@contextlib.contextmanager
+def writing_builtin_presets():
+    """Let the block write into clzoo's built-in preset folder (`build_preset(..., builtin=True)`,
+    the maintainers' command); everything else in an installed package stays refused."""
+    token = _ALLOWED.set(BUILTIN_PRESETS)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
 
 
 def installed_package_folders():
@@ -36,7 +52,12 @@ def refuse_installed_packages(path, what="--output"):
     ValueError: --output .../x.npz is inside the installed packages' folder ...
     """
     target = Path(path).resolve()
+    allowed = _ALLOWED.get()
+    if allowed is not None and allowed in target.parents:
+        return
     for folder in installed_package_folders():
         if target == folder or folder in target.parents:
+            maintainers = (" (rebuilding a built-in preset from a source checkout: "
+                           "build_preset(..., builtin=True))" if BUILTIN_PRESETS in target.parents else "")
             raise ValueError(f"{what} {target} is inside the installed packages' folder {folder}; "
-                             "clzoo writes no output there: choose another path")
+                             f"clzoo writes no output there: choose another path{maintainers}")

@@ -55,3 +55,24 @@ def test_push_dry_run_refuses_the_builtin_presets(tmp_path, capsys):
     with pytest.raises(ValueError, match="inside the installed packages' folder"):
         push_preset(tmp_path / "no_run", "hf://o/r", dry_run=builtin, overwrite=True)
     assert sorted(p.name for p in builtin.iterdir()) == before
+
+
+def test_build_preset_writes_a_builtin_preset_only_when_told(tmp_path, monkeypatch):
+    """The maintainers' command (`build_preset(..., builtin=True)`, pretrained/README.md) may write
+    into the built-in preset folder; without the flag it is refused with the hint."""
+    import clzoo.installed as installed
+    from clzoo.installed import writing_builtin_presets
+
+    package = tmp_path / "site" / "clzoo"
+    builtin = package / "presets" / "builtin"
+    builtin.mkdir(parents=True)
+    monkeypatch.setattr(installed, "BUILTIN_PRESETS", builtin)
+    monkeypatch.setattr(installed, "installed_package_folders", lambda: [tmp_path / "site"])
+    with pytest.raises(ValueError, match=r"build_preset\(\.\.\., builtin=True\)"):
+        refuse_installed_packages(builtin / "new")
+    with writing_builtin_presets():
+        refuse_installed_packages(builtin / "new")
+        with pytest.raises(ValueError, match="inside the installed packages' folder"):
+            refuse_installed_packages(package / "models" / "x")  # only the preset folder opens
+    with pytest.raises(ValueError):
+        refuse_installed_packages(builtin / "new")

@@ -10,6 +10,7 @@ Layout (all written atomically):
     checksums.json       SHA-256 of each file above
 """
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -165,7 +166,7 @@ def _machine_paths(run, recipe, metrics):
 
 
 def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
-                 test_time_flip=False, eval_dir=None, handle=None):
+                 test_time_flip=False, eval_dir=None, handle=None, builtin=False):
     """Turn a `clzoo train` run folder into a preset folder.
 
     Reads `encoder.keras`, `recipe.yaml`, `metrics.json` and, when present,
@@ -190,6 +191,9 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
             encoder (`clzoo eval` of a first build of this preset).
         handle: `"hf://owner/repo"` the preset will be pushed to; the card's
             usage example loads it from there. Defaults to `None` (a placeholder).
+        builtin: `out_dir` is in clzoo's built-in preset folder (`pretrained/` of a source
+            checkout), written on purpose; every other folder of an installed package is
+            refused (`clzoo.installed`). Defaults to `False`.
 
     Returns:
         `Path` of `out_dir`.
@@ -240,8 +244,11 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
                                 (metrics.get("eval") or {}).get("samples", {}).get("test")),
     }
     metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
-    return replace_folder(out_dir, lambda staging: _write_preset(staging, encoder, metadata, license,
-                                                                 handle))
+    from clzoo.installed import writing_builtin_presets
+
+    with writing_builtin_presets() if builtin else contextlib.nullcontext():
+        return replace_folder(out_dir, lambda staging: _write_preset(staging, encoder, metadata,
+                                                                     license, handle))
 
 
 def _name_says_auxiliary(name, model_spec):
