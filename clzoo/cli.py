@@ -147,6 +147,18 @@ def _is_preset(target, space):
                                    or (Path(target) / "checksums.json").is_file())
 
 
+def _closest_model(target):
+    """`" Did you mean ...?"` for the closest built-in preset name or sibling of `target`."""
+    from clzoo.presets import BUILTIN_PRESETS
+    from clzoo.registry import did_you_mean
+
+    parent = target.parent if str(target.parent) not in ("", ".") else Path(".")
+    siblings = [str(parent / p.name) if str(target.parent) not in ("", ".") else p.name
+                for p in (parent.iterdir() if parent.is_dir() else [])
+                if p.is_dir() or p.suffix == ".keras"]
+    return did_you_mean(str(target), [*BUILTIN_PRESETS, *siblings[:1000]])
+
+
 def _model_path(target, space="encoder"):
     """The `.keras` file a run folder or file target names (None for a preset); checks it exists.
 
@@ -163,7 +175,9 @@ def _model_path(target, space="encoder"):
             from clzoo.presets.loading import refuse_retired
 
             refuse_retired(target)  # a retired built-in name: say so and name its replacement
-        raise FileNotFoundError(f"no model at {path} (expected a run folder or a .keras file)")
+        expected = ("a run folder, a .keras file, a preset folder or a preset name (clzoo presets "
+                    "lists them)" if space == "encoder" else "a run folder or a .keras file")
+        raise FileNotFoundError(f"no model at {path} (expected {expected}).{_closest_model(target)}")
     return path
 
 

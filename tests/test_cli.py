@@ -392,3 +392,15 @@ def test_ctrl_c_while_a_command_starts_ends_in_one_line(tmp_path, after):
     assert process.returncode == 130 and lines == [
         "error: interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short"], err
     assert not (tmp_path / "v.png").exists()
+
+
+def test_a_mistyped_model_gets_the_closest_preset_or_run(tmp_path, capsys, monkeypatch):
+    """Issue 57 item 7: `clzoo eval runs/typo` named neither presets nor the run meant."""
+    (tmp_path / "runs" / "sincere_digits").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    for typed, meant in (("runs/sincere_digit", "runs/sincere_digits"),
+                         ("sincere_airbench_cifar1", "sincere_airbench_cifar10")):
+        assert cli.main(["eval", typed, "--data", "digits"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "a preset name (clzoo presets lists them)" in err[0]
+        assert err[0].endswith(f"Did you mean {meant!r}?")
