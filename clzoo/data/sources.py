@@ -617,11 +617,11 @@ def _stack_one_size(images, files, where):
     shapes = {image.shape for image in images}
     if len(shapes) > 1:
         first = images[0].shape
-        odd = next(f for f, image in zip(files, images) if image.shape != first)
+        odd, odd_shape = next((f, image.shape) for f, image in zip(files, images) if image.shape != first)
+        size = "{1}x{0} (width x height, as PIL's Image.size gives it)".format
         raise ValueError(
-            f"Images in {where} differ in size: {os.path.basename(files[0])} is "
-            f"{first[:2]}, {odd} is {next(s for s in shapes if s != first)[:2]}. "
-            "Resize them on load with --image-size N (recipe key image_size; sizes are read after "
+            f"Images in {where} differ in size: {files[0]} is {size(*first[:2])}, {odd} is "
+            f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key image_size; sizes are read after "
             "the EXIF orientation tag is applied: a rotated photo counts as its upright size)."
         )
     return np.stack(images)

@@ -122,6 +122,19 @@ def test_mixed_sizes(tmp_path):
         load_split(str(root))
 
 
+def test_mixed_sizes_name_each_file_with_its_own_size_as_pil_reads_it(tmp_path):
+    """Issue 57 item 7: the refusal paired one file with another's size, printed (H, W) and named
+    one file by its base name; three sizes here, each file full-path with its width x height."""
+    root = write_image_folder(tmp_path / "data", size=(8, 6))  # H 8, W 6: PIL's size (6, 8)
+    Image.fromarray(np.zeros((5, 7, 3), np.uint8)).save(root / "train" / "cat" / "3.png")
+    Image.fromarray(np.zeros((9, 9, 3), np.uint8)).save(root / "train" / "dog" / "3.png")
+    with pytest.raises(ValueError) as error:
+        load_split(str(root))
+    message = str(error.value)
+    assert f"{root / 'train' / 'cat' / '0.png'} is 6x8 (width x height" in message
+    assert f"{root / 'train' / 'cat' / '3.png'} is 7x5 (width x height" in message
+
+
 def test_bad_split_name():
     with pytest.raises(ValueError, match="split='val'"):
         load_split("digits", "val")
