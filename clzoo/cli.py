@@ -181,7 +181,7 @@ def _model_path(target, space="encoder"):
     return path
 
 
-def _load_encoder(target, space="encoder"):
+def _load_encoder(target, space="encoder", bare=False):
     """The feature extractor of a preset, run folder or `.keras` file, and where it came from.
 
     Presets (built-in name, `hf://owner/repo`, preset folder) are loaded
@@ -190,19 +190,25 @@ def _load_encoder(target, space="encoder"):
     `space="projection"`: the projection head's L2-normalized embeddings, the
     space the loss shapes (`clzoo.eval.projection_encoder`); needs the full
     model (a run's `checkpoint.keras`). A truncated or unreadable file is a
-    `ValueError` naming it (`clzoo.saving.load_model`).
+    `ValueError` naming it (`clzoo.saving.load_model`). `bare`: the encoder
+    without its test-time views (`clzoo.models.bare_encoder`).
     """
     from clzoo.eval import projection_encoder
     from clzoo.saving import load_model
 
+    if bare and space != "encoder":
+        raise ValueError("--bare-encoder drops an encoder's test-time views; it takes --space encoder")
     path = _model_path(target, space)
     if path is None:
         from clzoo.presets import load_preset
 
-        return load_preset(target), Path(str(target))
+        return load_preset(target, test_time=not bare), Path(str(target))
     model = load_model(path)
     if space == "encoder":
-        return getattr(model, "encoder", model), path
+        from clzoo.models import bare_encoder
+
+        encoder = getattr(model, "encoder", model)
+        return (bare_encoder(encoder) if bare else encoder), path
     if getattr(model, "projection_head", None) is None:
         raise ValueError(f"--space projection needs a model with a projection head; {path} has none")
     return projection_encoder(model), path
@@ -222,9 +228,10 @@ def _check_data(data, image_size=None):
     return source
 
 
-def _model_name(target, path):
-    """What the report calls the model: the file loaded, or the preset name / hf:// handle as given."""
-    return str(path) if path.exists() else str(target)
+def _model_name(target, path, bare=False):
+    """What the report calls the model: the file loaded, or the preset name / hf:// handle as given
+    (marked when its test-time views were dropped)."""
+    return (str(path) if path.exists() else str(target)) + (BARE if bare else "")
 
 
 def _default_output(target, path, name):
@@ -242,8 +249,9 @@ def _eval(args):
 
     metrics = parse_metrics(args.metrics)
     path = _model_path(args.model, args.space)  # an unknown model refused before the folder
+    name = "eval_bare_encoder" if args.bare_encoder else "eval"
     out = Path(args.output) if args.output else _default_output(
-        args.model, path or Path(str(args.model)), "eval" if args.space == "encoder" else "eval_projection")
+        args.model, path or Path(str(args.model)), name if args.space == "encoder" else "eval_projection")
     what = "--output" if args.output else "the report folder (default --output)"
     # The lock first, then the checks: a second `clzoo eval` into this folder is refused before
     # its work, and one that starts after the first has finished sees its report.
@@ -260,10 +268,13 @@ def _eval_into(out, args, metrics):
     source = _check_data(args.data, args.image_size)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
-        encoder, path = _load_encoder(args.model, args.space)
+        encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
+    if args.bare_encoder:
+        print(f"{args.model}{BARE}: one pass per image; its metrics are not the model's", flush=True)
     result = evaluate(encoder, source, metrics, output_dir=out, ks=args.k, shots=args.shots,
                       probe_epochs=args.probe_epochs, timings=timer, plan=True,
-                      info={"model": _model_name(args.model, path), "space": args.space})
+                      info={"model": _model_name(args.model, path, args.bare_encoder),
+                            "space": args.space})
     if result.knn:
         print("weighted kNN top-1: " + "  ".join(f"{k}: {v:.2%}" for k, v in result.knn.items()))
     for value, label in ((result.ncc, "nearest-class-center top-1"), (result.probe, "linear probe top-1"),
@@ -294,7 +305,9 @@ def _embed_into(args):
     from clzoo.export.embeddings import embed_splits, write_embeddings
 
     source = _check_data(args.data, args.image_size)
-    encoder, path = _load_encoder(args.model, args.space)
+    encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
+    if args.bare_encoder:
+        print(f"{args.model}{BARE}: these are not the model's features", flush=True)
     splits = ("train", "test") if args.split == "both" else (args.split,)
     table = embed_splits(encoder, source, splits, normalize=args.normalize)
     written = write_embeddings(args.output, table)
@@ -413,7 +426,9 @@ def _transfer_into(args):
     from clzoo.presets import load_preset
 
     source = _check_data(args.data, args.image_size)
-    encoder = load_preset(args.preset)
+    encoder = load_preset(args.preset, test_time=not args.bare_encoder)
+    if args.bare_encoder:
+        print(f"{args.preset}{BARE}: one pass per image; not the preset's result", flush=True)
     train, test = source.load("train"), source.load("test")
     check_input_size(encoder, train, args.data)  # before the plan and the first fit
     print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
@@ -421,10 +436,11 @@ def _transfer_into(args):
     result = transfer_probe(encoder, train, test, args.protocol, args.learning_rates, args.epochs)
     chosen = ("" if result.learning_rate is None else f", learning rate {result.learning_rate:g}"
               + (" chosen on the validation split" if result.learning_rates_tried > 1 else ""))
-    print(f"linear-probe top-1 on {args.data}: {result.top1:.2%} (95% bootstrap interval "
+    bare = BARE if args.bare_encoder else ""
+    print(f"linear-probe top-1 on {args.data}{bare}: {result.top1:.2%} (95% bootstrap interval "
           f"{result.low:.2%} - {result.high:.2%}, {result.test_images} test images{chosen})")
     if args.output:
-        report = result.to_dict(preset=args.preset, data=args.data)
+        report = result.to_dict(preset=args.preset + bare, data=args.data)
         atomic_write_text(Path(args.output), json.dumps(report, indent=2, default=float) + "\n")
         print(f"wrote {args.output}")
     return 0
@@ -535,6 +551,16 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+BARE = " (bare encoder: test-time views off)"
+
+
+def _add_bare_encoder(p):
+    p.add_argument("--bare-encoder", action="store_true",
+                   help="the encoder without its test-time views (the airbench presets average 6 "
+                        "passes per image): about 6x faster on a CPU for a quick look; results are "
+                        "labelled as the bare encoder's, not the preset's")
+
+
 def _add_image_size(p):
     p.add_argument("--image-size", type=_whole(1), metavar="N",
                    help="resize every image to NxN on load (image folders of mixed sizes; as "
@@ -579,7 +605,9 @@ def _add_eval_parsers(commands):
                    help="epochs of sgd_probe (app. J: 100)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="evaluate encoder features, or the projection head's embeddings")
-    p.add_argument("--output", help="report folder (default: <run>/eval)")
+    p.add_argument("--output", help="report folder (default: <run>/eval, with --bare-encoder "
+                                    "<run>/eval_bare_encoder)")
+    _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_eval)
 
@@ -594,6 +622,7 @@ def _add_eval_parsers(commands):
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="encoder features, or the projection head's embeddings (a run's checkpoint)")
     p.add_argument("--normalize", action="store_true", help="L2-normalize each embedding")
+    _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_embed)
 
@@ -656,6 +685,7 @@ def _add_other_parsers(commands):
     p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list,
                    help="comma-separated rates the sgd protocol chooses from on a validation split")
     p.add_argument("--output", help="JSON file for the result")
+    _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_transfer)
 

@@ -621,7 +621,8 @@ def _stack_one_size(images, files, where):
         size = "{1}x{0} (width x height, as PIL's Image.size gives it)".format
         raise ValueError(
             f"Images in {where} differ in size: {files[0]} is {size(*first[:2])}, {odd} is "
-            f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key image_size; sizes are read after "
-            "the EXIF orientation tag is applied: a rotated photo counts as its upright size)."
+            f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key "
+            "image_size; sizes are read after the EXIF orientation tag is applied: a rotated "
+            "photo counts as its upright size)."
         )
     return np.stack(images)

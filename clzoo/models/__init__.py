@@ -15,6 +15,7 @@ from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.models.test_time_flip import (
     HorizontalFlip,
     ReflectTranslate,
+    bare_encoder,
     flip_averaged,
     test_time_averaged,
 )
@@ -23,7 +24,8 @@ from clzoo.models.whitening import PatchWhitening, adapt_whitening
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
            "DiracInitializer", "HorizontalFlip", "ImageEncoder", "MemoryQueue", "MomentumEncoder",
            "PatchWhitening", "ProjectionHead", "ReflectTranslate", "adapt_whitening",
-           "airbench_net", "as_image_encoder", "build_classifier", "check_encoder_options", "cifar_resnet",
+           "airbench_net", "as_image_encoder", "bare_encoder", "build_classifier",
+           "check_encoder_options", "cifar_resnet",
            "flip_averaged", "get_encoder", "hub_resnet", "list_encoders",
            "test_time_averaged", "vit"]
 

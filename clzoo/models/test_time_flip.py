@@ -156,3 +156,34 @@ def test_time_averaged(encoder, translate=0, name=None):
     pairs = keras.layers.Average(name="translate_average")(parts[1:])
     features = keras.layers.Average(name="test_time_average")([parts[0], pairs])
     return ImageEncoder(inputs, features, name=name or f"{encoder.name}_test_time_averaged")
+
+
+def bare_encoder(encoder):
+    """The one-view encoder inside a test-time averaged one (`flip_averaged`,
+    `test_time_averaged`), or `encoder` itself when it averages no views.
+
+    For a quick look on a CPU: the airbench presets run their encoder 6 times per
+    image; the bare encoder runs once, and its features (and metrics) differ from
+    the preset's: label them as such.
+
+    Args:
+        encoder: a `keras.Model` from images `(batch, H, W, C)` to features `(batch, D)`.
+
+    Returns:
+        a `keras.Model` with the same input and output shapes, sharing the weights.
+
+    Example:
+
+    >>> import clzoo
+    >>> inner = clzoo.models.get_encoder("resnet8")
+    >>> clzoo.models.bare_encoder(clzoo.models.test_time_averaged(inner, 1)) is inner
+    True
+    """
+    names = {layer.name: layer for layer in encoder.layers}
+    if "test_time_average" in names and "mirror" in names:
+        return bare_encoder(names["mirror"])
+    if "flip_average" in names and "flip" in names:
+        inner = [layer for layer in encoder.layers if isinstance(layer, keras.Model)]
+        if len(inner) == 1:
+            return inner[0]
+    return encoder

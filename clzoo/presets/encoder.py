@@ -17,16 +17,19 @@ class Encoder:
     """
 
     @classmethod
-    def from_preset(cls, handle, verify=True, trainable=False):
+    def from_preset(cls, handle, verify=True, trainable=False, test_time=True):
         """Load an encoder from a built-in preset name, `hf://owner/repo[@revision]` or a folder.
 
         Returns a `keras.Model` taking float images in [0, 1]
         `(batch, H, W, 3)` at the preset's size and returning features
         `(batch, D)`, frozen unless `trainable=True` (keras-hub and timm
-        return trainable models; clzoo's are feature extractors first). See
+        return trainable models; clzoo's are feature extractors first).
+        `test_time=False` drops the preset's test-time views for a quick look on a
+        CPU (one pass instead of 6 for the airbench presets; not the preset's
+        features). See
         `clzoo.presets.load_preset` for the checks made and the errors raised.
         """
-        return load_preset(handle, verify=verify, trainable=trainable)
+        return load_preset(handle, verify=verify, trainable=trainable, test_time=test_time)
 
     @staticmethod
     def presets():

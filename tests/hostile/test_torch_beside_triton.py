@@ -47,9 +47,10 @@ def test_the_torch_backend_commands_run_beside_tensorflow_and_triton(tmp_path):
     # Its checkpoint read under TensorFlow: the torch optimizer class it names is not imported
     # (importing torch there loads Triton and aborted the process).
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    read = subprocess.run([sys.executable, "-c", "import sys, tensorflow, keras, clzoo; m = keras.saving"
-                           ".load_model(sys.argv[1]); print(int(m.optimizer.iterations), 'torch' in sys.modules)",
-                           str(run / "checkpoint.keras")], capture_output=True, text=True, timeout=600,
+    code = ("import sys, tensorflow, keras, clzoo; m = keras.saving.load_model(sys.argv[1]); "
+            "print(int(m.optimizer.iterations), 'torch' in sys.modules)")
+    read = subprocess.run([sys.executable, "-c", code, str(run / "checkpoint.keras")],
+                          capture_output=True, text=True, timeout=600,
                           env=dict(env, KERAS_BACKEND="tensorflow"))
     assert read.returncode == 0 and read.stdout.split() == ["3", "False"], read.stderr[-2000:]
     _ok(_clzoo("eval", run, "--data", data, "--output", tmp_path / "eval"))
@@ -58,6 +59,6 @@ def test_the_torch_backend_commands_run_beside_tensorflow_and_triton(tmp_path):
     assert (tmp_path / "e.npz").is_file()
     refused = _clzoo("export", run, "--output", tmp_path / "served")  # refused in one line, not aborted
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith("error: ")
-    _ok(_clzoo("transfer", "sincere_airbench_cifar10", "--data", data, "--image-size", 32, "--protocol", "lbfgs",
-               "--output", tmp_path / "transfer.json"))
+    _ok(_clzoo("transfer", "sincere_airbench_cifar10", "--data", data, "--image-size", 32,
+               "--protocol", "lbfgs", "--output", tmp_path / "transfer.json"))
     assert (tmp_path / "transfer.json").is_file()

@@ -331,3 +331,35 @@ def test_the_card_counts_the_monitor_images_the_run_had(tmp_path):
     curve = training_curve(tmp_path, recipe, {"train_images": 1000}, test_images=300)
     assert curve["monitor"] == {"monitor_every": 1, "monitor_memory": 1000, "monitor_queries": 300}
     assert curve["rows"] == [{"epoch": 1, "images_seen": 1000, "loss": 2.0, "knn_top1_k20": 0.5}]
+
+
+def test_a_preset_without_its_test_time_views_is_its_one_view_encoder():
+    """Issue 57 item 3: `test_time=False` (and `clzoo eval --bare-encoder`) gives the encoder the
+    airbench preset averages over 6 views, once per image, sharing its weights."""
+    from clzoo.models import bare_encoder, flip_averaged, get_encoder, test_time_averaged
+
+    full = clzoo.presets.Encoder.from_preset("sincere_airbench_cifar10")
+    bare = clzoo.presets.Encoder.from_preset("sincere_airbench_cifar10", test_time=False)
+    inner = full.get_layer("mirror").get_layer("encoder")
+    np.testing.assert_allclose(bare.predict(X, verbose=0), inner.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(bare.predict(X, verbose=0), full.predict(X, verbose=0), atol=1e-3)
+    pixels = (X * 255).round().astype("uint8")  # the encoder contract holds for the bare one too
+    np.testing.assert_allclose(bare.predict(pixels, verbose=0), bare.predict(pixels / np.float32(255),
+                                                                             verbose=0), rtol=1e-5, atol=1e-5)
+    resnet = get_encoder("resnet8")
+    assert bare_encoder(flip_averaged(resnet)) is resnet and bare_encoder(resnet) is resnet
+    assert bare_encoder(test_time_averaged(resnet, 2)) is resnet
+    with pytest.raises(ValueError, match="`test_time` must be True or False"):
+        load_preset("sincere_airbench_cifar10", test_time="no")
+
+
+def test_eval_bare_encoder_labels_its_report(tmp_path):
+    from clzoo import cli
+
+    out = tmp_path / "bare"
+    assert cli.main(["eval", "sincere_airbench_cifar10", "--data", "digits", "--image-size", "32",
+                     "--metrics", "knn", "--bare-encoder", "--output", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "sincere_airbench_cifar10 (bare encoder: test-time views off)" in report
+    with pytest.raises(SystemExit):  # argparse: the flag is for eval, embed and transfer only
+        cli.main(["export", "sincere_airbench_cifar10", "--bare-encoder", "--output", str(tmp_path / "x")])
