@@ -116,7 +116,11 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
     options = tf.data.Options()
     # Each worker keeps its slice of every global batch (MultiWorkerMirroredStrategy).
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return data.with_options(options).prefetch(tf.data.AUTOTUNE)
+    data = data.with_options(options).prefetch(tf.data.AUTOTUNE)
+    # read by ContrastiveModel.fit: a fit of several epochs takes one of the stream's per epoch
+    data.clzoo_stream = {"steps_per_epoch": (start_step + total) // epochs, "batches": total,
+                         "start_step": start_step}
+    return data
 
 
 def _positions(n, batch_size, seed, epochs, start_step, shuffle):

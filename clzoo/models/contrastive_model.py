@@ -266,11 +266,14 @@ class ContrastiveModel(keras.Model):
         Keras' data adapters. Every other argument is `keras.Model.fit`'s.
 
         A `clzoo.data.device_batches` stream is taken as it is: its generator,
-        with `steps_per_epoch` its epochs' length unless given.
+        with `steps_per_epoch` its epochs' length unless given. A
+        `clzoo.data.batches` stream (all of a run's epochs in one dataset) fitted
+        for several epochs takes one of its epochs per fit epoch too (Keras would
+        run the whole stream in the first and replay it after).
 
         Raises:
             ValueError: labels `y` that are not integer class ids or label rows
-                (naming the expected shape and dtype); a device stream shorter than
+                (naming the expected shape and dtype); a clzoo stream shorter than
                 the steps `fit` asks for; and as `keras.Model.fit`.
         """
         check_labels(x, y, "fit")
@@ -278,6 +281,8 @@ class ContrastiveModel(keras.Model):
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
         if not args and _is_device_stream(x):
             x = _fit_device_stream(x, kwargs)
+        elif not args and isinstance(getattr(x, "clzoo_stream", None), dict):
+            _fit_tf_data_stream(x.clzoo_stream, kwargs)
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
@@ -406,6 +411,20 @@ def _is_device_stream(x):
     """`clzoo.data.device_batches`' stream (not imported here: data sits above models)."""
     return (type(x).__name__ == "DeviceBatches" and hasattr(x, "steps_per_epoch")
             and callable(getattr(x, "take", None)))
+
+
+def _fit_tf_data_stream(stream, kwargs):
+    """`steps_per_epoch` for a `clzoo.data.batches` stream fitted for several epochs; a fit
+    longer than the stream refused with the `epochs` to build it with."""
+    epochs = kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)
+    if kwargs.get("steps_per_epoch") is None and epochs > 1:
+        kwargs["steps_per_epoch"] = stream["steps_per_epoch"]
+    steps = kwargs.get("steps_per_epoch")
+    if steps is not None and epochs * steps > stream["batches"]:
+        needed = -(-(stream["start_step"] + epochs * steps) // stream["steps_per_epoch"])
+        raise ValueError(f"fit asks for {epochs * steps} steps ({epochs} epochs of {steps}) but the "
+                         f"stream holds {stream['batches']} batches: build it with "
+                         f"clzoo.data.batches(..., epochs={needed})")
 
 
 def _fit_device_stream(stream, kwargs):
