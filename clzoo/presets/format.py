@@ -97,6 +97,9 @@ def training_curve(run, recipe, train_metrics, test_images=None):
                "loss": round(row["loss"], 4)}
         if "knn_top1_k20" in row:
             out["knn_top1_k20"] = row["knn_top1_k20"]
+        if "partial_epoch_steps" in row:  # cut short by a signal: fewer images, a partial mean
+            out["partial_epoch_steps"] = int(row["partial_epoch_steps"])
+            out["images_seen"] = (row["epoch"] - 1) * per_epoch + out["partial_epoch_steps"] * batch
         rows.append(out)
     spec = recipe.get("eval", {})
     monitor = {k: spec.get(k) for k in ("monitor_every", "monitor_memory", "monitor_queries")}

@@ -257,7 +257,8 @@ class JSONLinesHistory(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if not self.enabled:
             return
-        line = json_line({"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}})
+        line = json_line({"epoch": epoch + 1, **{k: v if isinstance(v, int) else float(v)
+                                                 for k, v in (logs or {}).items()}})
         previous = self.path.read_text() if self.path.exists() else ""
         atomic_write_text(self.path, previous + line + "\n")
 
@@ -440,9 +441,24 @@ class StopOnSignal(keras.callbacks.Callback):
         if threading.current_thread() is threading.main_thread():
             self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._steps = 0
+
     def on_train_batch_end(self, batch, logs=None):
+        self._steps = batch + 1
         if self.received:
             self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        """An epoch cut short says so: `partial_epoch_steps` in its logs (history.jsonl / .csv, the
+        card's curve) and one line, since Keras' bar shows it complete and its loss is the mean
+        of the steps run."""
+        planned = (self.params or {}).get("steps")
+        if self.received and logs is not None and planned and 0 < getattr(self, "_steps", 0) < planned:
+            logs["partial_epoch_steps"] = self._steps
+            if self.params.get("verbose"):
+                print(f"epoch {epoch + 1} stopped by {self.received} after {self._steps} of its "
+                      f"{planned} steps: its logged loss is the mean of those steps", flush=True)
 
     def on_train_end(self, logs=None):
         for number, handler in self._previous.items():

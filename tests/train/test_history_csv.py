@@ -45,3 +45,34 @@ def test_a_history_from_before_renumbers_when_the_run_resumes(tmp_path):
     path.write_text("epoch,loss\n0,5.0\n1,4.0\n2,3.5\n3,3.0\n")  # 0-based, 4 epochs logged
     RunFolder(tmp_path).truncate_csv(3)  # the checkpoint holds three
     assert path.read_text() == "epoch,loss\n1,5.0\n2,4.0\n3,3.5\n"
+
+
+def test_an_epoch_cut_short_by_a_signal_says_it_is_partial(tmp_path, capsys):
+    """Issue 57 item 2: a stopped epoch showed a full bar and logged a few steps' mean as the
+    epoch's loss; its row now carries `partial_epoch_steps`, a line says so, and the preset
+    card's curve counts the images it saw."""
+    from clzoo.presets.format import training_curve
+    from clzoo.train.callbacks import StopOnSignal
+
+    signals = StopOnSignal()
+
+    class _SignalAtStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if self.params and batch == 2 and len(seen) == 1:  # the second epoch's third step
+                signals.received = "SIGINT"
+
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(epoch)
+
+    seen = []
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    history = JSONLinesHistory(tmp_path / "history.jsonl")
+    x, y = np.ones((40, 3), "float32"), np.zeros((40, 1), "float32")
+    model.fit(x, y, batch_size=8, epochs=3, verbose=2, callbacks=[_SignalAtStep(), signals, history])
+    rows = [line for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and "partial_epoch_steps" not in rows[0] and '"partial_epoch_steps": 3' in rows[1]
+    assert "epoch 2 stopped by SIGINT after 3 of its 5 steps" in capsys.readouterr().out
+    curve = training_curve(tmp_path, {"training": {"batch_size": 8}}, {"train_images": 40})
+    assert [(r["epoch"], r["images_seen"], r.get("partial_epoch_steps")) for r in curve["rows"]] == [
+        (1, 40, None), (2, 64, 3)]
