@@ -217,13 +217,20 @@ def _usage(metadata, handle):
     where = ("" if handle else "  # the Hub repository this folder is uploaded to")
     return ["## Use", "", "```python",
             "import clzoo  # pip install \"clzoo[hub] @ git+https://github.com/clzoo/clzoo\"",
+            "import numpy as np",
+            "from PIL import Image",
             "",
             f"encoder = clzoo.presets.Encoder.from_preset(\"{repo}\"){where}",
+            "width_height = encoder.input_shape[2:0:-1]  # PIL sizes are (width, height)",
+            "images = np.stack([np.asarray(Image.open(path).convert(\"RGB\").resize(width_height))",
+            "                   for path in [\"image.png\"]])  # your files: uint8 (N, H, W, 3)",
             f"features = encoder.predict(images)  # uint8 or float in [0, 1], (N, H, W, 3) "
             f"-> (N, {metadata.get('feature_dim', 0):d})",
             "```", "",
             "`Encoder.from_preset` also takes this folder's local path; it checks every file "
-            "against `checksums.json` before loading.", ""]
+            "against `checksums.json` before loading. The encoder's layers are clzoo's: Keras "
+            "alone (`keras.saving` or the Hub's Keras snippet) reads them only after `import clzoo`.",
+            ""]
 
 
 def _citation(paper, metadata):
@@ -269,6 +276,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
     if report is not None and report.probe is not None:
         lines += [f"Linear probe ({_probe_protocol(report)}): {report.probe:.2%}.", ""]
     lines += _auxiliary_lines(metadata)
+    lines += _alternative_lines(metadata, run)
     lines += _compute_lines(metadata, run) + _curve_lines(metadata) + _limitations(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
               yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
@@ -277,6 +285,37 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _citation(paper, metadata)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+# Encoders a user could pick instead, with no training on the data: (hub id, line, source).
+ALTERNATIVES = {
+    "uoft-cs/cifar10": ("CLIP ViT-B/32 (LAION-2B, open_clip `laion2b_s34b_b79k`) zero-shot: 93.56% top-1 "
+                        "on the test split, with no CIFAR-10 training (clip_benchmark's protocol: "
+                        "class names and 18 prompt templates), at 224 px and about 88M parameters "
+                        "in its image tower",
+                        "https://github.com/LAION-AI/CLIP_benchmark"),
+}
+
+
+def _alternative_lines(metadata, run):
+    """What a user could use instead, measured the same way: raw pixels and the untrained encoder
+    (the run's own baselines) and, for known datasets, a large pretrained encoder's figure."""
+    lines = []
+    for name, label in (("raw_pixels", "raw pixels"), ("random_init", "the untrained encoder")):
+        row = (run.baselines if run else {}).get(name)
+        if row is None:
+            continue
+        knn = ", ".join(f"{k}: {v:.2%}" for k, v in row.knn.items())
+        probe = "" if row.probe is None else f"; linear probe {row.probe:.2%}"
+        lines.append(f"- {label}: weighted kNN top-1 {knn}{probe} (measured with this run)")
+    hub_id, _ = hub_dataset(metadata.get("dataset"))
+    if hub_id in ALTERNATIVES:
+        text, source = ALTERNATIVES[hub_id]
+        lines.append(f"- {text} ({source})")
+    if not lines:
+        return []
+    return ["## What else you could use", "", "On the same test split, with no training on this data:", "",
+            *lines, ""]
 
 
 def _auxiliary_lines(metadata):
@@ -326,7 +365,8 @@ def _limitations(metadata):
              f"A frozen feature extractor for images like {display}'s (linear probes, kNN "
              "retrieval, transfer studies) and a baseline for research on contrastive losses. "
              "It was trained and measured on one dataset only: features of images far from it "
-             "can be worse than raw pixels (`benchmarks/README.md`, digits transfer). The encoder "
+             f"can be worse than raw pixels ({REPOSITORY}/blob/main/benchmarks/README.md, digits "
+             "transfer). The encoder "
              "takes uint8 images in [0, 255] or float images in [0, 1] (the same features: "
              "`from_preset` divides uint8 pixels by 255 inside the model) and refuses other "
              "integer types, float values outside [0, 1] and other image sizes. It was not "
@@ -335,11 +375,11 @@ def _limitations(metadata):
     if data.get("file_types"):
         count = data.get("train_images")
         count = f"{count:,} " if isinstance(count, int) else ""
-        lines += [f"Training data: an image folder of {display} ({count}training images stored "
+        lines += [f"Training data: an image folder named {display} ({count}training images stored "
                   f"as {', '.join(data['file_types'])} files"
-                  + ("; JPEG re-encodings, so their pixels differ slightly from the dataset's "
-                     "original release" if any(t in (".jpg", ".jpeg") for t in data["file_types"])
-                     else "") + ").", ""]
+                  + ("; JPEG is lossy, so if they were converted from another release their "
+                     "pixels differ slightly from it" if any(t in (".jpg", ".jpeg") for t in
+                                                            data["file_types"]) else "") + ").", ""]
     return lines
 
 

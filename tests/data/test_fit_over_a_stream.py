@@ -16,7 +16,8 @@ pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")
 def _model():
     keras.utils.set_random_seed(0)
     encoder = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(6)])
-    model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(hidden_dims=(5,), output_dim=3))
+    head = clzoo.models.ProjectionHead(hidden_dims=(5,), output_dim=3)
+    model = clzoo.models.ContrastiveModel(encoder, head)
     model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
     return model
 

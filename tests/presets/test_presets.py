@@ -14,6 +14,7 @@ import yaml
 
 import clzoo
 from clzoo.presets import PresetError, build_preset, load_preset, push_preset
+from clzoo.presets.card import REPOSITORY
 from clzoo.presets.format import sha256
 from clzoo.registry import Registry
 
@@ -316,7 +317,7 @@ def test_card_states_use_limits_input_contract_and_jpeg_provenance(tmp_path):
     assert "## Intended use and limitations" in card
     assert "divides uint8 pixels by 255 inside the model" in card
     assert "uint8 or float in [0, 1]" in card
-    assert "JPEG re-encodings" in card
+    assert "stored as .jpg files; JPEG is lossy" in card and "original release" not in card
     assert 'pip install \\"clzoo[hub] @ git+https://github.com/clzoo/clzoo\\"' not in card
     assert 'pip install "clzoo[hub] @ git+https://github.com/clzoo/clzoo"' in card
 
@@ -363,3 +364,30 @@ def test_eval_bare_encoder_labels_its_report(tmp_path):
     assert "sincere_airbench_cifar10 (bare encoder: test-time views off)" in report
     with pytest.raises(SystemExit):  # argparse: the flag is for eval, embed and transfer only
         cli.main(["export", "sincere_airbench_cifar10", "--bare-encoder", "--output", str(tmp_path / "x")])
+
+
+def test_the_card_snippet_runs_as_written(tmp_path, monkeypatch):
+    """Issue 57 item 5: the card's snippet left `images` undefined. Run as written (the Hub handle
+    swapped for the built-in name: no network here) on a PNG named as in the snippet."""
+    from PIL import Image
+
+    card = (Path(clzoo.__file__).parent / "presets" / "builtin" / "sincere_airbench_cifar10"
+            / "README.md").read_text()
+    code = card.split("## Use", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace('"hf://clzoo/sincere_airbench_cifar10"', '"sincere_airbench_cifar10"')
+    monkeypatch.chdir(tmp_path)
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (50, 40, 3), np.uint8)).save("image.png")
+    namespace = {}
+    exec(compile(code, "card", "exec"), namespace)
+    assert namespace["images"].shape == (1, 32, 32, 3) and namespace["features"].shape == (1, 256)
+    assert "keras.saving" in card and "only after `import clzoo`" in card
+    assert "benchmarks/README.md" not in card.replace(f"{REPOSITORY}/blob/main/benchmarks/README.md", "")
+
+
+def test_a_users_jpeg_folder_is_not_called_a_re_encoding_of_a_release():
+    from clzoo.presets.card import _limitations
+
+    lines = "\n".join(_limitations({"dataset": "/home/me/cifar10", "data_provenance": {
+        "file_types": [".jpg"], "train_images": 900}}))
+    assert "an image folder named CIFAR-10 (900 training images stored as .jpg files" in lines
+    assert "original release" not in lines

@@ -50,10 +50,9 @@ def _meta(z, n, mode, epsilon, interpret):
 
 def _forward(z, labels, beta, n, mode, epsilon, interpret):
     rows = z.shape[0]
-    loss, stats = P.launch(P.forward_kernel, z, [z, labels, beta],
-                           [((rows,), jnp.float32, 0), ((3, rows), jnp.float32, 1)],
-                           **_meta(z, n, mode, epsilon, interpret))
-    return loss, stats[2] > 0, stats
+    loss, *stats = P.launch(P.forward_kernel, z, [z, labels, beta], [((rows,), jnp.float32, 0)] * 4,
+                            **_meta(z, n, mode, epsilon, interpret))
+    return loss, stats[2] > 0, tuple(stats)  # stats: log-sum-exp, second statistic, positives
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
@@ -69,7 +68,7 @@ def _fused_forward(z, labels, beta, n, mode, epsilon, interpret):
 def _fused_backward(n, mode, epsilon, interpret, residuals, cotangents):
     z, labels, beta, stats = residuals
     upstream = cotangents[0].astype(jnp.float32)
-    dz, dbeta = P.launch(P.backward_kernel, z, [z, labels, beta, stats, upstream],
+    dz, dbeta = P.launch(P.backward_kernel, z, [z, labels, beta, *stats, upstream],
                          [(z.shape, jnp.float32, 0), ((z.shape[0],), jnp.float32, 0)],
                          **_meta(z, n, mode, epsilon, interpret))
     return dz.astype(z.dtype), None, jnp.sum(dbeta).reshape(1)

@@ -43,8 +43,8 @@ def _block(ref, start, size):
     return ref[pl.ds(start, size)]
 
 
-def forward_kernel(z_ref, labels_ref, beta_ref, loss_ref, stats_ref, *, n, mode, epsilon,
-                   block_m, block_n, precision):
+def forward_kernel(z_ref, labels_ref, beta_ref, loss_ref, lse_ref, second_ref, count_ref, *, n,
+                   mode, epsilon, block_m, block_n, precision):
     start_i = pl.program_id(0) * block_m
     rows = start_i + jax.lax.broadcasted_iota(jnp.int32, (block_m,), 0)
     zi, yi, beta = _block(z_ref, start_i, block_m), _block(labels_ref, start_i, block_m), beta_ref[0]
@@ -78,7 +78,8 @@ def forward_kernel(z_ref, labels_ref, beta_ref, loss_ref, stats_ref, *, n, mode,
                                                 epsilon, block_n, precision)
         loss = total / safe_count
     loss_ref[...] = jnp.where(count > 0, loss, 0.0)
-    stats_ref[...] = jnp.stack([lse_a, second, count])
+    # three outputs, not one stacked (3, N): Pallas' Triton lowering stacks only two arrays
+    lse_ref[...], second_ref[...], count_ref[...] = lse_a, second, count
 
 
 def _noise_contrastive_pass(z_ref, labels_ref, zi, yi, rows, beta, lse_q, n, epsilon, block_n,
@@ -99,7 +100,8 @@ def _noise_contrastive_pass(z_ref, labels_ref, zi, yi, rows, beta, lse_q, n, eps
             weight += jnp.sum(jnp.where(same, jax.nn.sigmoid(x), 0.0), axis=1)
             return total, weight
 
-        return jax.lax.cond(jnp.any(same), tile, lambda carry: carry, carry)
+        # a float sum, not jnp.any: Pallas' Triton lowering has no boolean reduction (reduce_or)
+        return jax.lax.cond(jnp.sum(same.astype(jnp.float32)) > 0, tile, lambda carry: carry, carry)
 
     zeros = jnp.zeros(zi.shape[:1], jnp.float32)
     return jax.lax.fori_loop(0, z_ref.shape[0] // block_n, body, (zeros, zeros))
@@ -120,19 +122,19 @@ def _pair_gradient(s, first, second, count, same, denominator, epsilon, mode):
     return jnp.where(count > 0, grad, 0.0)
 
 
-def backward_kernel(z_ref, labels_ref, beta_ref, stats_ref, upstream_ref, dz_ref, dbeta_ref, *, n,
-                    mode, epsilon, block_m, block_n, precision):
+def backward_kernel(z_ref, labels_ref, beta_ref, lse_ref, second_ref, count_ref, upstream_ref, dz_ref,
+                    dbeta_ref, *, n, mode, epsilon, block_m, block_n, precision):
     start_i = pl.program_id(0) * block_m
     rows = start_i + jax.lax.broadcasted_iota(jnp.int32, (block_m,), 0)
     zi, yi, beta = _block(z_ref, start_i, block_m), _block(labels_ref, start_i, block_m), beta_ref[0]
-    stats_i = stats_ref[:, pl.ds(start_i, block_m)]
+    stats_i = [_block(ref, start_i, block_m) for ref in (lse_ref, second_ref, count_ref)]
     up_i = _block(upstream_ref, start_i, block_m)
 
     def body(j, carry):
         acc, dbeta = carry
         cols = j * block_n + jax.lax.broadcasted_iota(jnp.int32, (block_n,), 0)
         zj, yj = _block(z_ref, j * block_n, block_n), _block(labels_ref, j * block_n, block_n)
-        stats_j = stats_ref[:, pl.ds(j * block_n, block_n)]
+        stats_j = [_block(ref, j * block_n, block_n) for ref in (lse_ref, second_ref, count_ref)]
         up_j = _block(upstream_ref, j * block_n, block_n)
         cosine = _cosine(zi, zj, precision)
         s = cosine * beta
@@ -161,7 +163,16 @@ def launch(kernel, z, inputs, outputs, *, block_m, interpret, **meta):
     out_shape = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype, _ in outputs]
     return pl.pallas_call(functools.partial(kernel, block_m=block_m, **meta), grid=(n_pad // block_m,),
                           in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
-                          interpret=interpret)(*inputs)
+                          interpret=interpret, compiler_params=gpu_compiler_params())(*inputs)
+
+
+def gpu_compiler_params():
+    """Pallas' Triton backend, named: without it JAX picks Mosaic GPU, which cannot take these
+    kernels (its copies must be warpgroup-sized and its resource estimate has no custom_jvp);
+    Triton also runs the tiles `triton_kernels` was tuned with (4 warps, 2 stages)."""
+    from jax.experimental.pallas import triton as pallas_triton
+
+    return pallas_triton.CompilerParams(num_warps=4, num_stages=2)
 
 
 def _origin(rank, i):
