@@ -110,6 +110,8 @@ def check_refusals():
     bad = {"mode": dict(mode="supcon"), "precision": dict(precision="fp16"),
            "rank": dict(z=z[None]), "dim": dict(z=torch.zeros(8, 300, device=args.device)),
            "dtype": dict(z=z.double()), "labels": dict(labels=y.float())}
+    if args.device == "cpu":  # issue 58 item 6: the interpreter's bfloat16 was garbage
+        bad["bfloat16 in the interpreter"] = dict(z=z.bfloat16())
     for name, change in bad.items():
         call = {"z": z, "labels": y, "inverse_temperature": 10.0, "mode": "supcon_out", **change}
         try:
@@ -119,7 +121,23 @@ def check_refusals():
         else:
             print("accepted:", name)
             return 1
-    return 0
+    return _refuses_second_derivatives(anchor_loss, z, y)
+
+
+def _refuses_second_derivatives(anchor_loss, z, y):
+    """Issue 58 item 6: a gradient of the gradient went through the kernel as wrong numbers."""
+    x = z.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(anchor_loss(x, y, 10.0, "supcon_out")[0].sum(), x)  # first: fine
+    assert torch.isfinite(grad).all()
+    try:
+        (grad,) = torch.autograd.grad(anchor_loss(x, y, 10.0, "supcon_out")[0].sum(), x,
+                                      create_graph=True)
+        torch.autograd.grad(grad.square().sum(), x)
+    except RuntimeError as error:
+        print("refused: second derivative -", str(error).splitlines()[0])
+        return 0
+    print("accepted: second derivative")
+    return 1
 
 
 def check_auto():

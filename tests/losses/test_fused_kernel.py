@@ -98,7 +98,7 @@ def test_auto_takes_the_kernel_on_a_measured_gpu_only_and_says_why_not_elsewhere
 def test_the_kernel_refuses_what_it_cannot_take():
     result = _run(["tests/losses/fused_check.py", "--refusals"])
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert result.stdout.count("refused:") == 6
+    assert result.stdout.count("refused:") == 8  # 6 arguments, bfloat16 on the CPU, second derivatives
 
 
 
@@ -159,3 +159,18 @@ def test_the_triton_modules_refuse_to_load_after_tensorflow_instead_of_aborting(
         sys.modules.pop(name, None)
         with pytest.raises(ImportError, match="import clzoo, torch or triton before tensorflow"):
             importlib.import_module(name)
+
+
+@pytest.mark.backends("jax")
+def test_pallas_kernel_keeps_int64_labels_apart_under_x64():
+    """Issue 58 item 6: with jax_enable_x64 the kernel cast int64 ids to int32, merging 0 and 2^32
+    (5.77 against 6.68); dense ranks keep them apart, as torch.unique does for Triton."""
+    code = ("import numpy as np, clzoo\n"
+            "z = np.random.default_rng(0).normal(size=(4, 2, 8)).astype('float32')\n"
+            "y = np.array([0, 2**32, 1, 1], np.int64)\n"
+            "print(*[float(clzoo.losses.SupConLoss(kernel=k)(y, z)) for k in ('xla', 'fused')])\n")
+    env = dict(os.environ, JAX_ENABLE_X64="1", CLZOO_PALLAS_INTERPRET="1", KERAS_BACKEND="jax")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    xla, fused = map(float, out.stdout.split()[-2:])
+    assert abs(xla - fused) < 1e-5

@@ -53,7 +53,9 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0, precision="tf
         and bool `(N,)`, anchors with at least one positive.
 
     Raises:
-        ValueError: for a shape, dtype, device, mode or precision the kernel does not take.
+        ValueError: for a shape, dtype, device, mode or precision the kernel does not take
+            (bfloat16 in Triton's CPU interpreter included).
+        RuntimeError: a second derivative (a gradient taken with `create_graph=True`).
     """
     _check(z, labels, mode, precision)
     ids = torch.unique(labels, return_inverse=True)[1].to(torch.int32)  # any int ids -> int32
@@ -79,6 +81,9 @@ def _check(z, labels, mode, precision):
     if not (z.is_cuda or interpreting()):
         raise ValueError("The fused kernel runs on a CUDA device (or on the CPU under "
                          f"TRITON_INTERPRET=1, for tests). Received: a tensor on {z.device}")
+    if not z.is_cuda and z.dtype == torch.bfloat16:  # the interpreter: NumPy has no bfloat16
+        raise ValueError("Triton's interpreter (TRITON_INTERPRET=1) computes bfloat16 tiles "
+                         "wrongly; on the CPU pass float32 embeddings (bfloat16 runs on a CUDA device)")
 
 
 def _launch(z, options, kernel):
@@ -119,6 +124,10 @@ class _AnchorLoss(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, upstream, _):
+        if torch.is_grad_enabled():  # backward(create_graph=True): autograd records this pass
+            raise RuntimeError("The fused kernel has no second derivative (a gradient taken with "
+                               "create_graph=True goes through it): use kernel='xla' for gradients "
+                               "of gradients")
         z, labels, beta, stats = ctx.saved_tensors
         (n, d), epsilon = z.shape, ctx.options[1]
         upstream = upstream.to(torch.float32).contiguous()

@@ -26,7 +26,7 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0):
     """
     check_embeddings(tuple(z.shape), jnp.dtype(z.dtype).name, mode, MODES)
     n, d = z.shape
-    ids = jnp.asarray(labels).astype(jnp.int32)
+    ids = _dense_ids(labels)
     beta = jnp.asarray(inverse_temperature, jnp.float32).reshape(1)
     order = jnp.argsort(ids, stable=True) if mode == "noise_contrastive" else None
     if order is not None:  # sorted rows: the positives' pass skips the tiles without a pair
@@ -40,6 +40,17 @@ def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0):
         return loss, valid
     inverse = jnp.zeros_like(order).at[order].set(jnp.arange(n, dtype=order.dtype))
     return loss[inverse], valid[inverse]
+
+
+def _dense_ids(labels):
+    """Label ids as dense int32 ranks (jit-friendly): casting int64 ids would merge ids that
+    differ by a multiple of 2^32 (under `jax_enable_x64`), as `torch.unique` avoids on torch."""
+    labels = jnp.asarray(labels)
+    order = jnp.argsort(labels, stable=True)
+    ranked = labels[order]
+    steps = jnp.cumsum((ranked[1:] != ranked[:-1]).astype(jnp.int32))
+    dense = jnp.concatenate([jnp.zeros((1,), jnp.int32), steps])
+    return jnp.zeros(labels.shape, jnp.int32).at[order].set(dense)
 
 
 def _meta(z, n, mode, epsilon, interpret):
