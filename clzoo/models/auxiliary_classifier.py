@@ -83,7 +83,7 @@ def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT
     return classes, weight, smoothing, logit_scale
 
 
-def auxiliary_cross_entropy(labels, logits, views, label_smoothing):
+def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weight=None):
     """Mean label-smoothed cross-entropy of the classifier's logits over every view.
 
     Args:
@@ -93,6 +93,9 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing):
         views: views per sample.
         label_smoothing: the target puts `1 - s + s / classes` on the class and
             `s / classes` on each other class (Szegedy et al. 2016, sec. 7).
+        sample_weight: None, or float `(batch,)`: each sample's weight on its views'
+            terms, as Keras weighs the contrastive loss (`sum_over_batch_size`: the mean
+            of weight x loss).
 
     Returns:
         scalar float32 loss.
@@ -116,4 +119,7 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing):
     targets = ops.one_hot(ops.repeat(ops.cast(labels, "int32"), views, axis=0), classes)
     losses = keras.losses.categorical_crossentropy(
         targets, ops.cast(logits, "float32"), from_logits=True, label_smoothing=label_smoothing)
+    if sample_weight is not None:
+        weights = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
+        losses = losses * ops.repeat(weights, views, axis=0)
     return ops.mean(losses)

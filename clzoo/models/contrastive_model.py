@@ -1,6 +1,7 @@
 """Encoder + projection head applied to every view of a multi-view batch."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from clzoo.losses.arguments import validate_positive_int
@@ -277,6 +278,7 @@ class ContrastiveModel(keras.Model):
                 the steps `fit` asks for; and as `keras.Model.fit`.
         """
         check_labels(x, y, "fit")
+        self._check_auxiliary_labels(y)
         if shuffle is None:
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
         if not args and _is_device_stream(x):
@@ -284,6 +286,17 @@ class ContrastiveModel(keras.Model):
         elif not args and isinstance(getattr(x, "clzoo_stream", None), dict):
             _fit_tf_data_stream(x.clzoo_stream, kwargs)
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
+
+    def _check_auxiliary_labels(self, y):
+        """Class ids beyond the auxiliary head's classes would train it toward the smoothing
+        alone (an all-zero one-hot target): refused where the labels are an array."""
+        if self.auxiliary_classifier is None or not hasattr(y, "shape") or len(y.shape) != 1:
+            return
+        ids = np.asarray(y)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.auxiliary_classes):
+            raise ValueError(f"The auxiliary classifier has {self.auxiliary_classes} classes; labels "
+                             f"must lie in [0, {self.auxiliary_classes}). Received: labels from "
+                             f"{ids.min()} to {ids.max()}")
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.evaluate`, with the label check of `fit`."""
@@ -330,7 +343,7 @@ class ContrastiveModel(keras.Model):
                                                                    training))
         if logits is not None:
             loss = loss + self.auxiliary_weight * auxiliary_cross_entropy(
-                y, logits, x.shape[1], self.auxiliary_label_smoothing)
+                y, logits, x.shape[1], self.auxiliary_label_smoothing, sample_weight)
         return nan_unless_finite(loss, x)
 
     def key_embeddings(self, inputs):

@@ -275,7 +275,8 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     with place.scope():
         if resume_from is not None:
             model = load_model(resume_from.checkpoint)
-            _check_checkpoint(model, task, recipe, views, resume_from.checkpoint)
+            _check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
+                              len(train_split.class_names))
         else:
             model = task.build_model(recipe, views, len(train_split.class_names))
             adapt_whitening(task.encoder(model), train_split.images, seed=recipe.seed)
@@ -288,7 +289,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     return model
 
 
-def _check_checkpoint(model, task, recipe, views, path):
+def _check_checkpoint(model, task, recipe, views, path, classes):
     """Refuse (`ValueError`) to resume a checkpoint that is not this run's model: an encoder
     saved over it, another task's model, or one built for other images or embeddings."""
     try:
@@ -302,6 +303,10 @@ def _check_checkpoint(model, task, recipe, views, path):
     dim = getattr(head, "output_dim", None) if recipe.task == "contrastive" else None
     if problem is None and dim is not None and dim != recipe.model.embedding_dim:
         problem = f"gives {dim}-d embeddings, the recipe model.embedding_dim {recipe.model.embedding_dim}"
+    auxiliary = getattr(model, "auxiliary_classes", None)
+    if problem is None and auxiliary is not None and auxiliary != classes:
+        problem = (f"has an auxiliary classifier of {auxiliary} classes and the data now has "
+                   f"{classes} (the data changed since the run started)")
     if problem:
         raise ValueError(f"Cannot resume {path}: it {problem}; a run's checkpoint.keras holds the "
                          "compiled model it trains. Restore it, or train a new run.")

@@ -97,3 +97,23 @@ def test_label_rows_are_refused_with_the_expected_shape():
     x = RNG.uniform(size=(4, 2, 4, 4, 3)).astype("float32")
     with pytest.raises(ValueError, match="one integer class id per sample"):
         model.compute_loss(x, np.eye(3)[[0, 1, 2, 0]], model(x, training=True), training=True)
+
+
+def test_sample_weights_weigh_the_cross_entropy_and_labels_beyond_the_classes_are_refused():
+    """Issue 58 item 6: the head ignored `sample_weight` and trained on labels outside its classes
+    (an all-zero one-hot target: only the smoothing was learnt)."""
+    model = _model(auxiliary_weight=1.0, auxiliary_label_smoothing=0.0)
+    loss = clzoo.losses.SupConLoss(temperature=0.5)
+    model.compile(optimizer="sgd", loss=loss)
+    x = RNG.uniform(size=(4, 2, 4, 4, 3)).astype("float32")
+    y, weights = np.array([0, 1, 2, 0]), np.array([1.0, 0.0, 2.0, 0.5], "float32")
+    embeddings, logits = model(x, training=True)
+    total = model.compute_loss(x, y, (embeddings, logits), sample_weight=weights, training=True)
+    contrastive = float(keras.ops.convert_to_numpy(loss(y, embeddings, sample_weight=weights)))
+    logits = keras.ops.convert_to_numpy(logits).astype(np.float64)
+    per_view = [_reference_ce(logits[i:i + 1], y[i // 2:i // 2 + 1], 1, 0.0) for i in range(8)]
+    ce = float(np.mean(np.repeat(weights, 2) * np.array(per_view)))
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(total)), contrastive + ce, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"3 classes; labels must lie in \[0, 3\). "
+                                         r"Received: labels from 0 to 3"):
+        model.fit(x, np.array([0, 1, 2, 3]), epochs=1, verbose=0)

@@ -172,3 +172,24 @@ def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
     (other / "run" / "checkpoint.keras").write_bytes(checkpoint)
     with pytest.raises(ValueError, match=r"takes \(8, 8\) images, the recipe's views 12"):
         train(load_recipe(other / "x.yaml"), other / "run", verbose=0, resume=True)
+
+
+def test_resume_refuses_data_whose_classes_no_longer_match_the_auxiliary_head(tmp_path):
+    """Issue 58 item 6: the data changed between a kill and --resume (a class folder removed):
+    the auxiliary head's classes no longer match; refused instead of training on shifted ids."""
+    import shutil
+
+    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
+    recipe = tiny_recipe(data)
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["model"]["auxiliary_cross_entropy_weight"] = 0.5
+    recipe["eval"]["report"] = False
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    for split in ("train", "test"):
+        shutil.rmtree(tmp_path / "data" / split / "3")
+    with pytest.raises(ValueError, match="auxiliary classifier of 4 classes and the data now has 3"):
+        train(load_recipe(path), run, verbose=0, resume=True)
