@@ -251,7 +251,7 @@ class JSONLinesHistory(keras.callbacks.Callback):
     def truncate(self, epochs):
         if self.enabled and self.path.exists():
             rows = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line)["epoch"] <= epochs]
+                    if line.strip() and _epoch_of(line, self.path) <= epochs]
             atomic_write_text(self.path, "".join(row + "\n" for row in rows))
 
     def on_epoch_end(self, epoch, logs=None):
@@ -261,6 +261,19 @@ class JSONLinesHistory(keras.callbacks.Callback):
                                                  for k, v in (logs or {}).items()}})
         previous = self.path.read_text() if self.path.exists() else ""
         atomic_write_text(self.path, previous + line + "\n")
+
+
+def _epoch_of(line, path):
+    """The `epoch` of one history line; a damaged line is a ValueError naming the file."""
+    try:
+        epoch = json.loads(line)["epoch"]
+        if isinstance(epoch, int) and not isinstance(epoch, bool):
+            return epoch
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise ValueError(f"{path} is damaged (a line that is not an epoch record: {line[:60]!r}); "
+                     "it is the run's per-epoch log: restore it, or delete it to resume without "
+                     "the earlier epochs' rows")
 
 
 class HistoryCSV(keras.callbacks.Callback):

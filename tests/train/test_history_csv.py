@@ -76,3 +76,16 @@ def test_an_epoch_cut_short_by_a_signal_says_it_is_partial(tmp_path, capsys):
     curve = training_curve(tmp_path, {"training": {"batch_size": 8}}, {"train_images": 40})
     assert [(r["epoch"], r["images_seen"], r.get("partial_epoch_steps")) for r in curve["rows"]] == [
         (1, 40, None), (2, 64, 3)]
+
+
+def test_a_damaged_history_is_named_on_resume(tmp_path):
+    """Issue 58 item 7: a damaged history.jsonl ended a resume in a bare JSON parser error."""
+    import pytest
+
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"epoch": 1, "loss": 4.0}\n{"epoch": 2, "lo')
+    with pytest.raises(ValueError, match=r"history.jsonl is damaged \(a line that is not an epoch record"):
+        JSONLinesHistory(path).truncate(1)
+    path.write_text('{"epoch": 1, "loss": 4.0}\n{"epoch": 2, "loss": 3.0}\n')
+    JSONLinesHistory(path).truncate(1)
+    assert path.read_text() == '{"epoch": 1, "loss": 4.0}\n'
