@@ -95,6 +95,7 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
     train_split, test_split = _load_data(source)
+    _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     encoder = task.encoder(model)
@@ -255,6 +256,18 @@ def _load_data(source):
         return source.load("train"), source.load("test")
     except ValueError as error:
         raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
+
+
+def _check_batch_views_size(views, split, recipe):
+    """Batch views (airbench's) crop and shift the images as they are, without resizing: data of
+    another size is refused naming both ways out (a Keras shape error deep in fit before)."""
+    from clzoo.data.configs import BatchViewConfig
+
+    height, width = split.images.shape[1:3]
+    if isinstance(views, BatchViewConfig) and (height, width) != (views.size, views.size):
+        raise RecipeError([f"views.size = {views.size}: the airbench views take the images as "
+                           f"they are, and {recipe.data} holds {width}x{height} images: pass "
+                           f"--image-size {views.size} (resize on load) or --set views.size={height}"])
 
 
 def _batch_too_large(batch, images, data):

@@ -40,6 +40,9 @@ def test_values_float32_cannot_hold_are_refused(setup, override, says):
     (["eval.knn_k=[1, 100]", "eval.knn_headline_k=100"],
      "eval.knn_headline_k = 100: more than the 64 training images"),
     (["training.epochs=1000000000"], "training.epochs = 1000000000: 2,000,000,000 steps"),
+    # issue 58 item 7: airbench views (no resize) on 8x8 data: a Keras shape error inside fit
+    (["views={recipe: airbench, views: 2}"],
+     "views.size = 32: the airbench views take the images as they are, and"),
     # issue 58 item 6: LookaheadSGD that never pulls ended on the untrained weights
     (["training.optimizer=lookahead_sgd", "training.lookahead_every=7"],
      "training.lookahead_every = 7: more than the run's 6 steps"),
