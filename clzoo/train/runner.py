@@ -291,9 +291,11 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
             _check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
                               len(train_split.class_names))
         else:
-            model = task.build_model(recipe, views, len(train_split.class_names))
+            loss = build_loss(recipe)  # first: a learnable temperature is a weight of the model
+            model = task.build_model(recipe, views, len(train_split.class_names),
+                                     getattr(loss, "temperature_layer", None))
             adapt_whitening(task.encoder(model), train_split.images, seed=recipe.seed)
-            model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=build_loss(recipe))
+            model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=loss)
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":

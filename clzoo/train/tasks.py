@@ -21,7 +21,7 @@ TASKS = Registry("task")
 
 @TASKS.register("contrastive", description="encoder + projection head, embedding loss")
 class ContrastiveTask:
-    def build_model(self, recipe, views, num_classes):
+    def build_model(self, recipe, views, num_classes, learnable_temperature=None):
         spec = recipe.model
         encoder = build_encoder(recipe, views.size)
         # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
@@ -35,6 +35,7 @@ class ContrastiveTask:
                              auxiliary_logit_scale=spec.auxiliary_logit_scale)
         model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
                                  encoder_chunk_size=spec.encoder_chunk_size,
+                                 learnable_temperature=learnable_temperature,
                                  name="contrastive_model", **auxiliary)
         model.build((None, views.views, views.size, views.size, 3))
         return model
@@ -64,7 +65,7 @@ class ContrastiveTask:
 
 @TASKS.register("soft_target", description="encoder + classifier on MixUp / CutMix soft targets")
 class SoftTargetTask:
-    def build_model(self, recipe, views, num_classes):
+    def build_model(self, recipe, views, num_classes, learnable_temperature=None):
         encoder = build_encoder(recipe, views.size)
         return build_classifier(encoder, num_classes,
                                 hidden_dims=tuple(recipe.model.classifier_hidden_dims))

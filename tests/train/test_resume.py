@@ -193,3 +193,23 @@ def test_resume_refuses_data_whose_classes_no_longer_match_the_auxiliary_head(tm
         shutil.rmtree(tmp_path / "data" / split / "3")
     with pytest.raises(ValueError, match="auxiliary classifier of 4 classes and the data now has 3"):
         train(load_recipe(path), run, verbose=0, resume=True)
+
+
+def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
+    """Issue 58 item 7: `loss.temperature: learnable` could not run (the model was built before
+    the loss, and a built model takes no new weight)."""
+    import clzoo  # noqa: F401  (registrations for load_model)
+
+    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
+    recipe = tiny_recipe(data)
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["loss"] = {"name": "SupConLoss", "temperature": "learnable"}
+    recipe["eval"]["report"] = False
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    train(load_recipe(path), tmp_path / "run", verbose=0)
+    model = keras.saving.load_model(tmp_path / "run" / "checkpoint.keras")
+    learnt = float(keras.ops.convert_to_numpy(model.loss.temperature_layer.temperature()))
+    initial = float(keras.ops.convert_to_numpy(
+        type(model.loss)(temperature="learnable").temperature_layer.temperature()))
+    assert model.learnable_temperature is model.loss.temperature_layer and learnt != initial
