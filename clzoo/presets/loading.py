@@ -150,6 +150,27 @@ def _refuse_code(config, where):
             stack.extend(item)
 
 
+MAX_IMAGE_SIDE = 4096  # pixels: a preset declaring larger inputs is refused before it is built
+
+
+def _refuse_huge_inputs(config, where):
+    """Refuse, before building, input shapes no encoder preset has (a tampered config could ask
+    Keras to allocate any size): each `batch_shape` dimension an int of at most `MAX_IMAGE_SIDE`."""
+    stack = [config]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            shape = item.get("batch_shape")
+            if shape is not None and (not isinstance(shape, list) or any(
+                    not (dim is None or (isinstance(dim, int) and not isinstance(dim, bool)
+                                         and 0 < dim <= MAX_IMAGE_SIDE)) for dim in shape[1:])):
+                raise PresetError(f"{where} declares an input of shape {shape!r}; a preset takes images "
+                                  f"of at most {MAX_IMAGE_SIDE} pixels a side (positive ints).")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def load_preset(handle, verify=True, trainable=False, test_time=True):
     """Load a preset's encoder: images (uint8 or float in [0, 1]) -> features `(batch, D)`.
 
@@ -202,6 +223,7 @@ def load_preset(handle, verify=True, trainable=False, test_time=True):
     config_path = folder / "config.json"
     config = read_json(config_path)
     _refuse_code(config, config_path)
+    _refuse_huge_inputs(config, config_path)
     try:
         with keras.saving.custom_object_scope({}):
             model = deserialize(config, safe_mode=True)

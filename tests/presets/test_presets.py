@@ -141,6 +141,22 @@ def test_lambda_layer_is_refused_even_with_valid_checksums(tmp_path):
         load_preset(str(folder))
 
 
+def test_a_config_declaring_huge_images_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    """Issue 58 item 7: a preset's config.json could declare any input size and was built before
+    any check."""
+    run, _ = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset")
+    text = json.dumps(json.loads((folder / "config.json").read_text()))  # one line
+    assert "[null, 32, 32, 3]" in text
+    (folder / "config.json").write_text(text.replace("[null, 32, 32, 3]", "[null, 100000, 100000, 3]"))
+    _rehash(folder)
+    import clzoo.presets.loading as loading
+
+    monkeypatch.setattr(loading, "deserialize", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(PresetError, match=r"declares an input of shape \[None, 100000, 100000, 3\]"):
+        load_preset(str(folder))
+
+
 def test_unknown_class_is_refused(tmp_path):
     run, _ = _run(tmp_path)
     folder = build_preset(run, tmp_path / "preset")
