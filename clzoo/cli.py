@@ -147,16 +147,40 @@ def _is_preset(target, space):
                                    or (Path(target) / "checksums.json").is_file())
 
 
-def _closest_model(target):
-    """`" Did you mean ...?"` for the closest built-in preset name or sibling of `target`."""
-    from clzoo.presets import BUILTIN_PRESETS
+def _bare(encoder, target):
+    """The one-view encoder inside `encoder`; `ValueError` when it averages no views (a result
+    labelled "bare" would then be the model's own)."""
+    from clzoo.models import as_image_encoder, bare_encoder
+
+    inner = bare_encoder(encoder)
+    if inner is encoder:
+        raise ValueError(f"--bare-encoder: {target} averages no test-time views (its encoder is "
+                         "already one pass per image); leave the flag out")
+    inner = as_image_encoder(inner)
+    inner.trainable = encoder.trainable
+    return inner
+
+
+def _closest_model(target, space):
+    """`" Did you mean ...?"` for the closest sibling of a missing `target` (and, for encoders, the
+    closest built-in preset name); "" for a target that exists (a run without its model file)."""
+    import itertools
+
     from clzoo.registry import did_you_mean
 
-    parent = target.parent if str(target.parent) not in ("", ".") else Path(".")
-    siblings = [str(parent / p.name) if str(target.parent) not in ("", ".") else p.name
-                for p in (parent.iterdir() if parent.is_dir() else [])
-                if p.is_dir() or p.suffix == ".keras"]
-    return did_you_mean(str(target), [*BUILTIN_PRESETS, *siblings[:1000]])
+    if target.exists():
+        return ""
+    nested = str(target.parent) not in ("", ".")
+    try:
+        entries = list(itertools.islice(target.parent.iterdir(), 1000)) if target.parent.is_dir() else []
+    except OSError:  # an unreadable parent: no suggestion, the refusal stands
+        entries = []
+    siblings = [str(p) if nested else p.name for p in entries if p.is_dir() or p.suffix == ".keras"]
+    if space == "encoder":
+        from clzoo.presets import BUILTIN_PRESETS
+
+        siblings += list(BUILTIN_PRESETS)
+    return did_you_mean(str(target), siblings)
 
 
 def _model_path(target, space="encoder"):
@@ -177,7 +201,7 @@ def _model_path(target, space="encoder"):
             refuse_retired(target)  # a retired built-in name: say so and name its replacement
         expected = ("a run folder, a .keras file, a preset folder or a preset name (clzoo presets "
                     "lists them)" if space == "encoder" else "a run folder or a .keras file")
-        raise FileNotFoundError(f"no model at {path} (expected {expected}).{_closest_model(target)}")
+        raise FileNotFoundError(f"no model at {path} (expected {expected}).{_closest_model(target, space)}")
     return path
 
 
@@ -202,13 +226,12 @@ def _load_encoder(target, space="encoder", bare=False):
     if path is None:
         from clzoo.presets import load_preset
 
-        return load_preset(target, test_time=not bare), Path(str(target))
+        encoder = load_preset(target)
+        return (_bare(encoder, target) if bare else encoder), Path(str(target))
     model = load_model(path)
     if space == "encoder":
-        from clzoo.models import bare_encoder
-
         encoder = getattr(model, "encoder", model)
-        return (bare_encoder(encoder) if bare else encoder), path
+        return (_bare(encoder, target) if bare else encoder), path
     if getattr(model, "projection_head", None) is None:
         raise ValueError(f"--space projection needs a model with a projection head; {path} has none")
     return projection_encoder(model), path
@@ -238,6 +261,8 @@ def _default_output(target, path, name):
     target = Path(target)
     if not path.exists():  # a preset name or hf:// handle: a folder here named after it
         return Path(f"{name}-{str(target).replace('hf://', '').replace('/', '_')}")
+    if path.is_dir() and (path / "checksums.json").is_file():  # a preset folder: never written into
+        return Path(f"{name}-{path.resolve().name}")
     return (target if target.is_dir() else path.parent / path.stem) / name
 
 
@@ -255,7 +280,7 @@ def _eval(args):
     what = "--output" if args.output else "the report folder (default --output)"
     # The lock first, then the checks: a second `clzoo eval` into this folder is refused before
     # its work, and one that starts after the first has finished sees its report.
-    with output_lock(out):
+    with output_lock(out, what):
         out = check_output(out, args.overwrite, folder=True, what=what)
         check_report_folder(out)
         return _eval_into(out, args, metrics)
@@ -426,7 +451,8 @@ def _transfer_into(args):
     from clzoo.presets import load_preset
 
     source = _check_data(args.data, args.image_size)
-    encoder = load_preset(args.preset, test_time=not args.bare_encoder)
+    encoder = load_preset(args.preset)
+    encoder = _bare(encoder, args.preset) if args.bare_encoder else encoder
     if args.bare_encoder:
         print(f"{args.preset}{BARE}: one pass per image; not the preset's result", flush=True)
     train, test = source.load("train"), source.load("test")

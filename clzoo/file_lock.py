@@ -95,10 +95,11 @@ def lock_path(output):
 
 
 @contextlib.contextmanager
-def output_lock(output):
+def output_lock(output, what="--output"):
     """Hold `output`'s lock (`lock_path`) for the block: a second process writing the same output
     meanwhile is refused in one line naming this one. Re-entrant within a process; the lock file
-    is removed on leaving the outermost block.
+    is removed on leaving the outermost block. `what` names `output` in a refusal
+    (`"--output"`, `"the report folder (default --output)"`).
 
     Raises:
         FileExistsError: another live process holds the lock (the message names it).
@@ -118,7 +119,7 @@ def output_lock(output):
     """
     from clzoo.installed import refuse_installed_packages
 
-    refuse_installed_packages(output)  # before the lock file: nothing is written there
+    refuse_installed_packages(output, what)  # before the lock file: nothing is written there
     lock = lock_path(output)
     if lock in _HELD:
         _HELD[lock][1] += 1

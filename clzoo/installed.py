@@ -30,7 +30,10 @@ def installed_package_folders():
     import sysconfig
 
     folders = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
-    folders.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    # site-packages / dist-packages only: on Windows getsitepackages() also lists sys.prefix,
+    # which holds a project where `python -m venv .` was run
+    folders.update(folder for folder in (site.getsitepackages() if hasattr(site, "getsitepackages")
+                                         else []) if Path(folder).name in ("site-packages", "dist-packages"))
     folders.add(site.getusersitepackages())
     folders.add(str(Path(__file__).parent))
     return sorted({Path(folder).resolve() for folder in folders if folder and Path(folder).is_dir()})
@@ -43,10 +46,10 @@ def refuse_installed_packages(path, what="--output"):
 
     Example:
 
-    >>> import site
+    >>> import sysconfig
     >>> from clzoo.installed import refuse_installed_packages
     >>> refuse_installed_packages("runs/sincere")
-    >>> refuse_installed_packages(site.getsitepackages()[0] + "/x.npz")  # doctest: +ELLIPSIS
+    >>> refuse_installed_packages(sysconfig.get_paths()["purelib"] + "/x.npz")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: --output .../x.npz is inside the installed packages' folder ...
@@ -58,6 +61,7 @@ def refuse_installed_packages(path, what="--output"):
     for folder in installed_package_folders():
         if target == folder or folder in target.parents:
             maintainers = (" (rebuilding a built-in preset from a source checkout: "
-                           "build_preset(..., builtin=True))" if BUILTIN_PRESETS in target.parents else "")
+                           "build_preset(..., builtin=True))"
+                           if target.parent == BUILTIN_PRESETS else "")  # a preset folder itself
             raise ValueError(f"{what} {target} is inside the installed packages' folder {folder}; "
                              f"clzoo writes no output there: choose another path{maintainers}")

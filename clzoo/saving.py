@@ -6,6 +6,10 @@ then fails deep inside Keras ("Could not locate class ..."). Loading through
 `load_model` / `deserialize` registers them on first use, whoever calls.
 """
 
+import contextlib
+import json
+import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -53,11 +57,39 @@ def load_model(path, **kwargs):
                          "model): re-save it, or resume from an earlier checkpoint")
     register_keras_objects()
     try:
-        model = keras.saving.load_model(path, **kwargs)
+        with _portable_archive(path) as readable:
+            model = keras.saving.load_model(readable, **kwargs)
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         raise ValueError(f"{path} cannot be read as a saved model ({type(error).__name__}: "
                          f"{error})") from None
     return _with_input_contract(model)
+
+
+@contextlib.contextmanager
+def _portable_archive(path):
+    """`path`, or a temporary copy whose compile config names Keras' backend-specific optimizer
+    classes by `keras.optimizers` (a checkpoint saved under torch names
+    `keras.src.backend.torch.optimizers...`: importing it under TensorFlow loads torch, then
+    Triton, whose LLVM aborts the process). Any model, not only `ContrastiveModel`."""
+    from clzoo.models.contrastive_model import _portable
+
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json")) if "config.json" in archive.namelist() else {}
+        compile_config = config.get("compile_config")
+        if not compile_config or _portable(compile_config) == compile_config:
+            yield path
+            return
+        config["compile_config"] = _portable(compile_config)
+        handle, copy = tempfile.mkstemp(suffix=".keras")
+        os.close(handle)
+        try:
+            with zipfile.ZipFile(copy, "w") as out:
+                for item in archive.infolist():
+                    data = json.dumps(config) if item.filename == "config.json" else archive.read(item)
+                    out.writestr(item, data)
+            yield copy
+        finally:
+            os.remove(copy)
 
 
 def _with_input_contract(model):

@@ -404,3 +404,23 @@ def test_a_mistyped_model_gets_the_closest_preset_or_run(tmp_path, capsys, monke
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "a preset name (clzoo presets lists them)" in err[0]
         assert err[0].endswith(f"Did you mean {meant!r}?")
+
+
+def test_no_suggestion_of_the_target_itself_nor_of_presets_for_projection(tmp_path, capsys, monkeypatch):
+    """Review of issue 57 item 7's did-you-mean: a run folder without its model suggested itself,
+    and --space projection suggested presets, which it cannot take."""
+    (tmp_path / "runs" / "unfinished").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["eval", "runs/unfinished", "--data", "digits"]) == 2
+    assert "Did you mean" not in capsys.readouterr().err
+    assert cli.main(["eval", "sincere_airbench_cifar1", "--space", "projection", "--data", "digits"]) == 2
+    assert "Did you mean" not in capsys.readouterr().err
+
+
+def test_bare_encoder_of_a_model_without_test_time_views_is_refused(tiny_encoder, tmp_path, capsys):
+    path, data = tiny_encoder
+    assert cli.main(["embed", str(path), "--data", data, "--bare-encoder",
+                     "--output", str(tmp_path / "e.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "averages no test-time views" in err[0]
+    assert not (tmp_path / "e.npz").exists()

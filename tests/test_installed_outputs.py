@@ -76,3 +76,14 @@ def test_build_preset_writes_a_builtin_preset_only_when_told(tmp_path, monkeypat
             refuse_installed_packages(package / "models" / "x")  # only the preset folder opens
     with pytest.raises(ValueError):
         refuse_installed_packages(builtin / "new")
+
+
+def test_eval_of_a_preset_folder_reports_in_the_working_directory(tmp_path, monkeypatch, capsys):
+    """Review: the default report folder of a preset folder was inside it (the installed package
+    for a built-in one), refused as an '--output' the user never gave."""
+    monkeypatch.chdir(tmp_path)
+    folder = PACKAGE / "presets" / "builtin" / "nscl_resnet20_cifar10"
+    assert cli.main(["eval", str(folder), "--data", "digits", "--image-size", "32",
+                     "--metrics", "knn"]) == 0
+    assert (tmp_path / "eval-nscl_resnet20_cifar10" / "report.md").is_file()
+    assert not (folder / "eval").exists()
