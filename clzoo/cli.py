@@ -22,6 +22,8 @@ EVAL_METRICS = ("knn", "ncc", "probe", "calibration", "few_shot", "geometry", "s
                 "loss_gap", "noisy_labels", "map", "retrieval", "sgd_probe", "coarse_to_fine")
 EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "coarse_to_fine"))
 VIEW_RECIPE_NAMES = ("asymmetric", "digits", "randaugment", "simclr", "stacked_randaugment", "supcon")
+# How every output of `--bare-encoder` (the one-view encoder inside a preset) is labelled.
+BARE = " (bare encoder: test-time views off)"
 PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
 # Commands that run without Keras / TensorFlow.
 LIGHT_COMMANDS = ("presets",)
@@ -269,8 +271,7 @@ def _default_output(target, path, name):
 def _eval(args):
     from clzoo.eval import parse_metrics
     from clzoo.eval.report_folder import check_report_folder
-    from clzoo.file_lock import output_lock
-    from clzoo.files import check_output
+    from clzoo.files import locked_output
 
     metrics = parse_metrics(args.metrics)
     path = _model_path(args.model, args.space)  # an unknown model refused before the folder
@@ -278,10 +279,7 @@ def _eval(args):
     out = Path(args.output) if args.output else _default_output(
         args.model, path or Path(str(args.model)), name if args.space == "encoder" else "eval_projection")
     what = "--output" if args.output else "the report folder (default --output)"
-    # The lock first, then the checks: a second `clzoo eval` into this folder is refused before
-    # its work, and one that starts after the first has finished sees its report.
-    with output_lock(out, what):
-        out = check_output(out, args.overwrite, folder=True, what=what)
+    with locked_output(out, args.overwrite, folder=True, what=what) as out:
         check_report_folder(out)
         return _eval_into(out, args, metrics)
 
@@ -316,13 +314,11 @@ def _eval_into(out, args, metrics):
 
 def _embed(args):
     from clzoo.export.embeddings import check_output
-    from clzoo.file_lock import output_lock
-    from clzoo.files import check_output as check_free
+    from clzoo.files import locked_output
 
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
     _model_path(args.model, args.space)
-    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
-        check_free(args.output, args.overwrite)
+    with locked_output(args.output, args.overwrite):
         return _embed_into(args)
 
 
@@ -368,15 +364,13 @@ def _export(args):
 def _compare(args):
     from clzoo.eval import parse_metrics
     from clzoo.eval.report_folder import check_report_folder
-    from clzoo.file_lock import output_lock
-    from clzoo.files import check_output
+    from clzoo.files import locked_output
 
     metrics = parse_metrics(args.metrics)
     targets = (("A", args.model_a), ("B", args.model_b))
     for _, target in targets:
         _model_path(target, args.space)
-    with output_lock(args.output or "compare"):  # then the checks (see `_eval`)
-        out = check_output(args.output or "compare", args.overwrite, folder=True)
+    with locked_output(args.output or "compare", args.overwrite, folder=True) as out:
         for label, _ in targets:  # every input and output checked before any evaluation
             check_report_folder(out / label)
         return _compare_into(out, args, metrics, targets)
@@ -412,11 +406,9 @@ def _compare_into(out, args, metrics, targets):
 
 def _show_views(args):
     from clzoo.data import show_views
-    from clzoo.file_lock import output_lock
-    from clzoo.files import check_output
+    from clzoo.files import locked_output
 
-    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
-        check_output(args.output, args.overwrite)
+    with locked_output(args.output, args.overwrite):
         split = _check_data(args.data, args.image_size).load("train")
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
                           views=args.views, seed=args.seed)
@@ -434,13 +426,11 @@ def _push(args):
 
 
 def _transfer(args):
-    from clzoo.file_lock import output_lock
-    from clzoo.files import check_output
+    from clzoo.files import locked_output
 
     if not args.output:
         return _transfer_into(args)
-    with output_lock(args.output):  # one writer; then the checks (see `_eval`)
-        check_output(args.output, args.overwrite)
+    with locked_output(args.output, args.overwrite):
         return _transfer_into(args)
 
 
@@ -575,9 +565,6 @@ class _VersionAction(argparse.Action):
             keras_version = "not installed"
         print(f"clzoo {__version__} (keras {keras_version}, python {sys.version.split()[0]})")
         parser.exit()
-
-
-BARE = " (bare encoder: test-time views off)"
 
 
 def _add_bare_encoder(p):

@@ -5,6 +5,7 @@ decode cache) goes through `atomic_write`. `write_json` also keeps JSON
 strict: NaN and infinity become `null`, which every JSON reader accepts.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -116,6 +117,19 @@ def check_output(path, overwrite=False, folder=False, what="--output"):
         return path
     raise FileExistsError(f"{what} {path} exists already; pass --overwrite to replace it, or "
                           "choose another path.")
+
+
+@contextlib.contextmanager
+def locked_output(path, overwrite=False, folder=False, what="--output"):
+    """Hold `path`'s one-writer lock (`clzoo.file_lock.output_lock`), then `check_output` it, for
+    the block; yields `Path(path)`. The lock comes first: a second writer is refused before its
+    work, and one that starts after the first has finished sees its output.
+
+    Raises:
+        FileExistsError, ValueError: as `output_lock` and `check_output`.
+    """
+    with output_lock(path, what):
+        yield check_output(path, overwrite, folder=folder, what=what)
 
 
 def refuse_working_directory(path, what="the folder"):

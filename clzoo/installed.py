@@ -6,6 +6,7 @@ checksums then fail on every later load); every writer checks its path here befo
 
 import contextlib
 import contextvars
+import functools
 from pathlib import Path
 
 BUILTIN_PRESETS = Path(__file__).resolve().parent / "presets" / "builtin"
@@ -23,6 +24,7 @@ def writing_builtin_presets():
         _ALLOWED.reset(token)
 
 
+@functools.cache  # the interpreter's install layout does not change while it runs
 def installed_package_folders():
     """Folders that hold installed Python packages: this interpreter's site-packages (system,
     virtual environment and user) and clzoo's own package folder (an editable install's too)."""
@@ -36,7 +38,7 @@ def installed_package_folders():
                                          else []) if Path(folder).name in ("site-packages", "dist-packages"))
     folders.add(site.getusersitepackages())
     folders.add(str(Path(__file__).parent))
-    return sorted({Path(folder).resolve() for folder in folders if folder and Path(folder).is_dir()})
+    return tuple(sorted({Path(folder).resolve() for folder in folders if folder and Path(folder).is_dir()}))
 
 
 def refuse_installed_packages(path, what="--output"):

@@ -29,6 +29,19 @@ def tiny_recipe(data):
             "eval": {"knn_k": [1, 5], "knn_headline_k": 5, "metrics": ["knn"]}}
 
 
+def one_epoch_recipe(tmp_path, **model):
+    """`(path, recipe)`: `tiny_recipe` on 64 + 16 digits for one epoch without a report, written
+    to `tmp_path/tiny.yaml`; `model` keys update its model section."""
+    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
+    recipe = tiny_recipe(data)
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["model"].update(model)
+    recipe["eval"]["report"] = False
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return path, recipe
+
+
 def test_view_batches_resume_at_any_step_gives_the_same_batches():
     rng = np.random.default_rng(0)
     split = from_arrays(rng.integers(0, 255, (23, 8, 8, 3), dtype=np.uint8), np.arange(23) % 3)
@@ -125,12 +138,7 @@ def kill_9_then_resume(tmp_path, recipe, clzoo_command, atol=1e-5):
 
 @pytest.mark.large
 def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one(tmp_path):
-    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
-    recipe = tiny_recipe(data)
-    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
-    recipe["eval"]["report"] = False
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    path, _ = one_epoch_recipe(tmp_path)
     first = train(load_recipe(path), tmp_path / "run", verbose=0)
     saved = (tmp_path / "run" / "metrics.json").read_bytes()
     mtime = (tmp_path / "run" / "metrics.json").stat().st_mtime_ns
@@ -149,12 +157,7 @@ def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one
 def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
     """Issue 58 items 4 and 6: an encoder saved over checkpoint.keras (an AttributeError deep in
     the runner before), or a model of other views, is refused in one line before training."""
-    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
-    recipe = tiny_recipe(data)
-    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
-    recipe["eval"]["report"] = False
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    path, recipe = one_epoch_recipe(tmp_path)
     run = tmp_path / "run"
     train(load_recipe(path), run, verbose=0)
     (run / "metrics.json").unlink()  # started, not finished
@@ -179,13 +182,7 @@ def test_resume_refuses_data_whose_classes_no_longer_match_the_auxiliary_head(tm
     the auxiliary head's classes no longer match; refused instead of training on shifted ids."""
     import shutil
 
-    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
-    recipe = tiny_recipe(data)
-    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
-    recipe["model"]["auxiliary_cross_entropy_weight"] = 0.5
-    recipe["eval"]["report"] = False
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    path, _ = one_epoch_recipe(tmp_path, auxiliary_cross_entropy_weight=0.5)
     run = tmp_path / "run"
     train(load_recipe(path), run, verbose=0)
     (run / "metrics.json").unlink()
@@ -200,12 +197,8 @@ def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
     the loss, and a built model takes no new weight)."""
     import clzoo  # noqa: F401  (registrations for load_model)
 
-    data = write_tiny_digits(tmp_path / "data", train=64, test=16)
-    recipe = tiny_recipe(data)
-    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    path, recipe = one_epoch_recipe(tmp_path)
     recipe["loss"] = {"name": "SupConLoss", "temperature": "learnable"}
-    recipe["eval"]["report"] = False
-    path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(recipe))
     train(load_recipe(path), tmp_path / "run", verbose=0)
     model = keras.saving.load_model(tmp_path / "run" / "checkpoint.keras")
