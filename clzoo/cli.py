@@ -143,9 +143,9 @@ def _results_table(run, data):
 
 
 def _is_preset(target, space):
-    from clzoo.presets import BUILTIN_PRESETS
+    from clzoo.presets.names import registry
 
-    return space == "encoder" and (str(target) in BUILTIN_PRESETS or str(target).startswith("hf://")
+    return space == "encoder" and (str(target) in registry() or str(target).startswith("hf://")
                                    or (Path(target) / "checksums.json").is_file())
 
 
@@ -179,9 +179,9 @@ def _closest_model(target, space):
         entries = []
     siblings = [str(p) if nested else p.name for p in entries if p.is_dir() or p.suffix == ".keras"]
     if space == "encoder":
-        from clzoo.presets import BUILTIN_PRESETS
+        from clzoo.presets.names import registry
 
-        siblings += list(BUILTIN_PRESETS)
+        siblings += list(registry())
     return did_you_mean(str(target), siblings)
 
 
@@ -198,7 +198,7 @@ def _model_path(target, space="encoder"):
     path = target / name if target.is_dir() else target
     if not path.is_file():
         if space == "encoder" and not target.exists():
-            from clzoo.presets.loading import refuse_retired
+            from clzoo.presets.names import refuse_retired
 
             refuse_retired(target)  # a retired built-in name: say so and name its replacement
         expected = ("a run folder, a .keras file, a preset folder or a preset name (clzoo presets "
@@ -288,7 +288,7 @@ def _eval_into(out, args, metrics):
     from clzoo.eval import evaluate
     from clzoo.eval.steps import StepTimer
 
-    source = _check_data(args.data, args.image_size)
+    source = args.source
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
         encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
@@ -313,11 +313,8 @@ def _eval_into(out, args, metrics):
 
 
 def _embed(args):
-    from clzoo.export.embeddings import check_output
     from clzoo.files import locked_output
 
-    check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
-    _model_path(args.model, args.space)
     with locked_output(args.output, args.overwrite):
         return _embed_into(args)
 
@@ -325,7 +322,7 @@ def _embed(args):
 def _embed_into(args):
     from clzoo.export.embeddings import embed_splits, write_embeddings
 
-    source = _check_data(args.data, args.image_size)
+    source = args.source
     encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
     if args.bare_encoder:
         print(f"{args.model}{BARE}: these are not the model's features", flush=True)
@@ -381,7 +378,7 @@ def _compare_into(out, args, metrics, targets):
     from clzoo.eval.plan import eval_plan, forward_rate
     from clzoo.files import atomic_write_text
 
-    source = _check_data(args.data, args.image_size)
+    source = args.source
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train"), source.load("test")
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
@@ -409,7 +406,7 @@ def _show_views(args):
     from clzoo.files import locked_output
 
     with locked_output(args.output, args.overwrite):
-        split = _check_data(args.data, args.image_size).load("train")
+        split = args.source.load("train")
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
                           views=args.views, seed=args.seed)
     print(f"wrote {path}")
@@ -440,7 +437,7 @@ def _transfer_into(args):
     from clzoo.files import atomic_write_text
     from clzoo.presets import load_preset
 
-    source = _check_data(args.data, args.image_size)
+    source = args.source
     encoder = load_preset(args.preset)
     encoder = _bare(encoder, args.preset) if args.bare_encoder else encoder
     if args.bare_encoder:
@@ -460,6 +457,63 @@ def _transfer_into(args):
         atomic_write_text(Path(args.output), json.dumps(report, indent=2, default=float) + "\n")
         print(f"wrote {args.output}")
     return 0
+
+
+def _data_checks(args):
+    """Before Keras: the `--data` spec (kept as `args.source` for the command)."""
+    args.source = _check_data(args.data, args.image_size)
+
+
+def _model_and_data_checks(args):
+    """Before Keras: the model argument(s) name something loadable, and the `--data` spec."""
+    for target in (args.model_a, args.model_b) if args.command == "compare" else (args.model,):
+        _model_path(target, args.space)
+    _data_checks(args)
+
+
+def _embed_checks(args):
+    from clzoo.export.embeddings import check_output
+
+    check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
+    _model_and_data_checks(args)
+
+
+def _export_checks(args):
+    from clzoo.export.serving import check_export
+
+    _model_path(args.model, args.space)
+    check_export(args.format, Path(args.output), args.overwrite)  # litert's check imports TensorFlow
+
+
+def _transfer_checks(args):
+    from clzoo.files import check_output
+    from clzoo.presets.names import refuse_retired, registry
+
+    if args.output:  # a taken output first: it needs nothing else to be refused
+        check_output(args.output, args.overwrite)
+    preset = str(args.preset)
+    if preset not in registry() and not preset.startswith("hf://") and not Path(preset).is_dir():
+        refuse_retired(preset)
+        from clzoo.registry import did_you_mean
+
+        raise ValueError(f"no preset {preset!r}: expected a built-in name (clzoo presets lists them), "
+                         f"hf://owner/repo or a preset folder.{did_you_mean(preset, list(registry()))}")
+    _data_checks(args)
+
+
+def _train_checks(args):
+    recipe = _train_recipe(args)
+    _train_overrides(args)
+    if not Path(recipe).is_file():
+        raise FileNotFoundError(f"{recipe}: recipe file not found (expected a recipe YAML, e.g. "
+                                "recipes/sincere_digits.yaml)")
+
+
+# Refusals that need no Keras, run before TensorFlow is imported (a typo costs a fraction of a
+# second, not the 5-10 s of that import); each command runs them again or reads what they keep.
+_CHECKS = {"train": _train_checks, "eval": _model_and_data_checks, "embed": _embed_checks,
+           "export": _export_checks, "compare": _model_and_data_checks, "show-views": _data_checks,
+           "transfer": _transfer_checks}
 
 
 def _percent(value):
@@ -692,8 +746,9 @@ def _add_other_parsers(commands):
     p.add_argument("preset", help="built-in preset name, hf://owner/repo or a preset folder")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     _add_image_size(p)
-    p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="sgd",
-                   help="sgd: SINCERE app. J (default); lbfgs: logistic regression on features")
+    p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="lbfgs",
+                   help="lbfgs (default): logistic regression on features embedded once, seconds to "
+                        "minutes on a CPU; sgd: SINCERE app. J, 4 fits x 100 epochs through the encoder")
     p.add_argument("--epochs", type=_whole(1), default=100, help="sgd protocol epochs (app. J: 100)")
     p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list,
                    help="comma-separated rates the sgd protocol chooses from on a validation split")
@@ -722,6 +777,8 @@ def main(argv=None):
     """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
     args = build_parser().parse_args(argv)
     try:  # TensorFlow's import too: a Ctrl-C during it ends in one line as well
+        if args.command in _CHECKS:
+            _CHECKS[args.command](args)
         if args.command not in LIGHT_COMMANDS:
             console.quiet_tensorflow()
         console.set_quiet(getattr(args, "quiet", False))

@@ -36,19 +36,25 @@ def is_terminal(stream=None):
         return False
 
 
+def live_display():
+    """Whether progress can redraw in place: stdout is a terminal, or this is a Jupyter / Colab
+    kernel (its front end renders Keras' `\\r` bar live, as Keras' own `Progbar` assumes)."""
+    return is_terminal() or "ipykernel" in sys.modules
+
+
 def keras_verbose(verbose, plain=2):
     """Keras `fit` / `predict` verbosity for a clzoo `verbose` flag.
 
     0 when `verbose` is falsy or the process is quiet; 2 (one plain line per
     epoch) when asked for; otherwise 1 (Keras' live bar, which redraws with
-    `\\r` and colours with ANSI codes) on a terminal and `plain` elsewhere:
-    2, or 0 for nothing.
+    `\\r` and colours with ANSI codes) on a terminal or in a notebook and `plain`
+    elsewhere: 2, or 0 for nothing.
     """
     if not verbose or _quiet:
         return 0
     if verbose == 2 and not isinstance(verbose, bool):
         return 2
-    return 1 if is_terminal() else plain
+    return 1 if live_display() else plain
 
 
 def tqdm_disable():
@@ -58,9 +64,12 @@ def tqdm_disable():
 
 def keras_backend_name():
     """The backend Keras will load, read as Keras reads it (`KERAS_BACKEND`, else
-    `$KERAS_HOME/keras.json`, else tensorflow), without importing Keras."""
+    `$KERAS_HOME/keras.json`, else tensorflow), without importing Keras; once Keras is
+    imported, the backend it loaded."""
     import json
 
+    if "keras" in sys.modules and hasattr(sys.modules["keras"], "backend"):
+        return sys.modules["keras"].backend.backend()
     if os.environ.get("KERAS_BACKEND"):
         return os.environ["KERAS_BACKEND"]
     home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")

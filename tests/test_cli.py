@@ -70,6 +70,45 @@ def test_parser_and_light_commands_import_no_tensorflow():
     assert result.stdout.strip() == "[]"
 
 
+
+# Refusals that need no model or data loaded: each must come before Keras (and TensorFlow) is imported.
+FAST_REFUSALS = [
+    (["eval", "runs/typo", "--data", "digits"], "no model at runs/typo"),
+    (["eval", "supcon_airbench_cifar1", "--data", "digits"], "Did you mean 'supcon_airbench_cifar10'?"),
+    (["eval", "supcon_airbench_cifar10", "--data", "{tmp}/missing"], "no such path"),
+    (["embed", "runs/typo", "--data", "digits", "--output", "{tmp}/e.npz"], "no model at runs/typo"),
+    (["embed", "supcon_airbench_cifar10", "--data", "digits", "--output", "{tmp}/e.txt"], ".npz or .parquet"),
+    (["compare", "supcon_airbench_cifar10", "typo", "--data", "digits"], "no model at typo"),
+    (["export", "typo", "--output", "{tmp}/x.tflite", "--format", "litert"], "no model at typo"),
+    (["show-views", "--data", "{tmp}/missing", "--output", "{tmp}/v.png"], "no such path"),
+    (["transfer", "typo_preset", "--data", "digits"], "no preset 'typo_preset'"),
+    (["transfer", "supcon_airbench_cifar10", "--data", "{tmp}/missing"], "no such path"),
+    (["train", "{tmp}/missing.yaml"], "recipe file not found"),
+]
+
+
+def test_refusals_before_keras_import_nothing_heavy(tmp_path):
+    cases = [([a.format(tmp=tmp_path) for a in argv], expected) for argv, expected in FAST_REFUSALS]
+    code = ("import sys, json, contextlib, io\n"
+            "sys.argv[0] = 'bin/clzoo'  # as the console script runs it\n"
+            "import clzoo.cli as cli\n"
+            "out = []\n"
+            f"for argv, _ in {cases!r}:\n"
+            "    err = io.StringIO()\n"
+            "    with contextlib.redirect_stderr(err):\n"
+            "        rc = cli.main(argv)\n"
+            "    out.append([rc, err.getvalue()])\n"
+            "out.append(sorted(m for m in ('tensorflow', 'keras', 'jax', 'torch') if m in sys.modules))\n"
+            "print(json.dumps(out))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                            env=_user_env(), timeout=300)
+    assert result.returncode == 0, result.stderr
+    *refusals, heavy = json.loads(result.stdout)
+    for (argv, expected), (rc, stderr) in zip(cases, refusals):
+        assert rc == 2 and stderr.count("\n") == 1 and expected in stderr, (argv, rc, stderr)
+    assert heavy == []  # every refusal above came before Keras: a fraction of a second, not 5-10 s
+    assert not list(tmp_path.iterdir())  # and nothing was written
+
 def test_version():
     from importlib import metadata
 

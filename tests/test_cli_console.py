@@ -172,3 +172,16 @@ def test_presets(env):
     registry = json.loads(_clzoo(["presets", "--json"], env).stdout)
     listed = _clzoo(["presets"], env).stdout
     assert registry and all(name in listed for name in registry)
+
+
+def test_a_notebook_kernel_gets_the_live_bar_and_a_log_the_plain_lines(monkeypatch):
+    import io
+
+    from clzoo import console
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # not a terminal
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    assert console.keras_verbose(True) == 2 and console.keras_verbose(True, plain=0) == 0
+    monkeypatch.setitem(sys.modules, "ipykernel", object())  # Jupyter / Colab: Keras' bar renders live
+    assert console.keras_verbose(True) == 1 and console.keras_verbose(True, plain=0) == 1
+    assert console.keras_verbose(False) == 0 and console.keras_verbose(2) == 2

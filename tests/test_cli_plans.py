@@ -58,7 +58,7 @@ def test_transfer_prints_its_plan_before_the_work(tiny, capsys):
     assert "134 images through the encoder" in printed and "`--protocol lbfgs`" in printed
     chosen = re.search(r"learning rate (\S+) chosen on the validation split\)", printed)
     assert chosen and float(chosen.group(1)) in (0.1, 1.0), printed  # issue 43 item 8
-    assert cli.main(["transfer", str(preset), "--data", data, "--protocol", "lbfgs"]) == 0
+    assert cli.main(["transfer", str(preset), "--data", data]) == 0  # the default: minutes, not hours
     _before(capsys.readouterr().out, "plan: L-BFGS logistic regression (scikit-learn) on frozen "
             "features: 48 train + 24 test images embedded once", "linear-probe top-1")
 

@@ -427,13 +427,18 @@ def _refuse_links_into_the_other_split(root, split, classes):
     other = root / ("test" if split == "train" else "train")
     if not other.is_dir():
         return
-    other = other.resolve()
+    try:  # the other split's class folders too: both may link to one folder elsewhere
+        theirs = [other] + [Path(e.path) for e in os.scandir(other) if e.is_dir()]
+    except OSError:  # that split's own read reports it
+        theirs = [other]
+    theirs = {entry.resolve(): entry for entry in theirs}
     for entry in [root / split] + [root / split / name for name in classes]:
         target = entry.resolve()
-        if target == other or other in target.parents or target in other.parents:
-            raise ValueError(f"{entry} leads into {other} (a link): the train and test splits "
-                             "would share images and every metric would be inflated. Make them "
-                             "separate folders.")
+        for folder, named in theirs.items():
+            if target == folder or folder in target.parents or target in folder.parents:
+                raise ValueError(f"{entry} and {named} lead to one folder ({folder}, through a link): "
+                                 "the train and test splits would share images and every metric "
+                                 "would be inflated. Make them separate folders.")
 
 
 def _check_every_class(labels, classes, split_dir):

@@ -60,11 +60,10 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
             Defaults to `True`.
 
     Returns:
-        `tf.data.Dataset` of `epochs * (N // batch_size) - start_step` batches:
-        - `"views"`, `"balanced"`: `(float32 (B, views, size, size, 3) in [0, 1], int32 (B,))`,
-          `"balanced"` rows grouped by class;
-        - `"soft_targets"`: `(float32 (B, size, size, 3) in [0, 1], float32 (B, num_classes))`,
-          every target row summing to 1 (`(B, H, W, 3)` when `views` is None).
+        `tf.data.Dataset` of `epochs * (N // batch_size) - start_step` batches. `"views"` and
+        `"balanced"`: `(float32 (B, views, size, size, 3) in [0, 1], int32 (B,))`, `"balanced"` rows
+        grouped by class. `"soft_targets"`: `(float32 (B, size, size, 3) in [0, 1], float32 (B,
+        num_classes))`, every target row summing to 1 (`(B, H, W, 3)` when `views` is None).
 
     Raises:
         TypeError: `split` is not a `Split`.

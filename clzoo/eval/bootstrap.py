@@ -18,24 +18,24 @@ class BootstrapInterval:
     """A statistic on the full sample and its bootstrap confidence interval.
 
     Attributes:
-        difference: the statistic on the full sample; for
-            `bootstrap_accuracy_difference`, accuracy of A minus accuracy of B
-            (also available as `estimate`).
+        estimate: the statistic on the full sample: the accuracy for
+            `bootstrap_accuracy`, accuracy of A minus accuracy of B for
+            `bootstrap_accuracy_difference` (also readable as `difference`).
         low, high: bounds of the `confidence` interval.
         confidence: e.g. 0.95.
         significant: True when the interval excludes 0.
     """
 
-    difference: float
+    estimate: float
     low: float
     high: float
     confidence: float
     significant: bool
 
     @property
-    def estimate(self):
-        """The statistic on the full sample (same as `difference`)."""
-        return self.difference
+    def difference(self):
+        """`estimate` under the name that reads well for a difference of two accuracies."""
+        return self.estimate
 
 
 def _samples(samples, paired):
@@ -161,14 +161,14 @@ def bootstrap_accuracy(correct, resamples=1000, confidence=0.95, seed=0):
     """Accuracy of one model with its percentile bootstrap interval over the test examples.
 
     Returns:
-        `BootstrapInterval` whose `difference` (`estimate`) is the accuracy
-        itself and `significant` says whether the interval excludes 0.
+        `BootstrapInterval` whose `estimate` is the accuracy itself and
+        `significant` says whether the interval excludes 0.
 
     Example:
 
     >>> import numpy as np, clzoo
     >>> r = clzoo.eval.bootstrap_accuracy(np.array([True] * 90 + [False] * 10))
-    >>> round(r.difference, 2), r.low < 0.9 < r.high
+    >>> round(r.estimate, 2), r.low < 0.9 < r.high
     (0.9, True)
     """
     return bootstrap(_correct(correct, "correct"), resamples=resamples, confidence=confidence,

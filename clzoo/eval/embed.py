@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from clzoo.console import keras_verbose
+from clzoo.console import is_quiet, keras_verbose
 from clzoo.data.pipeline import eval_dataset
 from clzoo.eval._checks import unit_rows
 
@@ -46,7 +46,8 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
         images: uint8 `(N, H, W, 3)`, or float in [0, 1].
         batch_size: images per forward pass. Defaults to `512`.
         size: resize to `size x size` first. Defaults to `None` (as is).
-        verbose: progress bar (on a terminal only). Defaults to `False`.
+        verbose: progress: Keras' bar on a terminal, else a plain line per tenth of a pass
+            longer than 10 s (`clzoo.eval.progress.PlainProgress`). Defaults to `False`.
 
     Returns:
         The model's outputs for the `N` images, `(N, ...)` (numpy).
@@ -65,7 +66,13 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
         raise ValueError("`images` is empty: nothing to embed.")
     batch = min(int(batch_size), 1 << (n - 1).bit_length())
     dataset = eval_dataset(images, size=size, batch_size=batch, pad=True)
-    return np.asarray(model.predict(dataset, verbose=keras_verbose(verbose, plain=0)))[:n]
+    level = keras_verbose(verbose, plain=0)
+    callbacks = []
+    if verbose and not level and not is_quiet():  # off a terminal: plain lines on a long pass
+        from clzoo.eval.progress import PlainProgress
+
+        callbacks.append(PlainProgress(f"embedding {n:,} images", n, -(-n // batch)))
+    return np.asarray(model.predict(dataset, verbose=level, callbacks=callbacks))[:n]
 
 
 def embed(encoder, images, batch_size=512, size=None, normalize=True, verbose=True):

@@ -28,12 +28,12 @@ __all__ = ["METRICS", "EvaluationResult", "draw_plots",
 @dataclasses.dataclass(frozen=True)
 class EvaluationResult(EvalReport):
     """What `evaluate` / `evaluate_embeddings` return: the `EvalReport` that `read_eval` reads back
-    from the written folder, plus what only exists in memory.
+    from the written folder, plus what only exists in memory. `knn`, `ncc`, `probe`, `sgd_probe`,
+    `margin`, `cdnv`, `directional_cdnv`, `ece`, `loss_gap`, `loss_gap_bound`, `within_coarse`,
+    `few_shot` and `timings` are as in `clzoo.eval.records.EvalReport` (None / empty when not
+    computed).
 
     Attributes:
-        knn, ncc, probe, sgd_probe, margin, cdnv, directional_cdnv, ece, loss_gap, loss_gap_bound,
-            within_coarse, few_shot, timings:
-            as `clzoo.eval.records.EvalReport` (None / empty when not computed).
         metrics: JSON-ready dict, the content of `metrics.json`: `title`, the
             `info` facts (`model`, `data`, ...), `samples`, `feature_dim`,
             `classes`, `metrics` (names computed), one entry per metric under

@@ -39,9 +39,9 @@ def missing_packages(fmt, backend=None):
     if fmt not in FORMATS:
         raise ValueError(f"`format` must be one of {', '.join(FORMATS)}. Received: format={fmt!r}")
     if backend is None:
-        import keras
+        from clzoo.console import keras_backend_name
 
-        backend = keras.backend.backend()
+        backend = keras_backend_name()
     needs = _NEEDS.get((fmt, backend), _NEEDS.get((fmt, None), []))
     missing = [package for module, package in needs if importlib.util.find_spec(module) is None]
     if fmt == "litert" and backend != "torch" and not missing:
@@ -58,9 +58,9 @@ def check_export(fmt, path, overwrite=False):
     Raises:
         ImportError, ValueError, FileExistsError: as `export_encoder`.
     """
-    import keras
+    from clzoo.console import keras_backend_name
 
-    if fmt == "saved_model" and keras.backend.backend() == "torch":
+    if fmt == "saved_model" and keras_backend_name() == "torch":
         raise ValueError("a SavedModel export from the torch backend fails inside Keras' torch.export "
                          "bridge (dynamic shapes); export under KERAS_BACKEND=tensorflow or jax (runs and "
                          "presets load on every backend), or choose --format onnx")

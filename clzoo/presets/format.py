@@ -21,14 +21,11 @@ import keras
 import yaml
 
 from clzoo.files import atomic_write, atomic_write_text, replace_folder
+from clzoo.presets.errors import PresetError
 from clzoo.version import __version__
 
 PRESET_FILES = ("config.json", "model.weights.h5", "preprocessing.json", "metadata.json", "README.md")
 CHECKSUMS = "checksums.json"
-
-
-class PresetError(ValueError):
-    """A preset is missing a file, fails its checksum or asks for something unsafe."""
 
 
 def sha256(path):

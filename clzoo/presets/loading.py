@@ -8,15 +8,10 @@ import keras
 
 from clzoo.presets.download import download
 from clzoo.presets.format import PresetError, read_json, verify_preset
+from clzoo.presets.names import PRETRAINED, REGISTRY, RETIRED, refuse_retired
 from clzoo.presets.weights_check import check_weights_file
 from clzoo.registry import Registry, did_you_mean
 from clzoo.saving import deserialize
-
-# The built-in presets ship as package data (the repo's top-level pretrained/ links here).
-PRETRAINED = Path(__file__).resolve().parent / "builtin"
-REGISTRY = PRETRAINED / "registry.json"
-# Presets no longer shipped: name -> {retired, replacement, reason}, so an old name gets an answer.
-RETIRED = PRETRAINED / "retired.json"
 
 # `owner/repo` as the Hub spells it, and a revision (branch, tag or commit hash).
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -121,17 +116,6 @@ def _resolve(handle):
 
 def _retired():
     return read_json(RETIRED) if RETIRED.is_file() else {}
-
-
-def refuse_retired(name):
-    """Raise `PresetError` naming the replacement when `name` (or `hf://clzoo/<name>`) is a
-    retired built-in preset (`builtin/retired.json`); return otherwise."""
-    retired = _retired()
-    name = str(name).removeprefix("hf://clzoo/")
-    if name in retired:
-        entry = retired[name]
-        raise PresetError(f"Preset {name!r} was retired on {entry['retired']} ({entry['reason']}): "
-                          f"use {entry['replacement']!r}, or an earlier clzoo release for the old weights.")
 
 
 def _refuse_code(config, where):

@@ -44,6 +44,19 @@ def _float32_positive(value, key=None):
     return value
 
 
+def _floats_in(value, key):
+    """`_float32_positive` on every non-zero float in `value`, nested lists and dicts included
+    (`views`, `mix`, `encoder_options`, optional floats); sections check themselves."""
+    if isinstance(value, float) and value:
+        _float32_positive(abs(value), key)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _floats_in(item, f"{key}.{name}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _floats_in(item, f"{key}[{index}]")
+
+
 class RecipeError(ValueError):
     """A recipe, override or CLI value that cannot run; `lines` holds one message per problem."""
 
@@ -60,10 +73,8 @@ class _Section(BaseModel):
     def _floats_fit_float32(self):
         """Every float setting is one float32 (the training dtype) holds: not inf, not 0 for a
         positive value (else the NaN stop would later blame the learning rate)."""
-        for key, field in type(self).model_fields.items():
-            value = getattr(self, key)
-            if field.annotation in (float, PositiveFloat, NonNegativeFloat) and value:
-                _float32_positive(abs(value), key)
+        for key in type(self).model_fields:
+            _floats_in(getattr(self, key), key)
         return self
 
 

@@ -98,11 +98,14 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
+    if resuming:  # after the checkpoint's own checks, which name a changed class count
+        _check_same_data(run, train_split, plan)
     encoder = task.encoder(model)
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     if place.is_chief:  # the first write: everything above may still refuse the run
-        run.prepare(recipe, {**environment(place), "pipeline": pipeline}, resuming)
+        run.prepare(recipe, {**environment(place), "pipeline": pipeline, "train_images": len(train_split),
+                             "steps_per_epoch": plan.steps}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
@@ -304,15 +307,35 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     return model
 
 
+def _check_same_data(run, train_split, plan):
+    """Refuse (`ValueError`) to resume on training data of another size than the run started on
+    (`environment.json`): its steps would map to other epochs (learning rate, skipped epochs)."""
+    import json
+
+    try:
+        started = json.loads((run / "environment.json").read_text())
+        before, steps = int(started["train_images"]), int(started["steps_per_epoch"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return  # a run from before these were recorded: nothing to compare with
+    if (before, steps) != (len(train_split), plan.steps):
+        raise ValueError(f"Cannot resume {run.path}: it started on {before:,} training images ({steps:,} "
+                         f"steps per epoch) and the data now has {len(train_split):,} ({plan.steps:,}); "
+                         "the data changed since the run started. Restore it, or train a new run.")
+
+
 def _check_checkpoint(model, task, recipe, views, path, classes):
     """Refuse (`ValueError`) to resume a checkpoint that is not this run's model: an encoder
     saved over it, another task's model, or one built for other images or embeddings."""
+    from clzoo.models import ContrastiveModel
+
     try:
         encoder = task.encoder(model)
         problem = None if getattr(model, "optimizer", None) is not None else "has no optimizer"
     except (AttributeError, ValueError):
         problem = f"is a {type(model).__name__}, not the {recipe.task} task's model"
-    if problem is None and tuple(encoder.input_shape[1:3]) != (views.size, views.size):
+    if problem is None and isinstance(model, ContrastiveModel) != (recipe.task == "contrastive"):
+        problem = f"is a {type(model).__name__}, not the {recipe.task} task's model"
+    if problem is None and any(side not in (None, views.size) for side in encoder.input_shape[1:3]):
         problem = f"takes {encoder.input_shape[1:3]} images, the recipe's views {views.size}"
     head = getattr(model, "projection_head", None)
     dim = getattr(head, "output_dim", None) if recipe.task == "contrastive" else None

@@ -54,6 +54,8 @@ EPOCHS = int(os.environ.get("CLZOO_NOTEBOOK_EPOCHS", 1 if TINY else 6))
 # [`recipes/sincere/cifar10_small.yaml`](https://github.com/clzoo/clzoo/blob/main/recipes/sincere/cifar10_small.yaml):
 # ResNet-20, batch 128 x 2 views, AdamW 2e-3 with one warm-up epoch and cosine decay, temperature 0.1. Only
 # `loss.name` differs. Each run folder gets checkpoints, logs and an evaluation report.
+# The `learning_rate` in each epoch's log line is the schedule's value at the epoch's end: 0 after the
+# last epoch, where the cosine decay ends.
 
 # %%
 settings = [f"data={DATA}", f"training.epochs={EPOCHS}", "training.batch_size=128",
@@ -86,7 +88,7 @@ for loss in runs:
     separations[loss] = clzoo.eval.target_noise_separation(
         clzoo.eval.embed(encoder, train_split.images, verbose=False), train_split.labels,
         clzoo.eval.embed(encoder, test_split.images, verbose=False), test_split.labels)
-    print(f"{loss}: margin {separations[loss].margin:.4f}")
+    print(f"{loss}: margin {separations[loss].margin:.3g}")
 
 
 def plot_separations(separations):
@@ -95,7 +97,7 @@ def plot_separations(separations):
         bins = np.linspace(min(sep.noise.min(), sep.target.min()), 1, 60)
         ax.hist(sep.target, bins=bins, alpha=0.6, label="nearest target")
         ax.hist(sep.noise, bins=bins, alpha=0.6, label="nearest noise")
-        ax.set_title(f"{name} (margin {sep.margin:.4f})")
+        ax.set_title(f"{name} (margin {sep.margin:.3g})")
         ax.set_xlabel("cosine similarity")
     axes[0].legend()
     plt.show()
@@ -119,5 +121,5 @@ for name in ("sincere_airbench_cifar10", "supcon_airbench_cifar10"):
     pretrained[name] = clzoo.eval.target_noise_separation(
         clzoo.eval.embed(encoder, train_split.images, verbose=False), train_split.labels,
         clzoo.eval.embed(encoder, test_split.images, verbose=False), test_split.labels)
-    print(f"{name}: margin {pretrained[name].margin:.4f}")
+    print(f"{name}: margin {pretrained[name].margin:.3g}")
 plot_separations(pretrained)

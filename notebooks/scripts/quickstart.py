@@ -33,8 +33,9 @@ EPOCHS = 1 if TINY else 5
 # %% [markdown]
 # ## Data and views
 #
-# Each training image becomes two random views (random resized crop, colour jitter,
-# grayscale: the SupCon CIFAR recipe). Digits are not mirrored, so the flip is off here.
+# Each training image becomes two random views: a random resized crop and colour jitter. The SupCon
+# CIFAR recipe also mirrors and turns views gray; digits are not mirrored and are gray already, so
+# both are off here (`flip=False`, `grayscale_p=0.0`).
 
 # %%
 train = clzoo.data.load_split(DATA, "train")

@@ -195,7 +195,7 @@ def test_the_tfds_hint_names_what_to_install_and_the_folder_alternative(monkeypa
     assert "pip install tensorflow-datasets importlib_resources tensorflow;" in tfds_missing()
 
 
-@pytest.mark.parametrize("link", ["split", "class"])
+@pytest.mark.parametrize("link", ["split", "class", "both_outside"])
 def test_a_test_split_linked_into_train_is_refused(tmp_path, link):
     """Issue 58 item 6: test/ (or a class of it) linking into train/ was read silently, so test
     images were training images and every metric inflated."""
@@ -205,8 +205,13 @@ def test_a_test_split_linked_into_train_is_refused(tmp_path, link):
     if link == "split":
         shutil.rmtree(root / "test")
         (root / "test").symlink_to(root / "train")
-    else:
+    elif link == "class":
         shutil.rmtree(root / "test" / "b")
         (root / "test" / "b").symlink_to(root / "train" / "b")
-    with pytest.raises(ValueError, match="leads into .*train \\(a link\\)"):
+    else:  # both splits' class "b" link to one folder elsewhere
+        shutil.move(root / "train" / "b", tmp_path / "b_images")
+        shutil.rmtree(root / "test" / "b")
+        (root / "train" / "b").symlink_to(tmp_path / "b_images")
+        (root / "test" / "b").symlink_to(tmp_path / "b_images")
+    with pytest.raises(ValueError, match="lead to one folder .*through a link"):
         load_split(str(root), "test")

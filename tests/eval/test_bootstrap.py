@@ -75,3 +75,11 @@ def test_bootstrap_refuses_bad_arguments():
         E.bootstrap(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match="boolean"):
         E.bootstrap_accuracy(np.array([1, 0]))
+
+
+def test_one_accuracy_is_an_estimate_not_a_difference():
+    import dataclasses
+
+    acc = E.bootstrap_accuracy(np.array([True] * 9 + [False]))
+    assert [f.name for f in dataclasses.fields(acc)][0] == "estimate"
+    assert acc.estimate == pytest.approx(0.9) and acc.difference == acc.estimate  # the old name reads it

@@ -29,6 +29,10 @@ def setup(tmp_path):
     ("training.weight_decay=1e300", "weight_decay = 1e+300 is outside float32's range"),
     ("training.momentum=1e-60", "momentum = 1e-60 is outside float32's range"),
     ("training.warmup_start_fraction=1e-50", "warmup_start_fraction = 1e-50 is outside float32"),
+    # nested values and optional floats too
+    ("views.jitter_p=1e-50", "views.jitter_p = 1e-50 is outside float32"),
+    ("views.crop_scale=[1e-50, 1.0]", "views.crop_scale[0] = 1e-50 is outside float32"),
+    ("mix.mixup_alpha=1e39", "mix.mixup_alpha = 1e+39 is outside float32"),
 ])
 def test_values_float32_cannot_hold_are_refused(setup, override, says):
     path, _ = setup

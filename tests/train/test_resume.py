@@ -154,6 +154,23 @@ def test_resume_refuses_a_different_recipe_and_fresh_runs_refuse_an_existing_one
     assert (tmp_path / "run" / "metrics.json").stat().st_mtime_ns == mtime
 
 
+def _refused_by_the_other_task(checkpoint, recipe):
+    """A contrastive checkpoint is not a soft-target run's model, though it has an "encoder" layer."""
+    import types
+
+    from clzoo.saving import load_model
+    from clzoo.train import runner
+    from clzoo.train.builders import views_from_config
+    from clzoo.train.tasks import TASKS
+
+    model = load_model(checkpoint)
+    views = views_from_config(recipe.views)
+    soft = types.SimpleNamespace(task="soft_target", model=recipe.model)
+    with pytest.raises(ValueError, match="it is a ContrastiveModel, not the soft_target task's model"):
+        runner._check_checkpoint(model, TASKS.get("soft_target")(), soft, views, checkpoint, 3)
+    runner._check_checkpoint(model, TASKS.get("contrastive")(), recipe, views, checkpoint, 3)
+
+
 def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
     """Issue 58 items 4 and 6: an encoder saved over checkpoint.keras (an AttributeError deep in
     the runner before), or a model of other views, is refused in one line before training."""
@@ -166,6 +183,7 @@ def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
     with pytest.raises(ValueError, match="it is a ImageEncoder, not the contrastive task's model"):
         train(load_recipe(path), run, verbose=0, resume=True)
     (run / "checkpoint.keras").write_bytes(checkpoint)
+    _refused_by_the_other_task(run / "checkpoint.keras", load_recipe(path))
     recipe["views"]["size"] = 12  # the saved recipe then differs: the check names the views
     other = tmp_path / "other"
     other.mkdir()
@@ -189,6 +207,19 @@ def test_resume_refuses_data_whose_classes_no_longer_match_the_auxiliary_head(tm
     for split in ("train", "test"):
         shutil.rmtree(tmp_path / "data" / split / "3")
     with pytest.raises(ValueError, match="auxiliary classifier of 4 classes and the data now has 3"):
+        train(load_recipe(path), run, verbose=0, resume=True)
+
+
+def test_resume_refuses_data_of_another_size(tmp_path):
+    """Issue 58 item 6: images removed between a kill and --resume shifted every later epoch's
+    steps (learning rate, skipped epochs); refused, naming both sizes."""
+    path, _ = one_epoch_recipe(tmp_path)
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    for image in sorted((tmp_path / "data" / "train" / "0").iterdir())[:5]:
+        image.unlink()
+    with pytest.raises(ValueError, match=r"started on \d+ training images .* the data changed"):
         train(load_recipe(path), run, verbose=0, resume=True)
 
 

@@ -1,0 +1,28 @@
+"""A griffe extension for the API pages: clzoo's docstrings write their `>>>` examples flush
+under `Example:`, as doctest reads them; Markdown would take `>>>` for nested quotes. Each run of
+`>>>` lines and their output becomes a fenced `pycon` block."""
+
+import griffe
+
+
+def fence_doctests(text):
+    """`text` with each doctest run (a `>>>` line up to the next blank line) fenced."""
+    out, inside = [], False
+    for line in text.splitlines():
+        starts = line.lstrip().startswith(">>>")
+        if starts and not inside:
+            out.append("```pycon")
+            inside = True
+        elif inside and not line.strip():
+            out.append("```")
+            inside = False
+        out.append(line)
+    if inside:
+        out.append("```")
+    return "\n".join(out)
+
+
+class DoctestBlocks(griffe.Extension):
+    def on_instance(self, *, obj, **kwargs):
+        if obj.docstring is not None and ">>>" in obj.docstring.value:
+            obj.docstring.value = fence_doctests(obj.docstring.value)

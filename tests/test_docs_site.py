@@ -1,0 +1,47 @@
+"""The documentation site (issue 57 item 8): builds with warnings as errors, every public name of
+every subpackage has its entry in the API reference, and the front page is the README."""
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBPACKAGES = ("losses", "models", "data", "eval", "metrics", "optimizers", "presets", "train")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    pytest.importorskip("mkdocstrings")
+    if not (ROOT / "mkdocs.yml").is_file():
+        pytest.skip("no mkdocs.yml beside the tests (an installed copy of the suite)")
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("name", SUBPACKAGES)
+def test_api_pages_list_every_public_name(site, name):
+    module = importlib.import_module(f"clzoo.{name}")
+    html = (site / "api" / name / "index.html").read_text()
+    ids = set(re.findall(r'id="(clzoo\.[^"]+)"', html))
+    missing = [n for n in module.__all__
+               if f"clzoo.{name}.{n}" not in ids and f"clzoo.{name}.{n}.{n}" not in ids]
+    assert not missing, f"docs/api/{name}.md lacks {missing}"
+
+
+@pytest.mark.large
+def test_the_front_page_is_the_readme_and_its_links_resolve(site):
+    html = (site / "index.html").read_text()
+    assert "readme-figures:start" in html  # the README's figures block, not a copy
+    pages = re.findall(r'href="([a-z-]+)/"', html)
+    assert {"losses", "training", "pretrained", "development"} <= set(pages)
+    for page in pages:
+        assert (site / page / "index.html").is_file(), page
+    assert "<blockquote>\n<blockquote>" not in (site / "api" / "losses" / "index.html").read_text()
