@@ -288,7 +288,7 @@ def _eval_into(out, args, metrics):
     from clzoo.eval import evaluate
     from clzoo.eval.steps import StepTimer
 
-    source = args.source
+    source = _source(args)
     timer = StepTimer(total=5 + len(metrics))  # model, data, 2 embeddings, metrics, plots
     with timer.step("load_model", str(args.model)):
         encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
@@ -322,7 +322,7 @@ def _embed(args):
 def _embed_into(args):
     from clzoo.export.embeddings import embed_splits, write_embeddings
 
-    source = args.source
+    source = _source(args)
     encoder, path = _load_encoder(args.model, args.space, args.bare_encoder)
     if args.bare_encoder:
         print(f"{args.model}{BARE}: these are not the model's features", flush=True)
@@ -378,7 +378,7 @@ def _compare_into(out, args, metrics, targets):
     from clzoo.eval.plan import eval_plan, forward_rate
     from clzoo.files import atomic_write_text
 
-    source = args.source
+    source = _source(args)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train"), source.load("test")
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
@@ -406,15 +406,36 @@ def _show_views(args):
     from clzoo.files import locked_output
 
     with locked_output(args.output, args.overwrite):
-        split = args.source.load("train")
+        split = _source(args).load("train")
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
                           views=args.views, seed=args.seed)
     print(f"wrote {path}")
     return 0
 
 
+def _push_checks(args):
+    if (args.handle is None) == (args.builtin is None):
+        raise ValueError("clzoo push takes hf://owner/repo or --builtin NAME (one of them)")
+    if args.builtin is not None:
+        if args.dry_run or args.private:
+            raise ValueError("--builtin writes clzoo's own presets folder; --dry-run and --private "
+                             "are for hf:// pushes")
+        from clzoo.presets.builtin_entry import check_builtin_name
+
+        check_builtin_name(args.builtin, args.overwrite)
+
+
 def _push(args):
     from clzoo.presets import push_preset
+
+    if args.builtin is not None:
+        from clzoo.presets.builtin_entry import add_builtin
+
+        folder, entry = add_builtin(args.run, args.builtin, overwrite=args.overwrite)
+        print(f"wrote the built-in preset {folder} and its registry.json entry (pinned "
+              f"{entry['checksums_sha256'][:12]}...); {folder.name} loads with "
+              f"Encoder.from_preset({folder.name!r})")
+        return 0
 
     result = push_preset(args.run, args.handle, dry_run=args.dry_run, private=args.private,
                          overwrite=args.overwrite)
@@ -437,7 +458,7 @@ def _transfer_into(args):
     from clzoo.files import atomic_write_text
     from clzoo.presets import load_preset
 
-    source = args.source
+    source = _source(args)
     encoder = load_preset(args.preset)
     encoder = _bare(encoder, args.preset) if args.bare_encoder else encoder
     if args.bare_encoder:
@@ -461,7 +482,15 @@ def _transfer_into(args):
 
 def _data_checks(args):
     """Before Keras: the `--data` spec (kept as `args.source` for the command)."""
+    if str(args.data).startswith("tfds:"):  # tensorflow-datasets may import TensorFlow: quietly
+        console.quiet_tensorflow()
     args.source = _check_data(args.data, args.image_size)
+
+
+def _source(args):
+    """The `DataSource` the checks resolved (resolved here when a command runs without `main`)."""
+    source = getattr(args, "source", None)
+    return _check_data(args.data, args.image_size) if source is None else source
 
 
 def _model_and_data_checks(args):
@@ -482,17 +511,25 @@ def _export_checks(args):
     from clzoo.export.serving import check_export
 
     _model_path(args.model, args.space)
-    check_export(args.format, Path(args.output), args.overwrite)  # litert's check imports TensorFlow
+    if args.format != "litert":  # litert's check imports TensorFlow: it runs in _export, quietly
+        check_export(args.format, Path(args.output), args.overwrite)
 
 
 def _transfer_checks(args):
     from clzoo.files import check_output
     from clzoo.presets.names import refuse_retired, registry
 
+    if args.protocol == "lbfgs" and (args.epochs is not None or args.learning_rates is not None):
+        raise ValueError("--epochs and --learning-rates set the sgd protocol; add --protocol sgd "
+                         "(the default, lbfgs, fits once on features embedded once)")
+    args.epochs = 100 if args.epochs is None else args.epochs
+    args.learning_rates = [0.01, 0.1, 1.0] if args.learning_rates is None else args.learning_rates
+
     if args.output:  # a taken output first: it needs nothing else to be refused
         check_output(args.output, args.overwrite)
     preset = str(args.preset)
-    if preset not in registry() and not preset.startswith("hf://") and not Path(preset).is_dir():
+    if preset not in registry() and not preset.startswith("hf://") \
+            and not Path(preset).expanduser().is_dir():
         refuse_retired(preset)
         from clzoo.registry import did_you_mean
 
@@ -513,7 +550,7 @@ def _train_checks(args):
 # second, not the 5-10 s of that import); each command runs them again or reads what they keep.
 _CHECKS = {"train": _train_checks, "eval": _model_and_data_checks, "embed": _embed_checks,
            "export": _export_checks, "compare": _model_and_data_checks, "show-views": _data_checks,
-           "transfer": _transfer_checks}
+           "transfer": _transfer_checks, "push": _push_checks}
 
 
 def _percent(value):
@@ -736,8 +773,11 @@ def _add_other_parsers(commands):
 
     p = commands.add_parser("push", help="publish a run as a preset on the Hugging Face Hub")
     p.add_argument("run", help="run folder from clzoo train (with eval/ if you ran clzoo eval)")
-    p.add_argument("handle", help="hf://owner/repo")
+    p.add_argument("handle", nargs="?", help="hf://owner/repo (not with --builtin)")
     p.add_argument("--dry-run", metavar="DIR", help="write the exact folder to DIR; upload nothing")
+    p.add_argument("--builtin", metavar="NAME",
+                   help="maintainers: write the run as clzoo's built-in preset NAME (the package's "
+                        "presets folder, which pretrained/ links to) and its registry.json entry")
     p.add_argument("--private", action="store_true", help="create the Hub repository as private")
     _add_overwrite(p)
     p.set_defaults(func=_push)
@@ -749,9 +789,10 @@ def _add_other_parsers(commands):
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="lbfgs",
                    help="lbfgs (default): logistic regression on features embedded once, seconds to "
                         "minutes on a CPU; sgd: SINCERE app. J, 4 fits x 100 epochs through the encoder")
-    p.add_argument("--epochs", type=_whole(1), default=100, help="sgd protocol epochs (app. J: 100)")
-    p.add_argument("--learning-rates", default="0.01,0.1,1.0", type=_float_list,
-                   help="comma-separated rates the sgd protocol chooses from on a validation split")
+    p.add_argument("--epochs", type=_whole(1), help="sgd protocol epochs (default: app. J's 100)")
+    p.add_argument("--learning-rates", type=_float_list,
+                   help="comma-separated rates the sgd protocol chooses from on a validation split "
+                        "(default: 0.01,0.1,1.0)")
     p.add_argument("--output", help="JSON file for the result")
     _add_bare_encoder(p)
     _add_overwrite(p)

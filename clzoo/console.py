@@ -37,9 +37,16 @@ def is_terminal(stream=None):
 
 
 def live_display():
-    """Whether progress can redraw in place: stdout is a terminal, or this is a Jupyter / Colab
-    kernel (its front end renders Keras' `\\r` bar live, as Keras' own `Progbar` assumes)."""
-    return is_terminal() or "ipykernel" in sys.modules
+    """Whether progress can redraw in place: stdout is a terminal, or this runs in a Jupyter /
+    Colab kernel (its front end renders Keras' `\\r` bar live)."""
+    return is_terminal() or in_notebook_kernel()
+
+
+def in_notebook_kernel():
+    """True inside a running IPython kernel (Jupyter, Colab); not merely where ipykernel was imported."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def keras_verbose(verbose, plain=2):

@@ -70,7 +70,6 @@ def test_parser_and_light_commands_import_no_tensorflow():
     assert result.stdout.strip() == "[]"
 
 
-
 # Refusals that need no model or data loaded: each must come before Keras (and TensorFlow) is imported.
 FAST_REFUSALS = [
     (["eval", "runs/typo", "--data", "digits"], "no model at runs/typo"),
@@ -82,6 +81,8 @@ FAST_REFUSALS = [
     (["export", "typo", "--output", "{tmp}/x.tflite", "--format", "litert"], "no model at typo"),
     (["show-views", "--data", "{tmp}/missing", "--output", "{tmp}/v.png"], "no such path"),
     (["transfer", "typo_preset", "--data", "digits"], "no preset 'typo_preset'"),
+    (["transfer", "supcon_airbench_cifar10", "--data", "digits", "--epochs", "5"], "add --protocol sgd"),
+    (["push", "{tmp}/run", "--builtin", "Bad-Name"], "a built-in preset name is 3-64 characters"),
     (["transfer", "supcon_airbench_cifar10", "--data", "{tmp}/missing"], "no such path"),
     (["train", "{tmp}/missing.yaml"], "recipe file not found"),
 ]
@@ -108,6 +109,7 @@ def test_refusals_before_keras_import_nothing_heavy(tmp_path):
         assert rc == 2 and stderr.count("\n") == 1 and expected in stderr, (argv, rc, stderr)
     assert heavy == []  # every refusal above came before Keras: a fraction of a second, not 5-10 s
     assert not list(tmp_path.iterdir())  # and nothing was written
+
 
 def test_version():
     from importlib import metadata

@@ -176,12 +176,15 @@ def test_presets(env):
 
 def test_a_notebook_kernel_gets_the_live_bar_and_a_log_the_plain_lines(monkeypatch):
     import io
+    import types
 
     from clzoo import console
 
     monkeypatch.setattr(sys, "stdout", io.StringIO())  # not a terminal
-    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    monkeypatch.setitem(sys.modules, "ipykernel", object())  # imported, but no kernel is running
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
     assert console.keras_verbose(True) == 2 and console.keras_verbose(True, plain=0) == 0
-    monkeypatch.setitem(sys.modules, "ipykernel", object())  # Jupyter / Colab: Keras' bar renders live
+    shell = types.SimpleNamespace(kernel=object())  # Jupyter / Colab: Keras' bar renders live
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     assert console.keras_verbose(True) == 1 and console.keras_verbose(True, plain=0) == 1
     assert console.keras_verbose(False) == 0 and console.keras_verbose(2) == 2

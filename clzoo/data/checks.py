@@ -56,7 +56,7 @@ def check_data(data):
     elif source.startswith("tfds:"):
         names = _tfds_class_names(source[len("tfds:"):], data)
     else:
-        names, count = _folder_class_names(source.removeprefix("folder:"), data)
+        names, count = _folder_class_names(source.removeprefix("folder:"), data, resolved.image_size)
     if label_set is not None and names:
         names = _label_set_names(names, label_set, data)
     if names is not None and len(names) < 2:
@@ -65,17 +65,18 @@ def check_data(data):
     return DataSummary(source, label_set, names, None if label_set else count)
 
 
-def _folder_class_names(path, data):
+def _folder_class_names(path, data, image_size=None):
     """Class names and training-image count, from the loader's own listing of both splits."""
     root = _folder_root(path)
     train_files, _, _, train = _list_folder(root, "train")
-    test = _list_folder(root, "test")[3]
+    test_files, _, _, test = _list_folder(root, "test")
     if train != test:
         only_train = sorted(set(train) - set(test))
         only_test = sorted(set(test) - set(train))
         raise ValueError(
             f"The test classes of data={data!r} differ from its training classes (matched by "
             f"name): only in train: {only_train or 'none'}; only in test: {only_test or 'none'}.")
+    _check_decoded_size(train_files, len(train_files) + len(test_files), image_size, data)
     return tuple(train), len(train_files)
 
 
@@ -129,3 +130,46 @@ def _label_set_names(names, label_set, data):
     if label_set == "cifar2":
         return ("cat", "dog")
     return tuple(sorted(set(CIFAR10_COARSE.values())))
+
+
+def available_memory():
+    """Bytes of memory a process can take now without swapping: Linux's `MemAvailable` (free
+    pages plus reclaimable cache), else the free pages (`sysconf`); None where unknown."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_decoded_size(files, images, image_size, data):
+    """Refuse a folder whose decoded uint8 images (the first file's size for all of them, or
+    `image_size` squared) cannot fit in the memory free now, before any is decoded."""
+    if not files:
+        return
+    if image_size is None:
+        from PIL import Image
+
+        try:
+            with Image.open(files[0]) as image:  # the header only: nothing is decoded
+                width, height = image.size
+        except OSError:  # the loader names a damaged file, with its own rule for it
+            return
+    else:
+        width = height = image_size
+    needed, free = images * width * height * 3, available_memory()
+    if free is not None and needed > free:
+        raise ValueError(
+            f"data={data!r}: {images:,} images of {width} x {height} pixels need about "
+            f"{needed / 2**30:.1f} GiB decoded, and {free / 2**30:.1f} GiB of memory is free: pass "
+            "--image-size N (recipe key image_size; each image is resized as it is decoded), or use "
+            "fewer images")
+

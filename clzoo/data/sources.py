@@ -432,13 +432,15 @@ def _refuse_links_into_the_other_split(root, split, classes):
     except OSError:  # that split's own read reports it
         theirs = [other]
     theirs = {entry.resolve(): entry for entry in theirs}
+    above = {parent: named for folder, named in theirs.items() for parent in folder.parents}
     for entry in [root / split] + [root / split / name for name in classes]:
-        target = entry.resolve()
-        for folder, named in theirs.items():
-            if target == folder or folder in target.parents or target in folder.parents:
-                raise ValueError(f"{entry} and {named} lead to one folder ({folder}, through a link): "
-                                 "the train and test splits would share images and every metric "
-                                 "would be inflated. Make them separate folders.")
+        target = entry.resolve()  # one set lookup per ancestor: linear in the classes, not quadratic
+        folder = next((f for f in (target, *target.parents) if f in theirs), None)
+        named = theirs.get(folder) or above.get(target)
+        if named is not None:
+            raise ValueError(f"{entry} and {named} lead to one folder ({folder or target}, through a "
+                             "link): the train and test splits would share images and every metric "
+                             "would be inflated. Make them separate folders.")
 
 
 def _check_every_class(labels, classes, split_dir):

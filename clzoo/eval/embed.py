@@ -71,7 +71,7 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
     if verbose and not level and not is_quiet():  # off a terminal: plain lines on a long pass
         from clzoo.eval.progress import PlainProgress
 
-        callbacks.append(PlainProgress(f"embedding {n:,} images", n, -(-n // batch)))
+        callbacks.append(PlainProgress(f"embedding {n:,} images", n, -(-n // batch), batch))
     return np.asarray(model.predict(dataset, verbose=level, callbacks=callbacks))[:n]
 
 

@@ -20,6 +20,7 @@ class PlainProgress(keras.callbacks.Callback):
         what: what the pass does, e.g. `"embedding 10,000 images"`.
         images: images in the pass (the line's denominator).
         batches: `predict` steps in the pass.
+        batch_size: images per step (the last may be padded). Defaults to `ceil(images / batches)`.
         after: seconds before the first line; a pass shorter than this prints nothing.
             Defaults to `FIRST_LINE_AFTER` (10 s).
         print_fn: where lines go. Defaults to `print` (flushed).
@@ -36,12 +37,13 @@ class PlainProgress(keras.callbacks.Callback):
     True
     """
 
-    def __init__(self, what, images, batches, after=None, print_fn=None):
+    def __init__(self, what, images, batches, batch_size=None, after=None, print_fn=None):
         super().__init__()
         if images < 1 or batches < 1:
             raise ValueError(f"`images` and `batches` must be >= 1. Received: {images}, {batches}")
         self.what, self.images, self.batches, self.after = (what, int(images), int(batches),
             FIRST_LINE_AFTER if after is None else float(after))
+        self.batch_size = int(batch_size or -(-self.images // self.batches))
         self.print_fn = print_fn or (lambda line: print(line, flush=True))
         self._start, self._tenths = None, 0
 
@@ -55,7 +57,7 @@ class PlainProgress(keras.callbacks.Callback):
         if tenths <= self._tenths or elapsed < self.after:
             return
         self._tenths = tenths
-        seen = min(self.images, done * -(-self.images // self.batches))
+        seen = min(self.images, done * self.batch_size)
         left = elapsed * (self.batches - done) / done
         tail = f", about {_minutes(left)} left" if done < self.batches else f" in {_minutes(elapsed)}"
         self.print_fn(f"{self.what}: {seen:,}/{self.images:,} images ({done / self.batches:.0%}){tail}")

@@ -102,7 +102,7 @@ def _jax_cluster():
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"--strategy multi_worker on JAX could not join the cluster ({first}); "
                          f"set {', '.join(JAX_CLUSTER_VARIABLES)} on every process "
-                         "(README: Several hosts on JAX)") from None
+                         "(docs/training.md: Several hosts on JAX)") from None
 
 
 def _jax(name):

@@ -91,3 +91,17 @@ def test_airbench_views_refuse_an_image_size_they_do_not_take():
                                          r"are, at views.size = 32"):
         load_recipe(recipe, ["image_size=24"])
     assert load_recipe(recipe, ["image_size=32"]).image_size == 32
+
+
+def test_images_that_cannot_fit_in_memory_are_refused_before_decoding(tmp_path, monkeypatch):
+    """Issue 58 item 7: large images without --image-size had no memory check (the decode ran out
+    of memory); the first file's header and the free memory now say so first, naming the fix."""
+    from clzoo.data import checks
+
+    root = write_image_folder(tmp_path / "data", classes=("a", "b"), size=(64, 64))  # 12 images
+    monkeypatch.setattr(checks, "available_memory", lambda: 12 * 64 * 64 * 3 - 1)
+    with pytest.raises(ValueError, match=r"64 x 64 pixels need about .* pass --image-size N"):
+        checks.check_data(str(root))
+    assert checks.check_data(checks.data_source(str(root), image_size=32)).class_names == ("a", "b")
+    monkeypatch.setattr(checks, "available_memory", lambda: None)  # unknown: no refusal
+    assert checks.check_data(str(root)).class_names == ("a", "b")
