@@ -407,3 +407,13 @@ def test_a_users_jpeg_folder_is_not_called_a_re_encoding_of_a_release():
         "file_types": [".jpg"], "train_images": 900}}))
     assert "an image folder named CIFAR-10 (900 training images stored as .jpg files" in lines
     assert "original release" not in lines
+
+
+def test_every_registry_recipe_names_a_file_of_recipes():
+    """Issue 57 item 7: the registry named recipes/sincere_cifar10_small.yaml, which does not exist."""
+    root = Path(__file__).parents[2]
+    registry = json.loads((root / "clzoo" / "presets" / "builtin" / "registry.json").read_text())
+    for name, entry in registry.items():
+        if "recipe" in entry:
+            path = entry["recipe"].split()[0]
+            assert path.startswith("recipes/") and (root / path).is_file(), (name, entry["recipe"])
