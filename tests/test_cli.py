@@ -423,9 +423,12 @@ def test_ctrl_c_while_a_command_starts_ends_in_one_line(tmp_path, after):
     traceback from `clzoo show-views`): exit status 130, one line, no output file."""
     import signal
 
+    # SIGINT as a terminal delivers it, even where the suite itself was started with SIGINT ignored
+    # (`cmd &` in a script): Python keeps an inherited SIG_IGN and the Ctrl-C would never arrive
     process = subprocess.Popen(_clzoo() + ["show-views", "--data", "digits", "--output",
                                            str(tmp_path / "v.png")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_user_env())
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_user_env(),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(after)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)

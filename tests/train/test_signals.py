@@ -18,8 +18,9 @@ def _stop_at(command, env, which, run, steps):
     step of the checkpoint it left."""
     from clzoo.train.callbacks import checkpoint_progress
 
+    # SIGINT handled as at a terminal even where the suite runs with it ignored (`cmd &` in a script)
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while _steps_logged(run / "steps.jsonl") < steps and time.monotonic() < deadline:
         time.sleep(0.2)
