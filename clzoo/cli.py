@@ -250,6 +250,10 @@ def _check_data(data, image_size=None):
         check_data(source)
     except ValueError as error:
         raise ValueError(f"--data {data!r}: {error}") from None
+    except Exception as error:  # PIL's DecompressionBombError: a header of over ~179 M pixels
+        if type(error).__name__ != "DecompressionBombError":
+            raise
+        raise ValueError(f"--data {data!r}: {error}") from None
     return source
 
 
@@ -260,11 +264,13 @@ def _model_name(target, path, bare=False):
 
 
 def _default_output(target, path, name):
+    """The default report folder: beside a run's model; for a preset (`path` None) a folder here
+    named after it (never a same-named local folder, never inside a preset folder)."""
     target = Path(target)
-    if not path.exists():  # a preset name or hf:// handle: a folder here named after it
+    if path is None and (target / "checksums.json").is_file():  # a preset folder
+        return Path(f"{name}-{target.resolve().name}")
+    if path is None:  # a preset name or hf:// handle
         return Path(f"{name}-{str(target).replace('hf://', '').replace('/', '_')}")
-    if path.is_dir() and (path / "checksums.json").is_file():  # a preset folder: never written into
-        return Path(f"{name}-{path.resolve().name}")
     return (target if target.is_dir() else path.parent / path.stem) / name
 
 
@@ -277,7 +283,7 @@ def _eval(args):
     path = _model_path(args.model, args.space)  # an unknown model refused before the folder
     name = "eval_bare_encoder" if args.bare_encoder else "eval"
     out = Path(args.output) if args.output else _default_output(
-        args.model, path or Path(str(args.model)), name if args.space == "encoder" else "eval_projection")
+        args.model, path, name if args.space == "encoder" else "eval_projection")
     what = "--output" if args.output else "the report folder (default --output)"
     with locked_output(out, args.overwrite, folder=True, what=what) as out:
         check_report_folder(out)
@@ -546,10 +552,16 @@ def _train_checks(args):
                                 "recipes/sincere_digits.yaml)")
 
 
+def _show_views_checks(args):
+    if Path(args.output).suffix.lower() != ".png":
+        raise ValueError(f"--output {args.output}: show-views writes a PNG image; name a .png file")
+    _data_checks(args)
+
+
 # Refusals that need no Keras, run before TensorFlow is imported (a typo costs a fraction of a
 # second, not the 5-10 s of that import); each command runs them again or reads what they keep.
 _CHECKS = {"train": _train_checks, "eval": _model_and_data_checks, "embed": _embed_checks,
-           "export": _export_checks, "compare": _model_and_data_checks, "show-views": _data_checks,
+           "export": _export_checks, "compare": _model_and_data_checks, "show-views": _show_views_checks,
            "transfer": _transfer_checks, "push": _push_checks}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clzoo.presets.errors import PresetError
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{2,63}$")
+_NAME = re.compile(r"[a-z][a-z0-9_]{2,63}")  # fullmatch: no trailing newline
 
 
 def check_builtin_name(name, overwrite=False, presets_folder=None):
@@ -21,7 +21,7 @@ def check_builtin_name(name, overwrite=False, presets_folder=None):
     from clzoo.presets.names import PRETRAINED, refuse_retired
 
     folder = Path(presets_folder or PRETRAINED)
-    if not _NAME.match(str(name)):
+    if not _NAME.fullmatch(str(name)):
         raise PresetError(f"--builtin {name!r}: a built-in preset name is 3-64 characters of a-z, 0-9 "
                           "and _, starting with a letter (e.g. supcon_airbench_cifar10)")
     refuse_retired(name)
@@ -31,8 +31,11 @@ def check_builtin_name(name, overwrite=False, presets_folder=None):
 
 
 def _registry(folder):
+    """`registry.json` of `folder` ({} when absent); a damaged one is a `PresetError` naming it."""
+    from clzoo.presets.names import read_json
+
     path = folder / "registry.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_json(path) if path.is_file() else {}
 
 
 def run_fields(run_dir, name, earlier=None):
@@ -100,6 +103,7 @@ def add_builtin(run_dir, name, overwrite=False, presets_folder=None):
         PresetError: a bad or retired name, or an incomplete run.
         FileExistsError: the name is taken and `overwrite` is False.
     """
+    from clzoo.file_lock import output_lock
     from clzoo.files import atomic_write_text
     from clzoo.installed import writing_builtin_presets
     from clzoo.presets.format import build_preset
@@ -107,9 +111,12 @@ def add_builtin(run_dir, name, overwrite=False, presets_folder=None):
 
     folder = Path(presets_folder or PRETRAINED)
     check_builtin_name(name, overwrite, folder)
-    registry = _registry(folder)
-    fields = run_fields(run_dir, name, registry.get(name))  # every record read before any write
-    with writing_builtin_presets():
+    # one writer of registry.json at a time: a second push --builtin meanwhile is refused (two
+    # read-modify-writes at once would drop one entry); the registry is read under the lock
+    with writing_builtin_presets(), output_lock(folder / "registry.json", what="registry.json"):
+        check_builtin_name(name, overwrite, folder)
+        registry = _registry(folder)
+        fields = run_fields(run_dir, name, registry.get(name))  # every record read before any write
         written = build_preset(run_dir, folder / name, name=name, handle=fields["handle"], builtin=True)
         # the folder first, then its pin: a kill between leaves the old pin, which refuses the new
         # folder until this command runs again (never a pin of a folder that is not there)

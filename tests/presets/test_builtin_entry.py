@@ -90,6 +90,7 @@ def test_the_console_command_writes_the_preset_and_its_entry(run, tmp_path, monk
     (["{run}"], "takes hf://owner/repo or --builtin NAME"),
     (["{run}", "hf://a/b", "--builtin", "tiny_x"], "takes hf://owner/repo or --builtin NAME"),
     (["{run}", "--builtin", "Bad-Name"], "a built-in preset name is 3-64 characters"),
+    (["{run}", "--builtin", "name_with_newline\n"], "a built-in preset name is 3-64 characters"),
     (["{run}", "--builtin", "tiny_x", "--dry-run", "{tmp}/d"], "--dry-run and --private"),
     (["{run}", "--builtin", "supcon_airbench_cifar10"], "exists already; pass --overwrite"),
 ])
