@@ -24,6 +24,7 @@ EVAL_DEFAULT_METRICS = tuple(m for m in EVAL_METRICS if m not in ("sgd_probe", "
 VIEW_RECIPE_NAMES = ("asymmetric", "digits", "randaugment", "simclr", "stacked_randaugment", "supcon")
 # How every output of `--bare-encoder` (the one-view encoder inside a preset) is labelled.
 BARE = " (bare encoder: test-time views off)"
+# (clzoo.presets.names.REGISTRY; spelled out so that `clzoo --help` imports nothing of clzoo.presets)
 PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
 # Commands that run without Keras / TensorFlow.
 LIGHT_COMMANDS = ("presets",)
@@ -146,7 +147,7 @@ def _is_preset(target, space):
     from clzoo.presets.names import registry
 
     return space == "encoder" and (str(target) in registry() or str(target).startswith("hf://")
-                                   or (Path(target) / "checksums.json").is_file())
+                                   or (Path(target).expanduser() / "checksums.json").is_file())
 
 
 def _bare(encoder, target):
@@ -535,7 +536,7 @@ def _transfer_checks(args):
         check_output(args.output, args.overwrite)
     preset = str(args.preset)
     if preset not in registry() and not preset.startswith("hf://") \
-            and not Path(preset).expanduser().is_dir():
+            and not Path(preset).expanduser().is_dir():  # a folder's files: load_preset names them
         refuse_retired(preset)
         from clzoo.registry import did_you_mean
 

@@ -18,24 +18,16 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{2,63}")  # fullmatch: no trailing newline
 def check_builtin_name(name, overwrite=False, presets_folder=None):
     """Refuse (`PresetError`) a name that is not `lower_snake_case`, is retired, or (without
     `overwrite`) names a built-in preset already; no Keras needed."""
-    from clzoo.presets.names import PRETRAINED, refuse_retired
+    from clzoo.presets.names import PRETRAINED, refuse_retired, registry
 
     folder = Path(presets_folder or PRETRAINED)
     if not _NAME.fullmatch(str(name)):
         raise PresetError(f"--builtin {name!r}: a built-in preset name is 3-64 characters of a-z, 0-9 "
                           "and _, starting with a letter (e.g. supcon_airbench_cifar10)")
     refuse_retired(name)
-    if not overwrite and (name in _registry(folder) or (folder / name).exists()):
+    if not overwrite and (name in registry(folder) or (folder / name).exists()):
         raise FileExistsError(f"--builtin {name}: a built-in preset of that name exists already; "
                               "pass --overwrite to replace it and its registry.json entry")
-
-
-def _registry(folder):
-    """`registry.json` of `folder` ({} when absent); a damaged one is a `PresetError` naming it."""
-    from clzoo.presets.names import read_json
-
-    path = folder / "registry.json"
-    return read_json(path) if path.is_file() else {}
 
 
 def run_fields(run_dir, name, earlier=None):
@@ -81,8 +73,8 @@ def registry_entry(fields, folder):
     from clzoo.presets.format import sha256
 
     metadata = json.loads((Path(folder) / "metadata.json").read_text())
-    metrics = fields.pop("metrics")
-    return {**fields, "feature_dim": int(metadata["feature_dim"]), "metrics": metrics,
+    entry = {key: value for key, value in fields.items() if key != "metrics"}
+    return {**entry, "feature_dim": int(metadata["feature_dim"]), "metrics": fields["metrics"],
             "checksums_sha256": sha256(Path(folder) / "checksums.json")}
 
 
@@ -107,19 +99,18 @@ def add_builtin(run_dir, name, overwrite=False, presets_folder=None):
     from clzoo.files import atomic_write_text
     from clzoo.installed import writing_builtin_presets
     from clzoo.presets.format import build_preset
-    from clzoo.presets.names import PRETRAINED
+    from clzoo.presets.names import PRETRAINED, registry
 
     folder = Path(presets_folder or PRETRAINED)
-    check_builtin_name(name, overwrite, folder)
     # one writer of registry.json at a time: a second push --builtin meanwhile is refused (two
     # read-modify-writes at once would drop one entry); the registry is read under the lock
     with writing_builtin_presets(), output_lock(folder / "registry.json", what="registry.json"):
         check_builtin_name(name, overwrite, folder)
-        registry = _registry(folder)
-        fields = run_fields(run_dir, name, registry.get(name))  # every record read before any write
+        entries = registry(folder)
+        fields = run_fields(run_dir, name, entries.get(name))  # every record read before any write
         written = build_preset(run_dir, folder / name, name=name, handle=fields["handle"], builtin=True)
         # the folder first, then its pin: a kill between leaves the old pin, which refuses the new
         # folder until this command runs again (never a pin of a folder that is not there)
-        registry[name] = registry_entry(fields, written)
-        atomic_write_text(folder / "registry.json", json.dumps(registry, indent=2) + "\n")
-    return written, registry[name]
+        entries[name] = registry_entry(fields, written)
+        atomic_write_text(folder / "registry.json", json.dumps(entries, indent=2) + "\n")
+    return written, entries[name]

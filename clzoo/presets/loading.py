@@ -8,7 +8,7 @@ import keras
 
 from clzoo.presets.download import download
 from clzoo.presets.format import PresetError, read_json, verify_preset
-from clzoo.presets.names import PRETRAINED, REGISTRY, RETIRED, refuse_retired
+from clzoo.presets.names import PRETRAINED, REGISTRY, RETIRED, refuse_retired, registry, retired  # noqa: F401
 from clzoo.presets.weights_check import check_weights_file
 from clzoo.registry import Registry, did_you_mean
 from clzoo.saving import deserialize
@@ -16,10 +16,6 @@ from clzoo.saving import deserialize
 # `owner/repo` as the Hub spells it, and a revision (branch, tag or commit hash).
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,199}$")
-
-
-def _registry():
-    return read_json(REGISTRY) if REGISTRY.is_file() else {}
 
 
 def parse_hf_handle(handle):
@@ -109,13 +105,9 @@ def _resolve(handle):
         known = ", ".join(PRESETS) or "none"
         raise PresetError(
             f"Unknown preset {handle!r}: not a built-in name ({known}), not hf://owner/repo and "
-            "not a folder." + did_you_mean(handle, [*PRESETS, *_retired()])
+            "not a folder." + did_you_mean(handle, [*PRESETS, *retired()])
         )
     return folder, None, None
-
-
-def _retired():
-    return read_json(RETIRED) if RETIRED.is_file() else {}
 
 
 def _refuse_code(config, where):
@@ -242,7 +234,7 @@ def _as_image_encoder(model, config_path):
 
 # name -> `load_preset(name, ...)`, with the registry.json entry as metadata.
 PRESETS = Registry("preset")
-for _name, _entry in _registry().items():
+for _name, _entry in registry().items():
     PRESETS.register(_name, functools.partial(load_preset, _name), **_entry)
 # `{name: registry entry}` (a plain dict view of PRESETS), read by the CLI and `Encoder.presets()`.
 BUILTIN_PRESETS = {name: PRESETS.entry(name).metadata for name in PRESETS}

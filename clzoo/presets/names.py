@@ -4,10 +4,10 @@ The CLI checks a model argument against these before it imports Keras or
 TensorFlow, so that a typo is refused in a fraction of a second.
 """
 
-import json
 from pathlib import Path
 
 from clzoo.presets.errors import PresetError
+from clzoo.presets.json_files import read_json
 
 # The built-in presets ship as package data (the repo's top-level pretrained/ links here).
 PRETRAINED = Path(__file__).resolve().parent / "builtin"
@@ -16,20 +16,11 @@ REGISTRY = PRETRAINED / "registry.json"
 RETIRED = PRETRAINED / "retired.json"
 
 
-def read_json(path):
-    """A JSON file as a dict; a damaged or non-object file is a `PresetError` naming it."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PresetError(f"{path} is not valid JSON ({error}).") from None
-    if not isinstance(data, dict):
-        raise PresetError(f"{path} must hold a JSON object. Received: {type(data).__name__}")
-    return data
-
-
-def registry():
-    """`{name: registry.json entry}` of the built-in presets ({} when none ship)."""
-    return read_json(REGISTRY) if REGISTRY.is_file() else {}
+def registry(folder=None):
+    """`{name: registry.json entry}` of the built-in presets ({} when none ship); `folder`: another
+    presets folder than clzoo's own (`PRETRAINED`)."""
+    path = REGISTRY if folder is None else Path(folder) / "registry.json"
+    return read_json(path) if path.is_file() else {}
 
 
 def retired():
