@@ -30,7 +30,7 @@ FIGURES = ROOT / "benchmarks" / "readme_figures.json"
 README = ROOT / "README.md"
 START, END = "<!-- readme-figures:start -->", "<!-- readme-figures:end -->"
 # The numbers depend on these; presets, the CLI's wording and docs do not change them.
-DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/models",
+DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/validation", "clzoo/models",
               "clzoo/optimizers", "clzoo/train", RECIPE)
 
 

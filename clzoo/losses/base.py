@@ -14,12 +14,12 @@ by default) checks the loss's own arguments.
 import keras
 from keras import ops
 
-from clzoo.losses import checks as K
-from clzoo.losses.arguments import validate_bool, validate_chunk_size, validate_temperature
 from clzoo.losses.fused.dispatch import validate_kernel
-from clzoo.losses.inputs import check_finite_embeddings, embedding_tensor
 from clzoo.losses.learnable_temperature import LearnableTemperature
-from clzoo.losses.sample_weights import reduce_per_sample, standardize_sample_weight
+from clzoo.validation import checks as K
+from clzoo.validation.arguments import validate_bool, validate_chunk_size, validate_temperature
+from clzoo.validation.inputs import check_finite_embeddings, embedding_tensor
+from clzoo.validation.sample_weights import reduce_per_sample, standardize_sample_weight
 
 # The `LearnableTemperature` arguments a loss takes with temperature="learnable".
 LEARNABLE_ARGUMENTS = ("temperature_init", "min_temperature", "max_temperature")

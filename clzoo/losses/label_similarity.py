@@ -19,8 +19,8 @@ within 1e-6 of 1 are taken as exactly 1 (float32 rounding of identical rows).
 import numpy as np
 from keras import ops
 
-from clzoo.losses import checks as K
 from clzoo.losses import precision
+from clzoo.validation import checks as K
 
 SIMILARITIES = ("cosine", "jaccard")
 

@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from clzoo.losses.arguments import validate_number
+from clzoo.validation.arguments import validate_number
 
 # CLIP (Radford et al. 2021, sec. 2.5): "The learnable temperature parameter tau was initialized to the
 # equivalent of 0.07 ... and clipped to prevent scaling the logits by more than 100".

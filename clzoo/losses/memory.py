@@ -110,7 +110,7 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
         z_all: float32 `(N, dim)` column embeddings of the batch.
         cols: `(label, sample id, position)` int arrays `(N,)` of the columns.
         supervised: whether the loss reads labels.
-        normalize: the batch's normalization (`clzoo.losses.inputs.l2_normalize`),
+        normalize: the batch's normalization (`clzoo.validation.inputs.l2_normalize`),
             applied to the memory entries too, or None.
         labels_dtype: dtype of the batch labels.
         dim: the static embedding size of `y_pred` (an all-gathered `z_all`

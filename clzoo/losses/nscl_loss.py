@@ -2,11 +2,11 @@
 
 import keras
 
-from clzoo.losses.arguments import validate_chunk_size, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.dcl_loss import decoupled_anchor_terms
 from clzoo.losses.docstrings import shared_docstring
-from clzoo.losses.kernel import per_sample_loss
+from clzoo.losses.per_sample import per_sample_loss
+from clzoo.validation.arguments import validate_chunk_size, validate_temperature
 
 
 @shared_docstring

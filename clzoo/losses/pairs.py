@@ -14,9 +14,9 @@ from keras import ops
 
 from clzoo.losses import distributed
 from clzoo.losses import label_similarity as LS
-from clzoo.losses.inputs import l2_normalize
-from clzoo.losses.labels import check_count, standardize_labels
 from clzoo.losses.memory import active_memory, extend_columns
+from clzoo.validation.inputs import l2_normalize
+from clzoo.validation.labels import check_count, standardize_labels
 
 
 class PairMasks:

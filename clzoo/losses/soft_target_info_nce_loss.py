@@ -4,11 +4,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.losses import checks as K
 from clzoo.losses import precision
-from clzoo.losses.arguments import validate_bool, validate_temperature
 from clzoo.losses.base import FunctionLoss, own_arguments
-from clzoo.losses.sample_weights import standardize_sample_weight
+from clzoo.validation import checks as K
+from clzoo.validation.arguments import validate_bool, validate_temperature
+from clzoo.validation.sample_weights import standardize_sample_weight
 
 # Soft-target rows must sum to 1 within this tolerance.
 _ROW_SUM_TOLERANCE = 1e-3

@@ -4,11 +4,11 @@ import keras
 from keras import ops
 
 from clzoo.losses import label_similarity as LS
-from clzoo.losses.arguments import validate_chunk_size, validate_positive_int, validate_temperature
 from clzoo.losses.base import ContrastiveLoss, own_arguments
 from clzoo.losses.docstrings import shared_docstring
 from clzoo.losses.fused.dispatch import Fused, validate_kernel
-from clzoo.losses.kernel import per_sample_loss
+from clzoo.losses.per_sample import per_sample_loss
+from clzoo.validation.arguments import validate_chunk_size, validate_positive_int, validate_temperature
 
 _VARIANTS = ("out", "in")
 

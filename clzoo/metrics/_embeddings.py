@@ -2,8 +2,8 @@
 
 from keras import ops
 
-from clzoo.losses.inputs import standardize_embeddings
-from clzoo.losses.sample_weights import standardize_sample_weight
+from clzoo.validation.inputs import standardize_embeddings
+from clzoo.validation.sample_weights import standardize_sample_weight
 
 
 def flat_batch(y_pred, sample_weight=None):

@@ -3,9 +3,9 @@
 import keras
 from keras import ops
 
-from clzoo.losses.labels import standardize_labels
 from clzoo.metrics import _embeddings as E
 from clzoo.metrics._ratio import RatioMetric
+from clzoo.validation.labels import standardize_labels
 
 
 def positives_per_anchor(y_true, y_pred, sample_weight):

@@ -15,7 +15,7 @@ supervised, whatever the contrastive loss is.
 import keras
 from keras import ops
 
-from clzoo.losses.arguments import validate_number, validate_positive_int
+from clzoo.validation.arguments import validate_number, validate_positive_int
 
 AIRBENCH_LOGIT_SCALE = 1 / 9  # airbench94's `scaling_factor` on the head's logits
 

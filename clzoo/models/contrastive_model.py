@@ -4,7 +4,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.losses.arguments import validate_positive_int
 from clzoo.models import grad_cache
 from clzoo.models.auxiliary_classifier import (
     AIRBENCH_LOGIT_SCALE,
@@ -17,6 +16,7 @@ from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.queue_step import contrast_with_queue
+from clzoo.validation.arguments import validate_positive_int
 
 
 def _output_dim(projection_head):

@@ -4,8 +4,8 @@ import itertools
 
 import keras
 
-from clzoo.losses import checks as K
-from clzoo.losses.sample_weights import check_host_sample_weight
+from clzoo.validation import checks as K
+from clzoo.validation.sample_weights import check_host_sample_weight
 
 
 def _checked_batch(data):
@@ -45,7 +45,7 @@ def guard_jax_step(model, step_function):
     non-negative), so that a refused batch leaves the model usable.
 
     Raises (when the returned function runs):
-        ValueError: from `clzoo.losses.checks.check_int32_ids`, naming `y_true` and the id;
+        ValueError: from `clzoo.validation.checks.check_int32_ids`, naming `y_true` and the id;
             a negative or non-finite `sample_weight`.
     """
     if (step_function is None or keras.backend.backend() != "jax"

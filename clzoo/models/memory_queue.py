@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from clzoo.losses import checks as K
-from clzoo.losses.arguments import validate_positive_int
+from clzoo.validation import checks as K
+from clzoo.validation.arguments import validate_positive_int
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

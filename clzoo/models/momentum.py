@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from clzoo.losses.arguments import validate_number
+from clzoo.validation.arguments import validate_number
 
 
 def _copy_of(variable):

@@ -3,7 +3,7 @@
 import keras
 from keras import layers, ops
 
-from clzoo.losses.inputs import l2_normalize
+from clzoo.validation.inputs import l2_normalize
 
 
 @keras.saving.register_keras_serializable(package="clzoo")
@@ -110,7 +110,7 @@ class ProjectionHead(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="clzoo")
 class L2Normalize(keras.layers.Layer):
-    """Unit vectors along the last axis, exact at any scale (`clzoo.losses.inputs.l2_normalize`).
+    """Unit vectors along the last axis, exact at any scale (`clzoo.validation.inputs.l2_normalize`).
 
     `keras.layers.UnitNormalization` squares the raw values, so float32 rows
     of 1e-30 (underflow) or 1e30 (overflow) come out as near-zero vectors.

@@ -2,11 +2,11 @@
 
 from keras import ops
 
-from clzoo.losses import checks as K
 from clzoo.losses import distributed
 from clzoo.losses.base import ContrastiveLoss
-from clzoo.losses.labels import standardize_labels
 from clzoo.losses.memory import with_memory
+from clzoo.validation import checks as K
+from clzoo.validation.labels import standardize_labels
 
 
 def contrast_with_queue(model, x, y, y_pred, compute_loss):

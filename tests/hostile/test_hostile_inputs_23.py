@@ -12,8 +12,8 @@ import clzoo
 from clzoo.eval import _checks as eval_checks
 from clzoo.eval.embed import embed
 from clzoo.losses import label_similarity as LS
-from clzoo.losses.inputs import l2_normalize
 from clzoo.train.callbacks import StopOnNaN, weights_finite_check
+from clzoo.validation.inputs import l2_normalize
 from tests.hostile._util import BACKEND, compiled, identity_model, runtime_error, to_numpy
 from tests.losses.autodiff import value_and_grad
 

@@ -174,3 +174,49 @@ def test_pallas_kernel_keeps_int64_labels_apart_under_x64():
     assert out.returncode == 0, out.stderr[-2000:]
     xla, fused = map(float, out.stdout.split()[-2:])
     assert abs(xla - fused) < 1e-5
+
+
+@pytest.mark.backends("tensorflow", "jax", "torch")
+def test_a_fused_call_takes_its_implementation_from_the_one_table(monkeypatch):
+    """`dispatch.IMPLEMENTATIONS` is the only place a fused call is looked up: a stand-in for this
+    backend's entry is what `kernel="fused"` computes with, and its refusal is what blocks it."""
+    import types
+
+    from clzoo.losses.fused import dispatch
+
+    calls = []
+
+    def anchor_loss(z, labels, inverse_temperature, mode, epsilon=0.0):
+        calls.append((tuple(z.shape), float(inverse_temperature), mode))
+        return keras.ops.full((z.shape[0],), 2.0), keras.ops.ones((z.shape[0],), "bool")
+
+    monkeypatch.setitem(sys.modules, "stand_in_fused", types.ModuleType("stand_in_fused"))
+    sys.modules["stand_in_fused"].anchor_loss = anchor_loss
+    refusal = {"reason": None}
+    stand_in = dispatch.Implementation(keras.backend.backend(), "stand_in_fused", lambda z: refusal["reason"])
+    monkeypatch.setattr(dispatch, "IMPLEMENTATIONS", {"stand_in": stand_in})
+    z = np.random.default_rng(0).normal(size=(6, 2, 8)).astype("float32")
+    y = np.array([0, 0, 1, 1, 2, 3])
+    value = float(L.SupConLoss(kernel="fused", temperature=0.5)(y, z))
+    assert value == pytest.approx(2.0) and calls == [((12, 8), 2.0, "supcon_out")]
+    refusal["reason"] = "the stand-in refuses"
+    with pytest.raises(ValueError, match="the stand-in refuses"):
+        L.SupConLoss(kernel="fused")(y, z)
+    monkeypatch.setattr(dispatch, "IMPLEMENTATIONS", {})
+    with pytest.raises(ValueError, match=f"the {keras.backend.backend()} backend keeps the keras.ops path"):
+        L.SupConLoss(kernel="fused")(y, z)
+
+
+@pytest.mark.backends("torch")
+def test_triton_is_loaded_when_a_call_takes_it_not_at_import(tmp_path):
+    """A Triton that cannot even be imported (here a stand-in that raises) is never touched by
+    importing the losses or by a call that keeps the keras.ops path (stop 62 loaded it at import)."""
+    (tmp_path / "triton").mkdir()
+    (tmp_path / "triton" / "__init__.py").write_text("raise ImportError('stand-in Triton imported')\n")
+    code = ("import sys, numpy as np, clzoo.losses as L\n"
+            "z = np.random.default_rng(0).normal(size=(6, 2, 8)).astype('float32')\n"
+            "print(float(L.SupConLoss()(np.array([0, 0, 1, 1, 2, 3]), z)), 'triton' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}", KERAS_BACKEND="torch")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "False"

@@ -6,12 +6,16 @@ CUDA device under the torch backend for a configuration it covers and the
 `keras.ops` path otherwise; `"fused"` takes the Triton kernel (torch) or the
 Pallas one (JAX: a GPU, or interpret mode for tests) and is a `ValueError`
 where neither can run (the sentence says why); `"xla"` never takes one.
+
+`IMPLEMENTATIONS` is the one table of fused implementations (Triton for torch, Pallas for JAX),
+each refusing, with a phrase, what it cannot take; neither is imported until a call takes it.
 """
 
 import importlib.util
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import keras
@@ -50,24 +54,20 @@ def validate_kernel(kernel):
     return kernel
 
 
-def blocker(z, uncovered=None):
-    """Why the fused kernel cannot take the flat embeddings `z` here (a phrase), or None.
+class Implementation(NamedTuple):
+    """One fused implementation of the per-anchor loss: the backend it serves, the module holding
+    its `anchor_loss` (imported on first use: Triton and Pallas load only when a call takes them),
+    and `refusal(z)`, why it cannot take the flat embeddings `z` here (a phrase) or None."""
 
-    `uncovered` is the loss's own reason (an option the kernel does not cover).
-    """
-    if uncovered:
-        return uncovered
-    if z.shape[-1] is None or z.shape[0] is None:
-        return "the embeddings have no static shape"
-    backend = keras.backend.backend()
-    if backend not in ("torch", "jax"):
-        return f"the {backend} backend keeps the keras.ops path (fused kernels: torch, jax)"
-    if active_memory() is not None:
-        return "a memory queue (clzoo.losses.with_memory) is active"
-    if z.shape[-1] > MAX_DIM:
-        return f"the kernel takes embeddings of at most {MAX_DIM} dimensions, not {z.shape[-1]}"
-    if backend == "jax":
-        return _jax_blocker()
+    backend: str
+    module: str
+    refusal: Callable
+
+    def anchor_loss(self, *args, **kwargs):
+        return importlib.import_module(self.module).anchor_loss(*args, **kwargs)
+
+
+def _triton_refusal(z):
     if importlib.util.find_spec("triton") is None:
         return "Triton is not installed (pip install triton)"
     if "tensorflow" in sys.modules and "triton" not in sys.modules:
@@ -78,6 +78,47 @@ def blocker(z, uncovered=None):
     if not (z.is_cuda or (interpreting() and z.device.type == "cpu")):
         return f"the embeddings are on {z.device}, not a CUDA device"
     return None
+
+
+def _pallas_refusal(z):
+    if not pallas_interpreting():
+        return ("the Pallas kernel has only run in interpret mode so far (CLZOO_PALLAS_INTERPRET=1, "
+                "for tests), not yet on a GPU")
+    return None
+
+
+# The fused implementations, one per backend that has one; every other backend keeps keras.ops.
+IMPLEMENTATIONS = {
+    "triton": Implementation("torch", "clzoo.losses.fused.function", _triton_refusal),
+    "pallas": Implementation("jax", "clzoo.losses.fused.function_jax", _pallas_refusal),
+}
+
+
+def implementation():
+    """The fused implementation of the running Keras backend, or None where it has none."""
+    backend = keras.backend.backend()
+    return next((impl for impl in IMPLEMENTATIONS.values() if impl.backend == backend), None)
+
+
+def blocker(z, uncovered=None):
+    """Why the fused kernel cannot take the flat embeddings `z` here (a phrase), or None.
+
+    `uncovered` is the loss's own reason (an option the kernel does not cover); the reasons
+    every implementation shares come next, then the backend's implementation's own.
+    """
+    if uncovered:
+        return uncovered
+    if z.shape[-1] is None or z.shape[0] is None:
+        return "the embeddings have no static shape"
+    impl = implementation()
+    if impl is None:
+        return (f"the {keras.backend.backend()} backend keeps the keras.ops path (fused kernels: "
+                + ", ".join(i.backend for i in IMPLEMENTATIONS.values()) + ")")
+    if active_memory() is not None:
+        return "a memory queue (clzoo.losses.with_memory) is active"
+    if z.shape[-1] > MAX_DIM:
+        return f"the kernel takes embeddings of at most {MAX_DIM} dimensions, not {z.shape[-1]}"
+    return impl.refusal(z)
 
 
 def check_embeddings(shape, dtype_name, mode, modes):
@@ -104,13 +145,6 @@ def require_triton():
         raise ImportError("clzoo.losses.fused loads Triton, which aborts a process that loaded "
                           "TensorFlow first (their LLVMs collide): import clzoo, torch or triton "
                           "before tensorflow")
-
-
-def _jax_blocker():
-    if not pallas_interpreting():
-        return ("the Pallas kernel has only run in interpret mode so far (CLZOO_PALLAS_INTERPRET=1, "
-                "for tests), not yet on a GPU")
-    return None
 
 
 def _unmeasured_gpu(z):
@@ -156,15 +190,3 @@ def _warn_once(reason):
         _WARNED.add(reason)
         warnings.warn(f"kernel='auto' keeps the keras.ops path on this CUDA device: {reason}",
                       stacklevel=4)
-
-
-def _load_triton_before_tensorflow():
-    """Under the torch backend, load Triton now if TensorFlow is not loaded yet: once TensorFlow
-    is, loading Triton aborts the process (clzoo.data imports TensorFlow for tf.data)."""
-    if (keras.backend.backend() == "torch" and "tensorflow" not in sys.modules
-            and importlib.util.find_spec("triton") is not None):
-        import triton  # noqa: F401
-
-
-_load_triton_before_tensorflow()
-

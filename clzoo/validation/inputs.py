@@ -9,7 +9,7 @@ import math
 import keras
 from keras import ops
 
-from clzoo.losses import checks as K
+from clzoo.validation import checks as K
 
 
 def _static_size(size, name, shape, arg="y_pred"):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from keras import ops
 
-from clzoo.losses import checks as K
+from clzoo.validation import checks as K
 
 
 def validate_number(value, name, low=None, high=None, low_open=False, what="a number"):

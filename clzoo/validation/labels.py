@@ -3,7 +3,7 @@
 import numpy as np
 from keras import ops
 
-from clzoo.losses import checks as K
+from clzoo.validation import checks as K
 
 _LABELS_HELP = (
     "`y_true` must be integer class ids of shape (batch,) or (batch, 1), or exactly one-hot rows "

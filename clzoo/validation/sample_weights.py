@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.losses import checks as K
+from clzoo.validation import checks as K
 
 
 def standardize_sample_weight(sample_weight, batch):

@@ -1,4 +1,4 @@
-"""The one engine of every embedding loss: anchors against the global batch, per sample.
+"""The per-sample loss every embedding loss is computed by: anchors against the global batch.
 
 A loss module supplies only `anchor_terms(similarities, masks)`: which masks
 form its positive set and its denominator (see `pairs.PairMasks`,
@@ -6,14 +6,13 @@ form its positive set and its denominator (see `pairs.PairMasks`,
 batch, memory columns, blockwise evaluation, the mean over views) is here.
 """
 
-import keras
 from keras import ops
 
 from clzoo.losses.blockwise import blockwise
-from clzoo.losses.fused.dispatch import use_fused
-from clzoo.losses.inputs import standardize_embeddings
+from clzoo.losses.fused.dispatch import implementation, use_fused
 from clzoo.losses.pairs import PairMasks, global_ids, memory_columns
 from clzoo.losses.similarities import MAX_EXP_RANGE, Similarities
+from clzoo.validation.inputs import standardize_embeddings
 
 
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
@@ -92,11 +91,7 @@ def _uncovered(fused, z, z_all):
 
 def _fused_per_sample(z, labels, temperature, fused, views):
     """The per-sample loss from the fused kernel's per-anchor values (`clzoo.losses.fused`)."""
-    if keras.backend.backend() == "jax":
-        from clzoo.losses.fused.function_jax import anchor_loss
-    else:
-        from clzoo.losses.fused.function import anchor_loss  # torch and Triton, on this path only
-    loss, valid = anchor_loss(z, labels, 1.0 / temperature, fused.mode, fused.epsilon)
+    loss, valid = implementation().anchor_loss(z, labels, 1.0 / temperature, fused.mode, fused.epsilon)
     return mean_over_views(loss, valid, views)
 
 
