@@ -30,8 +30,8 @@ FIGURES = ROOT / "benchmarks" / "readme_figures.json"
 README = ROOT / "README.md"
 START, END = "<!-- readme-figures:start -->", "<!-- readme-figures:end -->"
 # The numbers depend on these; presets, the CLI's wording and docs do not change them.
-DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/validation", "clzoo/models",
-              "clzoo/optimizers", "clzoo/train", RECIPE)
+DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/validation",
+              "clzoo/models", "clzoo/optimizers", "clzoo/train", RECIPE)
 
 
 def fingerprint(root=ROOT):
@@ -57,9 +57,9 @@ def run_seed(seed, folder):
     run = read_run(out)
     k = f"k{run.knn_k}"
     row = {"seed": seed, "wall_seconds": round(wall, 1), "knn_k": run.knn_k,
-           "trained": {"knn": run.knn_top1, "linear_probe": run.probe}}
+           "trained": {"knn": run.knn_top1, "probe": run.probe}}
     for name, baseline in run.baselines.items():
-        row[name] = {"knn": baseline.knn[k], "linear_probe": baseline.probe}
+        row[name] = {"knn": baseline.knn[k], "probe": baseline.probe}
     return row
 
 
@@ -67,7 +67,7 @@ def summarize(rows):
     """Mean, min and max over seeds of every (model, metric) pair."""
     out = {}
     for model in ("trained", "raw_pixels", "random_init"):
-        for metric in ("knn", "linear_probe"):
+        for metric in ("knn", "probe"):
             values = [r[model][metric] for r in rows if r.get(model, {}).get(metric) is not None]
             if values:
                 out.setdefault(model, {})[metric] = {
@@ -96,7 +96,7 @@ def render(figures):
              f"| features | weighted kNN top-1 (k={k}) | linear probe top-1 |", "| --- | --- | --- |"]
     for model, name in names.items():
         stats = summary.get(model, {})
-        lines.append(f"| {name} | {_cell(stats.get('knn'))} | {_cell(stats.get('linear_probe'))} |")
+        lines.append(f"| {name} | {_cell(stats.get('knn'))} | {_cell(stats.get('probe'))} |")
     wall = summary["wall_seconds"]
     lines += ["", f"`{figures['command']}`: {wall['mean']:.0f} s per run on average (longest "
               f"{wall['max']:.0f} s) on {figures['machine']}, measured {figures['date']} by "

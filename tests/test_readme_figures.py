@@ -17,11 +17,11 @@ def test_readme_figures_are_the_scripts_and_current():
 
 def test_summary_and_table():
     rows = [{"seed": s, "wall_seconds": w, "knn_k": 5,
-             "trained": {"knn": k, "linear_probe": 0.99}, "raw_pixels": {"knn": 0.9, "linear_probe": None}}
+             "trained": {"knn": k, "probe": 0.99}, "raw_pixels": {"knn": 0.9, "probe": None}}
             for s, w, k in ((0, 100.0, 0.98), (1, 120.0, 0.99), (2, 110.0, 1.0))]
     summary = readme_figures.summarize(rows)
     assert summary["trained"]["knn"] == {"mean": pytest.approx(0.99), "min": 0.98, "max": 1.0}
-    assert "linear_probe" not in summary["raw_pixels"]
+    assert "probe" not in summary["raw_pixels"]
     assert summary["wall_seconds"] == {"mean": pytest.approx(110.0), "max": 120.0}
     table = readme_figures.render({"summary": summary, "rows": rows, "command": "clzoo train x",
                                    "machine": "2 CPU cores", "date": "2026-11-22"})

@@ -2,10 +2,10 @@
 (`read_eval`, a `clzoo eval` folder; `clzoo.eval.evaluate` returns one in memory).
 
 One set of names for every reader: `knn` (`{"k5": accuracy, ...}`), `ncc`, `probe`, `margin`, ...
-The files on disk keep their keys: a run's `metrics.json` stores the NCC and
-probe accuracies as `ncc_accuracy` and `linear_probe` (`SUMMARY_KEYS`), the
-`clzoo eval` report under their metric names. Both readers accept every folder
-written so far, and name the file and key in a one-line `RecordError` when one
+The probe is `probe` everywhere it is written (a run's `metrics.json`, a report, registry.json's
+`probe_top1`); a run's `metrics.json` stores the NCC accuracy as `ncc_accuracy` (`SUMMARY_KEYS`).
+Both readers accept every folder written so far (`linear_probe` in earlier summaries and
+reports), and name the file and key in a one-line `RecordError` when one
 is missing or malformed.
 """
 
@@ -14,10 +14,17 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["REPORT_SCALARS", "SUMMARY_KEYS", "Baseline", "EvalReport", "RecordError", "RunResult",
-           "read_eval", "read_run"]
+__all__ = ["EARLIER_PROBE_KEY", "REPORT_SCALARS", "SUMMARY_KEYS", "Baseline", "EvalReport", "RecordError",
+           "RunResult", "read_eval", "read_run"]
 
-SUMMARY_KEYS = {"ncc": "ncc_accuracy", "probe": "linear_probe"}  # record name -> metrics.json key
+SUMMARY_KEYS = {"ncc": "ncc_accuracy", "probe": "probe"}  # record name -> metrics.json key
+# The probe's name in summaries written before it had one name everywhere (still read, never written).
+EARLIER_PROBE_KEY = "linear_probe"
+
+
+def _probe_key(data):
+    """The key holding the probe in `data`: `probe`, or `linear_probe` in earlier files."""
+    return EARLIER_PROBE_KEY if "probe" not in data and EARLIER_PROBE_KEY in data else "probe"
 
 
 class RecordError(ValueError):
@@ -70,7 +77,7 @@ class Baseline:
     Example:
 
     >>> from clzoo.eval.records import Baseline
-    >>> Baseline.from_dict({"knn": {"k5": 0.9}, "linear_probe": 0.8}).probe
+    >>> Baseline.from_dict({"knn": {"k5": 0.9}, "probe": 0.8}).probe
     0.8
     """
 
@@ -82,12 +89,11 @@ class Baseline:
         if not isinstance(data, dict):
             raise RecordError(f"{where}: expected an object, got {data!r}")
         return cls(knn=_accuracies(data.get("knn"), f"{where}.knn"),
-                   probe=_number(data.get("linear_probe"), f"{where}.linear_probe", optional=True))
+                   probe=_number(data.get(key := _probe_key(data)), f"{where}.{key}", optional=True))
 
     def to_dict(self):
-        """The form stored in `metrics.json` (probe under `linear_probe`, omitted when None)."""
-        return {"knn": dict(self.knn),
-                **({"linear_probe": self.probe} if self.probe is not None else {})}
+        """The form stored in `metrics.json` (probe under `probe`, omitted when None)."""
+        return {"knn": dict(self.knn), **({"probe": self.probe} if self.probe is not None else {})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +119,8 @@ class RunResult:
 
     >>> from clzoo.eval.records import RunResult
     >>> run = RunResult.from_summary({"knn_top1": 0.9, "knn_top1_k": 5,
-    ...                               "knn_top1_by_k": {"k5": 0.9}, "linear_probe": 0.8})
-    >>> run.probe, run.ncc, run.to_summary()["linear_probe"]
+    ...                               "knn_top1_by_k": {"k5": 0.9}, "probe": 0.8})
+    >>> run.probe, run.ncc, run.to_summary()["probe"]
     (0.8, None, 0.8)
     """
 
@@ -146,8 +152,9 @@ class RunResult:
         baselines = summary.get("baselines") or {}
         if not isinstance(baselines, dict):
             raise RecordError(f"{where}: 'baselines' must be an object, got {baselines!r}")
+        keys = {**SUMMARY_KEYS, "probe": _probe_key(summary)}
         optional = {name: _number(summary.get(key), f"{where}: {key!r}", optional=True)
-                    for name, key in SUMMARY_KEYS.items()}
+                    for name, key in keys.items()}
         return cls(
             knn=_accuracies(summary["knn_top1_by_k"], f"{where}: 'knn_top1_by_k'"), knn_k=knn_k,
             knn_top1=_number(summary["knn_top1"], f"{where}: 'knn_top1'"), **optional,
@@ -169,6 +176,7 @@ class RunResult:
         """The `metrics.json` dict of this record, in the stored names (`from_summary`'s inverse)."""
         out = dict(self.summary)
         out.update(knn_top1=self.knn_top1, knn_top1_k=self.knn_k, knn_top1_by_k=dict(self.knn))
+        out.pop(EARLIER_PROBE_KEY, None)
         for name, key in SUMMARY_KEYS.items():
             value = getattr(self, name)
             if value is None:

@@ -57,7 +57,7 @@ def run_fields(run_dir, name, earlier=None):
         raise PresetError(f"{run_dir}: its kNN top-1 at the headline k={k} is not recorded")
     metrics = {f"knn_top1_k{k}": round(knn[f"k{k}"], 4)}
     if probe is not None:
-        metrics["linear_probe_top1"] = round(probe, 4)
+        metrics["probe_top1"] = round(probe, 4)
     entry = {"handle": earlier.get("handle", f"hf://clzoo/{name}"),
              "published": bool(earlier.get("published", False)), "path": name,
              "architecture": recipe.model.architecture, "loss": recipe.loss.name,

@@ -1,7 +1,7 @@
 """The end of a run: the `clzoo eval` report on the saved encoder, its baselines, `metrics.json`.
 
 The run summary keeps its own keys (`knn_top1`, `knn_top1_k`, `knn_top1_by_k`,
-`linear_probe`, `ncc_accuracy`, `baselines`; `clzoo.eval.records.SUMMARY_KEYS`);
+`probe`, `ncc_accuracy`, `baselines`; `clzoo.eval.records.SUMMARY_KEYS`);
 `clzoo.eval.records.read_run` reads them back under the metric names the
 report under `eval/` uses.
 """
@@ -13,17 +13,18 @@ from clzoo.models import adapt_whitening
 from clzoo.train.builders import build_encoder
 
 
-def evaluate_encoder(encoder, data, ks=(1, 5, 20, 200), verbose=True, train=None):
+def evaluate_encoder(encoder, data, ks=None, verbose=True, train=None):
     """Weighted-kNN top-1 of `encoder` on `data`'s test split, with its train split as memory.
 
-    `train` may pass the already loaded training `Split` so it is not read again.
+    `train` may pass the already loaded training `Split` so it is not read again. `ks`
+    as `clzoo.eval.evaluate_embeddings` (None: the default k that fit the training set).
 
     Returns:
         `{"k1": accuracy, ...}`, the `knn` metric's scalars.
     """
     from clzoo.eval import evaluate
 
-    return evaluate(encoder, data, metrics=("knn",), verbose=verbose, train=train, ks=tuple(ks)).knn
+    return evaluate(encoder, data, metrics=("knn",), verbose=verbose, train=train, ks=ks).knn
 
 
 def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_path, verbose=True):
@@ -39,7 +40,7 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
 
     Returns:
         dict with `knn_top1`, `knn_top1_k`, `knn_top1_by_k`, and when measured
-        `linear_probe`, `ncc_accuracy` and `baselines`.
+        `probe`, `ncc_accuracy` and `baselines`.
     """
     from clzoo.eval import evaluate
 
@@ -47,7 +48,7 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
     report = evaluate(encoder, (train_split, test_split),
                       metrics=(*spec.metrics, "knn") if spec.report else ("knn",),
                       output_dir=eval_dir if spec.report else None, verbose=bool(verbose),
-                      ks=tuple(spec.knn_k),
+                      ks=_fitting_ks(recipe, train_split),
                       info={"model": str(encoder_path), "data": str(recipe.data)})
     metrics = {"knn_top1": report.knn[f"k{spec.knn_headline_k}"], "knn_top1_k": spec.knn_headline_k,
                "knn_top1_by_k": report.knn}
@@ -58,6 +59,12 @@ def final_metrics(recipe, encoder, train_split, test_split, eval_dir, encoder_pa
         metrics["baselines"] = baselines(recipe, train_split, test_split, encoder.input_shape[1],
                                          probe=report.probe is not None, verbose=bool(verbose))
     return metrics
+
+
+def _fitting_ks(recipe, train_split):
+    """The recipe's kNN k that fit the training set: those above it are left out by design (the
+    runner refused a headline k above it); `clzoo.eval.evaluate` would refuse them as given."""
+    return tuple(k for k in recipe.eval.knn_k if k <= len(train_split))
 
 
 def baselines(recipe, train_split, test_split, size, probe, verbose):
@@ -71,6 +78,6 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
         random_encoder = build_encoder(recipe, size)
         adapt_whitening(random_encoder, train_split.images, seed=recipe.seed)  # as the run does
     rows = baseline_metrics(train_split, test_split, random_encoder,
-                            ks=tuple(recipe.eval.knn_k), probe=probe, size=size,
+                            ks=_fitting_ks(recipe, train_split), probe=probe, size=size,
                             verbose=verbose)
     return {name: rows[name].to_dict() for name in wanted}  # metrics.json's form

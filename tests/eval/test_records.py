@@ -11,9 +11,9 @@ import pytest
 from clzoo.eval.records import EvalReport, RecordError, RunResult, read_eval, read_run
 
 SUMMARY = {"knn_top1": 0.9, "knn_top1_k": 5, "knn_top1_by_k": {"k1": 0.85, "k5": 0.9},
-           "ncc_accuracy": 0.8, "linear_probe": 0.95, "final_train_loss": 3.2,
+           "ncc_accuracy": 0.8, "probe": 0.95, "final_train_loss": 3.2,
            "wall_seconds": 12.0, "images_per_second": 500.0, "backend": "jax",
-           "baselines": {"raw_pixels": {"knn": {"k1": 0.9, "k5": 0.91}, "linear_probe": 0.93},
+           "baselines": {"raw_pixels": {"knn": {"k1": 0.9, "k5": 0.91}, "probe": 0.93},
                          "random_init": {"knn": {"k1": 0.5, "k5": 0.55}}}}
 
 
@@ -41,6 +41,19 @@ def test_round_trip_keeps_the_stored_form(tmp_path):
     assert RunResult.from_summary(run.to_summary(), path=tmp_path, loss_curve=run.loss_curve) == run
 
 
+def test_a_summary_with_the_earlier_probe_name_reads_and_is_rewritten_with_one_name():
+    """Issue 60 item 4: runs before stop 63 stored the probe as `linear_probe` (summary and baselines)."""
+    earlier = {**{k: v for k, v in SUMMARY.items() if k != "probe"}, "linear_probe": 0.95,
+               "baselines": {"raw_pixels": {"knn": {"k1": 0.9, "k5": 0.91}, "linear_probe": 0.93}}}
+    run = RunResult.from_summary(earlier)
+    assert run.probe == 0.95 and run.baselines["raw_pixels"].probe == 0.93
+    summary = run.to_summary()
+    assert summary["probe"] == 0.95 and "linear_probe" not in summary
+    assert summary["baselines"]["raw_pixels"] == {"knn": {"k1": 0.9, "k5": 0.91}, "probe": 0.93}
+    with pytest.raises(RecordError, match="'linear_probe': expected a number"):
+        RunResult.from_summary({**earlier, "linear_probe": "high"})
+
+
 def test_old_folder_without_optional_keys_or_history(tmp_path):
     old = {"knn_top1": 0.7, "knn_top1_k": 20, "knn_top1_by_k": {"k20": 0.7}}
     (tmp_path / "metrics.json").write_text(json.dumps(old))
@@ -54,7 +67,7 @@ def test_old_folder_without_optional_keys_or_history(tmp_path):
     ("{not json", "metrics.json: not valid JSON"),
     ("[1, 2]", "expected a JSON object"),
     (json.dumps({"knn_top1": 0.9, "knn_top1_k": 5}), "no 'knn_top1_by_k' key"),
-    (json.dumps({**SUMMARY, "linear_probe": "high"}), "'linear_probe': expected a number"),
+    (json.dumps({**SUMMARY, "probe": "high"}), "'probe': expected a number"),
     (json.dumps({**SUMMARY, "knn_top1_k": "5"}), "'knn_top1_k' must be an integer"),
     (json.dumps({**SUMMARY, "baselines": {"raw_pixels": {"knn": {}}}}), "baselines.raw_pixels"),
 ])

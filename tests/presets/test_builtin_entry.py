@@ -27,7 +27,7 @@ def run(tmp_path_factory):
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     (folder / "metrics.json").write_text(json.dumps({"knn_top1": 0.51234, "knn_top1_k": 20,
                                                      "knn_top1_by_k": {"k20": 0.51234},
-                                                     "linear_probe": 0.6}))
+                                                     "probe": 0.6}))
     return folder
 
 
@@ -37,7 +37,7 @@ def test_a_run_becomes_a_pinned_builtin_preset(run, tmp_path):
     assert registry == {"tiny_supcon": entry}
     assert entry == {"handle": "hf://clzoo/tiny_supcon", "published": False, "path": "tiny_supcon",
                      "architecture": "resnet8", "loss": "SupConLoss", "dataset": "cifar10",
-                     "feature_dim": 6, "metrics": {"knn_top1_k20": 0.5123, "linear_probe_top1": 0.6},
+                     "feature_dim": 6, "metrics": {"knn_top1_k20": 0.5123, "probe_top1": 0.6},
                      "checksums_sha256": entry["checksums_sha256"]}
     verify_preset(folder, expected_checksums_sha256=entry["checksums_sha256"])  # the pin holds
     assert load_preset(folder).output_shape == (None, 6)
@@ -82,7 +82,7 @@ def test_the_console_command_writes_the_preset_and_its_entry(run, tmp_path, monk
         shutil.rmtree(run / "eval")
     assert "wrote the built-in preset" in capsys.readouterr().out
     entry = json.loads((tmp_path / "registry.json").read_text())["tiny_cli"]
-    assert entry["metrics"] == {"knn_top1_k20": 0.7, "linear_probe_top1": 0.8}
+    assert entry["metrics"] == {"knn_top1_k20": 0.7, "probe_top1": 0.8}
     verify_preset(tmp_path / "tiny_cli", expected_checksums_sha256=entry["checksums_sha256"])
 
 

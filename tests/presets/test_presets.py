@@ -71,8 +71,11 @@ def test_builtin_preset_matches_its_registry(name):
     assert trained["knn_top1_k"] == 20
     assert round(trained["knn_top1"], 4) == entry["metrics"]["knn_top1_k20"]
     # the probe of `clzoo eval`'s report where the preset was built with one, else train's
-    probe = meta["metrics"].get("eval", {}).get("linear_probe", {}).get("accuracy") or trained["linear_probe"]
-    assert round(probe, 4) == entry["metrics"]["linear_probe_top1"]
+    from clzoo.eval.records import RunResult
+    from clzoo.presets.card import probe_accuracy
+
+    probe = probe_accuracy(meta) or RunResult.from_summary(trained).probe
+    assert round(probe, 4) == entry["metrics"]["probe_top1"]
     from tests.presets.builtin_cards import card_of
 
     card = (loading.PRETRAINED / entry["path"] / "README.md").read_text()
