@@ -18,7 +18,6 @@ import subprocess
 from pathlib import Path
 
 import keras
-import yaml
 
 from clzoo.files import atomic_write, atomic_write_text, replace_folder
 from clzoo.presets.errors import PresetError
@@ -58,27 +57,32 @@ def _preprocessing(encoder):
     return info
 
 
-def training_compute(run, recipe, train_metrics, cores=None):
+def training_compute(run, recipe, result, cores=None):
     """What a run cost: images and views seen, fit wall time, CPU-hours (when the core count is known).
 
-    `cores` defaults to the run's `environment.json` `cpu_count` (runs before it
-    was recorded give None, and no CPU-hours).
+    Args:
+        run: the run folder (`Path`).
+        recipe: its `clzoo.train.recipe.Recipe`.
+        result: its `clzoo.eval.records.RunResult`.
+        cores: defaults to the run's `environment.json` `cpu_count` (runs before it was
+            recorded give None, and no CPU-hours).
     """
+    from clzoo.train.builders import views_from_config
+
     environment = run / "environment.json"
     if cores is None and environment.is_file():
         cores = json.loads(environment.read_text()).get("cpu_count")
-    training = recipe.get("training", {})
-    views = recipe.get("views", {}).get("views", 2)
-    images = int(train_metrics.get("steps", 0)) * int(training.get("batch_size", 0))
-    seconds = float(train_metrics.get("fit_seconds", 0.0))
+    views = views_from_config(recipe.views).views  # the view recipe's own default when unset
+    images = int(result.steps or 0) * recipe.training.batch_size
+    seconds = float(result.summary.get("fit_seconds", 0.0))
     compute = {"images_seen": images, "views_seen": images * views, "fit_seconds": round(seconds, 1),
-               "devices": train_metrics.get("devices"), "cores": cores}
+               "devices": result.summary.get("devices"), "cores": cores}
     if cores:
         compute["cpu_hours"] = round(seconds * cores / 3600, 2)
     return compute
 
 
-def training_curve(run, recipe, train_metrics, test_images=None):
+def training_curve(run, recipe, result, test_images=None):
     """The run's per-epoch history: `{"monitor": ..., "rows": [{epoch, images_seen, loss, knn_top1_k20?}]}`.
 
     `knn_top1_k20` is the online monitor's weighted kNN (`eval.monitor_memory`
@@ -86,8 +90,8 @@ def training_curve(run, recipe, train_metrics, test_images=None):
     `eval.monitor_every` epochs.
     """
     path = run / "history.jsonl"
-    batch = int(recipe.get("training", {}).get("batch_size", 1))
-    per_epoch = int(train_metrics.get("train_images", 0)) // batch * batch
+    batch, train_images = recipe.training.batch_size, result.summary.get("train_images")
+    per_epoch = int(train_images or 0) // batch * batch
     rows = []
     for line in (path.read_text().splitlines() if path.is_file() else []):
         row = json.loads(line)
@@ -99,10 +103,9 @@ def training_curve(run, recipe, train_metrics, test_images=None):
             out["partial_epoch_steps"] = int(row["partial_epoch_steps"])
             out["images_seen"] = (row["epoch"] - 1) * per_epoch + out["partial_epoch_steps"] * batch
         rows.append(out)
-    spec = recipe.get("eval", {})
-    monitor = {k: spec.get(k) for k in ("monitor_every", "monitor_memory", "monitor_queries")}
+    monitor = {k: getattr(recipe.eval, k) for k in ("monitor_every", "monitor_memory", "monitor_queries")}
     # The monitor takes at most this many images: a smaller split gives all of its images.
-    for key, available in (("monitor_memory", train_metrics.get("train_images")),
+    for key, available in (("monitor_memory", train_images),
                            ("monitor_queries", test_images)):
         if isinstance(monitor[key], int) and isinstance(available, int):
             monitor[key] = min(monitor[key], available)
@@ -151,10 +154,10 @@ def data_provenance(spec, train_images=None):
     return out
 
 
-def _machine_paths(run, recipe, metrics):
+def _machine_paths(run, data, metrics):
     """`(path, public text)` pairs: the run folder, the data folder, the evaluated model files."""
     pairs = [(str(run.resolve()), "<run>"), (str(run), "<run>")]
-    data = str(recipe.get("data") or "")
+    data = str(data or "")
     if data:
         base = data.partition("@")[0]
         pairs += [(str(Path(base).resolve()), public_data_name(base)), (base, public_data_name(base))]
@@ -200,14 +203,16 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         `Path` of `out_dir`.
 
     Raises:
-        PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`, or it
-            trained an auxiliary cross-entropy head and `name` does not say so (`aux_ce`).
+        PresetError: when the run lacks `encoder.keras`, `recipe.yaml` or `metrics.json`, one of
+            them does not read as its typed record (`load_recipe`, `read_run`, `read_eval`), or
+            the run trained an auxiliary cross-entropy head and `name` does not say so (`aux_ce`).
     """
 
     run = Path(run_dir)
     for needed in ("encoder.keras", "recipe.yaml", "metrics.json"):
         if not (run / needed).is_file():
             raise PresetError(f"{run} is not a complete clzoo run: {needed} is missing.")
+    recipe, result, report = _run_records(run, eval_dir)  # before the model: a bad record is refused at once
     from clzoo.saving import load_model
 
     encoder = load_model(run / "encoder.keras")
@@ -216,35 +221,31 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         from clzoo.models import flip_averaged
 
         encoder = flip_averaged(encoder, name=f"{encoder.name}_flip_averaged")
-    recipe = yaml.safe_load((run / "recipe.yaml").read_text())
     # a run whose recipe sets model.test_time_flip saved the test-time averaged encoder itself
     # (clzoo.train.runner), and measured its metrics on it
-    model_spec = recipe.get("model", {})
-    shipped_by_run = bool(model_spec.get("test_time_flip"))
+    shipped_by_run = recipe.model.test_time_flip
     if test_time_flip and shipped_by_run:
         raise PresetError(f"{run}'s encoder.keras already averages its test-time views "
                           "(model.test_time_flip in its recipe): build it without test_time_flip")
-    metrics = {"train": json.loads((run / "metrics.json").read_text())}
-    report = Path(eval_dir) if eval_dir is not None else run / "eval"
-    if (report / "metrics.json").is_file():
-        metrics["eval"] = json.loads((report / "metrics.json").read_text())
+    metrics = {"train": result.to_summary(), **({"eval": report.metrics} if report else {})}
     name = name or run.name
-    _name_says_auxiliary(name, model_spec)
+    _name_says_auxiliary(name, recipe.model.auxiliary_cross_entropy_weight)
+    stored = recipe.to_dict()
     metadata = {
         "name": name, "created": datetime.date.today().isoformat(),
         "clzoo_version": __version__, "keras_version": keras.__version__,
-        "commit": _commit(), "loss": recipe.get("loss", {}), "architecture":
-        recipe.get("model", {}).get("architecture"), "dataset": recipe.get("data"),
-        "recipe": recipe, "metrics": metrics, "feature_dim": int(encoder.output_shape[-1]),
+        "commit": _commit(), "loss": stored["loss"], "architecture": recipe.model.architecture,
+        "dataset": recipe.data, "recipe": stored, "metrics": metrics,
+        "feature_dim": int(encoder.output_shape[-1]),
         "test_time_flip": bool(test_time_flip) or shipped_by_run,
-        "test_time_translate": int(model_spec.get("test_time_translate") or 0),
+        "test_time_translate": int(recipe.model.test_time_translate or 0),
         "test_time_measured": shipped_by_run,
-        "compute": training_compute(run, recipe, metrics["train"], cores),
-        "data_provenance": data_provenance(recipe.get("data", ""), metrics["train"].get("train_images")),
-        "curve": training_curve(run, recipe, metrics["train"],
-                                (metrics.get("eval") or {}).get("samples", {}).get("test")),
+        "compute": training_compute(run, recipe, result, cores),
+        "data_provenance": data_provenance(recipe.data, result.summary.get("train_images")),
+        "curve": training_curve(run, recipe, result, (report.metrics if report else {})
+                                .get("samples", {}).get("test")),
     }
-    metadata = _without_machine_paths(metadata, _machine_paths(run, recipe, metrics))
+    metadata = _without_machine_paths(metadata, _machine_paths(run, recipe.data, metrics))
     from clzoo.installed import writing_builtin_presets
 
     with writing_builtin_presets() if builtin else contextlib.nullcontext():
@@ -252,9 +253,22 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
                                                                      license, handle))
 
 
-def _name_says_auxiliary(name, model_spec):
+def _run_records(run, eval_dir):
+    """The run's typed records: its `Recipe`, `RunResult` and `EvalReport` (None without a report)."""
+    from clzoo.eval.records import RecordError, read_eval, read_run
+    from clzoo.train.recipe import RecipeError, load_recipe
+
+    report_dir = Path(eval_dir) if eval_dir is not None else run / "eval"
+    try:
+        recipe, result = load_recipe(run / "recipe.yaml"), read_run(run)
+        report = read_eval(report_dir) if (report_dir / "metrics.json").is_file() else None
+    except (RecipeError, RecordError) as error:
+        raise PresetError(f"{run} cannot become a preset: {error}") from None
+    return recipe, result, report
+
+
+def _name_says_auxiliary(name, weight):
     """A preset whose encoder a cross-entropy head also trained is named for it (issue 42)."""
-    weight = model_spec.get("auxiliary_cross_entropy_weight") or 0
     if weight and "aux_ce" not in name:
         raise PresetError(f"the run trained an auxiliary cross-entropy head (model."
                           f"auxiliary_cross_entropy_weight = {weight:g}): the preset's name must "

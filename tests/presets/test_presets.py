@@ -346,9 +346,14 @@ def test_the_card_counts_the_monitor_images_the_run_had(tmp_path):
     from clzoo.presets.format import training_curve
 
     (tmp_path / "history.jsonl").write_text('{"epoch": 1, "loss": 2.0, "knn_top1_k20": 0.5}\n')
-    recipe = {"training": {"batch_size": 100},
-              "eval": {"monitor_every": 1, "monitor_memory": 10000, "monitor_queries": 2000}}
-    curve = training_curve(tmp_path, recipe, {"train_images": 1000}, test_images=300)
+    from clzoo.eval.records import RunResult
+    from clzoo.train.recipe import load_recipe
+
+    recipe = load_recipe(None, [("training.batch_size", 100), ("eval.monitor_every", 1),
+                                ("eval.monitor_memory", 10000), ("eval.monitor_queries", 2000)])
+    result = RunResult.from_summary({"knn_top1": 0.5, "knn_top1_k": 20, "knn_top1_by_k": {"k20": 0.5},
+                                     "train_images": 1000})
+    curve = training_curve(tmp_path, recipe, result, test_images=300)
     assert curve["monitor"] == {"monitor_every": 1, "monitor_memory": 1000, "monitor_queries": 300}
     assert curve["rows"] == [{"epoch": 1, "images_seen": 1000, "loss": 2.0, "knn_top1_k20": 0.5}]
 
@@ -420,3 +425,36 @@ def test_every_registry_recipe_names_a_file_of_recipes():
         if "recipe" in entry:
             path = entry["recipe"].split()[0]
             assert path.startswith("recipes/") and (root / path).is_file(), (name, entry["recipe"])
+
+
+def test_a_run_is_read_through_its_typed_records_before_its_model(tmp_path, monkeypatch):
+    """Issue 60 item 4: `build_preset` reads the run as `load_recipe` / `read_run` do, so a damaged
+    record is one line naming the file and key, refused before the encoder is loaded."""
+    import clzoo.saving
+
+    run, _ = _run(tmp_path)
+    loads = []
+    monkeypatch.setattr(clzoo.saving, "load_model", lambda *a, **k: loads.append(a))
+    (run / "recipe.yaml").write_text("loss:\n  name: SINCERELoss\n  temperature: -1\n")
+    with pytest.raises(PresetError, match=r"cannot become a preset: .*recipe.yaml.*temperature"):
+        build_preset(run, tmp_path / "preset")
+    (run / "recipe.yaml").write_text("name: tiny\n")
+    (run / "metrics.json").write_text(json.dumps({"knn_top1": 0.5, "knn_top1_k": "20",
+                                                  "knn_top1_by_k": {"k20": 0.5}}))
+    with pytest.raises(PresetError, match="'knn_top1_k' must be an integer"):
+        build_preset(run, tmp_path / "preset")
+    assert loads == [] and not (tmp_path / "preset").exists()
+
+
+def test_the_compute_counts_the_view_recipes_own_views(tmp_path):
+    """An airbench recipe without `views.views` trains one view per image (`BatchViewConfig`); the
+    untyped reader took the dict's absent key for 2 and doubled the views seen."""
+    from clzoo.eval.records import RunResult
+    from clzoo.presets.format import training_compute
+    from clzoo.train.recipe import load_recipe
+
+    recipe = load_recipe(None, [("views", {"recipe": "airbench"}), ("training.batch_size", 10)])
+    result = RunResult.from_summary({"knn_top1": 0.5, "knn_top1_k": 20, "knn_top1_by_k": {"k20": 0.5},
+                                     "steps": 7, "fit_seconds": 3.0})
+    compute = training_compute(tmp_path, recipe, result, cores=2)
+    assert (compute["images_seen"], compute["views_seen"], compute["cpu_hours"]) == (70, 70, 0.0)

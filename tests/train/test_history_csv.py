@@ -51,8 +51,10 @@ def test_an_epoch_cut_short_by_a_signal_says_it_is_partial(tmp_path, capsys):
     """Issue 57 item 2: a stopped epoch showed a full bar and logged a few steps' mean as the
     epoch's loss; its row now carries `partial_epoch_steps`, a line says so, and the preset
     card's curve counts the images it saw."""
+    from clzoo.eval.records import RunResult
     from clzoo.presets.format import training_curve
     from clzoo.train.callbacks import StopOnSignal
+    from clzoo.train.recipe import load_recipe
 
     signals = StopOnSignal()
 
@@ -73,7 +75,10 @@ def test_an_epoch_cut_short_by_a_signal_says_it_is_partial(tmp_path, capsys):
     rows = [line for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and "partial_epoch_steps" not in rows[0] and '"partial_epoch_steps": 3' in rows[1]
     assert "epoch 2 stopped by SIGINT after 3 of its 5 steps" in capsys.readouterr().out
-    curve = training_curve(tmp_path, {"training": {"batch_size": 8}}, {"train_images": 40})
+    recipe = load_recipe(None, [("training.batch_size", 8)])
+    result = RunResult.from_summary({"knn_top1": 0.5, "knn_top1_k": 20, "knn_top1_by_k": {"k20": 0.5},
+                                     "train_images": 40})
+    curve = training_curve(tmp_path, recipe, result)
     assert [(r["epoch"], r["images_seen"], r.get("partial_epoch_steps")) for r in curve["rows"]] == [
         (1, 40, None), (2, 64, 3)]
 
