@@ -1,0 +1,131 @@
+"""Recipe YAML, hardened: safe loading with limits checked on the node graph before anything expands.
+
+A recipe is small (`recipes/` holds 2 KB at most), so a document over `MAX_RECIPE_BYTES`, with more
+than `MAX_ALIASES` aliases, more than `MAX_NODES` values once aliases are expanded (a "billion
+laughs"), a recursive alias or a key given twice is refused (`RecipeYAMLError`) with its line.
+Exponent floats such as `1e-3` read as numbers (YAML 1.1 reads them as strings).
+"""
+
+import re
+
+import yaml
+
+MAX_RECIPE_BYTES = 64 * 1024  # recipes/ holds 2 KB at most; YAML parses ~30 KB/s here
+MAX_ALIASES = 100  # `*name` references in one YAML document
+MAX_NODES = 10_000  # values once every alias is expanded (a "billion laughs" stops here)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class RecipeYAMLError(yaml.YAMLError):
+    """A YAML document refused before it is expanded: too large, too many aliases, duplicate keys."""
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML with recipe limits; `1e-3` reads as a number (YAML 1.1 reads a string).
+
+    Aliases are counted while composing and the expanded size is measured on
+    the node graph (each shared node once) before any Python object is built.
+    """
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                line = self.peek_event().start_mark.line + 1
+                raise RecipeYAMLError(f"line {line}: more than {MAX_ALIASES} aliases (*name); "
+                                      "write the values out")
+        return super().compose_node(parent, index)
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _check_nodes(node)
+        return node
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"
+               r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."))
+
+
+def _children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_nodes(root):
+    """Refuse duplicate keys, recursive aliases and more than `MAX_NODES` values once expanded.
+
+    Walks the composed graph iteratively; a node shared through aliases is
+    measured once and counted at each use, so nothing is expanded.
+    """
+    sizes, open_nodes, stack = {}, set(), [(root, "", False)]
+    while stack:
+        node, path, done = stack.pop()
+        if done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in _children(node))
+            if sizes[id(node)] > MAX_NODES:
+                raise RecipeYAMLError(f"{path or 'the document'} holds more than {MAX_NODES:,} "
+                                      "values once aliases are expanded; a recipe is far smaller")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise RecipeYAMLError(f"line {node.start_mark.line + 1}: {path or 'the document'} "
+                                  "contains itself (a recursive alias)")
+        open_nodes.add(id(node))
+        stack.append((node, path, True))
+        if isinstance(node, yaml.MappingNode):
+            _refuse_duplicate_keys(node, path)
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                stack += [(key, path, False), (value, f"{path}.{name}".lstrip("."), False)]
+        else:
+            stack += [(c, path, False) for c in _children(node)]
+
+
+def _refuse_duplicate_keys(node, path):
+    seen = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+            continue  # `<<: *base` merges; explicit keys may override merged ones
+        line = key.start_mark.line + 1
+        if key.value in seen:
+            dotted = f"{path}.{key.value}".lstrip(".")
+            raise RecipeYAMLError(f"line {line}: duplicate key {dotted!r} (first on line "
+                                  f"{seen[key.value]}); give each key once")
+        seen[key.value] = line
+
+
+def parse_yaml(text):
+    """`yaml.safe_load` with the recipe limits, and exponent floats such as `1e-3` read as numbers.
+
+    Raises:
+        RecipeYAMLError: text over `MAX_RECIPE_BYTES`, more than `MAX_ALIASES`
+            aliases, more than `MAX_NODES` values once aliases are expanded, a
+            recursive alias, or a key given twice in one mapping.
+        yaml.YAMLError: text that is not YAML.
+    """
+    if len(text) > MAX_RECIPE_BYTES:
+        raise RecipeYAMLError(f"{len(text):,} characters; a recipe is at most "
+                              f"{MAX_RECIPE_BYTES:,}")
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise RecipeYAMLError("nested too deeply") from None
+
+
+def yaml_reason(error):
+    """`line L, column C: problem` of a YAML error, else its first line."""
+    mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
