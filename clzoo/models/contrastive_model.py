@@ -15,6 +15,7 @@ from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.models.memory_queue import MemoryQueue
 from clzoo.models.momentum import MomentumEncoder
+from clzoo.models.parts import check_parts
 from clzoo.models.queue_step import contrast_with_queue
 from clzoo.validation.arguments import validate_positive_int
 
@@ -200,19 +201,14 @@ class ContrastiveModel(keras.Model):
             auxiliary = check_auxiliary(*auxiliary)
         (self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing,
          self.auxiliary_logit_scale) = auxiliary
+        check_parts(queue_size, momentum, encoder_chunk_size, auxiliary_classes is not None)
         if auxiliary_classes is not None:
-            if encoder_chunk_size is not None:
-                raise ValueError("the auxiliary classifier does not run under GradCache: leave "
-                                 "`encoder_chunk_size` unset with `auxiliary_classes`")
             self.auxiliary_classifier = auxiliary_head(self.auxiliary_classes,
                                                        self.auxiliary_logit_scale)
         self.encoder = encoder
         self.projection_head = projection_head
         self.queue_size = validate_positive_int(queue_size, "queue_size")
         self.encoder_chunk_size = validate_positive_int(encoder_chunk_size, "encoder_chunk_size")
-        if momentum is not None and self.queue_size is None:
-            raise ValueError("`momentum` (the key encoder) needs a queue: set `queue_size`. "
-                             f"Received: momentum={momentum!r}, queue_size=None")
         self.memory_queue = None
         self.momentum_encoder = None
         if self.queue_size is not None:

@@ -119,16 +119,13 @@ class ModelSpec(_Section):
     auxiliary_logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
 
     @model_validator(mode="after")
-    def _auxiliary_head_without_grad_cache(self):
-        if self.auxiliary_cross_entropy_weight and self.encoder_chunk_size is not None:
-            raise ValueError("model.auxiliary_cross_entropy_weight: the auxiliary classifier does "
-                             "not run under GradCache; unset model.encoder_chunk_size")
-        return self
+    def _parts_combine(self):
+        from clzoo.models.parts import check_parts
 
-    @model_validator(mode="after")
-    def _momentum_needs_queue(self):
-        if self.momentum is not None and self.queue_size is None:
-            raise ValueError("momentum (the key encoder) needs a queue: set model.queue_size")
+        check_parts(self.queue_size, self.momentum, self.encoder_chunk_size,
+                    bool(self.auxiliary_cross_entropy_weight),
+                    names={key: f"model.{key}" for key in ("queue_size", "momentum", "encoder_chunk_size")}
+                    | {"auxiliary": "model.auxiliary_cross_entropy_weight"})
         return self
 
     @model_validator(mode="after")

@@ -225,3 +225,26 @@ def test_an_unbuilt_model_with_a_momentum_encoder_fits_and_shadows_are_copies():
     shadow = _np(model.momentum_encoder.shadows[0][0].value)
     weight = _np(encoder.trainable_variables[0].value)
     assert not np.allclose(shadow, weight)  # an EMA lags the trained weights
+
+
+@pytest.mark.parametrize("model_kwargs, recipe_overrides, words", [
+    ({"momentum": 0.99}, ["model.momentum=0.99"], r"\(the key encoder\) needs a queue"),
+    ({"encoder_chunk_size": 4, "auxiliary_classes": 3},
+     ["model.encoder_chunk_size=4", "model.auxiliary_cross_entropy_weight=0.5"],
+     "does not run under GradCache"),
+])
+def test_a_rule_between_parts_is_one_check_for_the_model_and_the_recipe(model_kwargs, recipe_overrides,
+                                                                         words):
+    """Issue 60 item 2: each rule lives in `clzoo.models.parts.check_parts`; the model names its
+    arguments, the recipe its keys."""
+    import clzoo
+    from clzoo.train.recipe import RecipeError, load_recipe
+
+    encoder = clzoo.models.get_encoder("resnet10_narrow", input_shape=(8, 8, 3))
+    with pytest.raises(ValueError, match=words) as raised:
+        clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(hidden_dims=(5,), output_dim=3),
+                                      **model_kwargs)
+    assert "`" in str(raised.value) and "model." not in str(raised.value)
+    with pytest.raises(RecipeError, match=words) as raised:
+        load_recipe(None, recipe_overrides)
+    assert "model." + recipe_overrides[0].split(".")[1].split("=")[0] in str(raised.value)
