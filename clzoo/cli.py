@@ -26,6 +26,8 @@ VIEW_RECIPE_NAMES = ("asymmetric", "digits", "randaugment", "simclr", "stacked_r
 BARE = " (bare encoder: test-time views off)"
 # (clzoo.presets.names.REGISTRY; spelled out so that `clzoo --help` imports nothing of clzoo.presets)
 PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "registry.json"
+# Fewest bootstrap resamples of `compare` (clzoo.eval.bootstrap.MIN_RESAMPLES; tests/test_cli.py checks).
+MIN_RESAMPLES = 100
 # Commands that run without Keras / TensorFlow.
 LIGHT_COMMANDS = ("presets",)
 
@@ -242,20 +244,21 @@ def _load_encoder(target, space="encoder", bare=False):
 
 def _check_data(data, image_size=None):
     """The `DataSource` of a `--data` spec (resized on load to `--image-size`), resolved once and
-    passed down; a bad spec is refused here, before any model is loaded or image decoded."""
+    passed down, and its `DataSummary`; a bad spec is refused here, before any model is loaded or
+    image decoded."""
     from clzoo.data.checks import check_data
     from clzoo.data.sources import data_source
 
     try:
         source = data_source(data, image_size=image_size)
-        check_data(source)
+        summary = check_data(source)
     except ValueError as error:
         raise ValueError(f"--data {data!r}: {error}") from None
     except Exception as error:  # PIL's DecompressionBombError: a header of over ~179 M pixels
         if type(error).__name__ != "DecompressionBombError":
             raise
         raise ValueError(f"--data {data!r}: {error}") from None
-    return source
+    return source, summary
 
 
 def _model_name(target, path, bare=False):
@@ -391,10 +394,11 @@ def _compare_into(out, args, metrics, targets):
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
     print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
           + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
+    ks = _compare_ks(args.k, len(train))
     results, names = [], []
     for (label, target), (encoder, path) in zip(targets, encoders):
         names.append(f"{label}: {_model_name(target, path)}")
-        results.append(evaluate(encoder, (train, test), metrics, output_dir=out / label, ks=args.k,
+        results.append(evaluate(encoder, (train, test), metrics, output_dir=out / label, ks=ks,
                                 info={"model": _model_name(target, path), "space": args.space,
                                       "data": args.data}))
     table = compare_results(*results, names=("A", "B"), resamples=args.resamples)
@@ -406,6 +410,17 @@ def _compare_into(out, args, metrics, targets):
     print("\n".join(lines[6:]))
     print(f"wrote {out / 'compare.md'}")
     return 0
+
+
+def _compare_ks(ks, train_images):
+    """The k both evaluations use: the default k left out for a small training set are named
+    here, once, not by each evaluation."""
+    from clzoo.data.checks import dropped_ks_note, knn_ks
+
+    kept, dropped = knn_ks(ks, train_images, name="--k")
+    if dropped:
+        print(dropped_ks_note(dropped, train_images), flush=True)
+    return kept
 
 
 def _show_views(args):
@@ -491,13 +506,13 @@ def _data_checks(args):
     """Before Keras: the `--data` spec (kept as `args.source` for the command)."""
     if str(args.data).startswith("tfds:"):  # tensorflow-datasets may import TensorFlow: quietly
         console.quiet_tensorflow()
-    args.source = _check_data(args.data, args.image_size)
+    args.source, args.data_summary = _check_data(args.data, args.image_size)
 
 
 def _source(args):
     """The `DataSource` the checks resolved (resolved here when a command runs without `main`)."""
     source = getattr(args, "source", None)
-    return _check_data(args.data, args.image_size) if source is None else source
+    return _check_data(args.data, args.image_size)[0] if source is None else source
 
 
 def _model_and_data_checks(args):
@@ -505,6 +520,18 @@ def _model_and_data_checks(args):
     for target in (args.model_a, args.model_b) if args.command == "compare" else (args.model,):
         _model_path(target, args.space)
     _data_checks(args)
+    if args.command in ("eval", "compare"):
+        _k_checks(args)
+
+
+def _k_checks(args):
+    """An explicit `--k` above the training images, refused once a folder's listing counts them
+    (a tfds set is counted when loaded: `clzoo.eval.evaluate` refuses it then, before embedding)."""
+    from clzoo.data.checks import knn_ks
+
+    count = args.data_summary.train_images
+    if args.k is not None and count is not None:
+        knn_ks(args.k, count, name="--k")
 
 
 def _embed_checks(args):
@@ -628,6 +655,12 @@ def _whole(low):
     return parse
 
 
+def _user_path(text):
+    """argparse type of an output path: `~` expanded (`--output=~/x` reaches us unexpanded; it
+    made a folder named "~")."""
+    return os.path.expanduser(text)
+
+
 def _number_list(cast, valid, expected):
     """argparse type: comma-separated numbers, each `cast` and `valid`; `expected` says what."""
 
@@ -692,11 +725,11 @@ def _add_train_parser(commands):
     p.add_argument("--epochs", type=_whole(1), help="training epochs (overrides training.epochs)")
     p.add_argument("--batch-size", type=_whole(1),
                    help="images per step, all replicas together (overrides training.batch_size)")
-    p.add_argument("--output", help="run folder (default runs/<recipe>-<time>)")
+    p.add_argument("--output", type=_user_path, help="run folder (default runs/<recipe>-<time>)")
     p.add_argument("--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"),
                    help="where to train (default: the recipe's training.strategy, 'auto': "
                         "MirroredStrategy when several GPUs are visible; multi_worker reads TF_CONFIG)")
-    p.add_argument("--resume", nargs="?", const=True, metavar="RUN",
+    p.add_argument("--resume", type=_user_path, nargs="?", const=True, metavar="RUN",
                    help="continue RUN (or --output) from its last checkpoint: same optimizer "
                         "state, schedule step and data order")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -714,16 +747,17 @@ def _add_eval_parsers(commands):
     p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
                    help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
                         "(default: all but sgd_probe and coarse_to_fine)")
-    p.add_argument("--k", default="1,5,20,200", type=_int_list,
-                   help="comma-separated k of kNN and of retrieval precision@k / recall@k")
+    p.add_argument("--k", type=_int_list,
+                   help="comma-separated k of kNN and of retrieval precision@k / recall@k, each at "
+                        "most the training images (default: 1,5,20,200, less those above them)")
     p.add_argument("--shots", default="10,100", type=_int_list,
                    help="comma-separated m for m-shot errors")
     p.add_argument("--probe-epochs", type=_whole(1), default=100,
                    help="epochs of sgd_probe (app. J: 100)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="evaluate encoder features, or the projection head's embeddings")
-    p.add_argument("--output", help="report folder (default: <run>/eval, with --bare-encoder "
-                                    "<run>/eval_bare_encoder)")
+    p.add_argument("--output", type=_user_path,
+                   help="report folder (default: <run>/eval, with --bare-encoder <run>/eval_bare_encoder)")
     _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_eval)
@@ -732,7 +766,7 @@ def _add_eval_parsers(commands):
     p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     _add_image_size(p)
-    p.add_argument("--output", required=True,
+    p.add_argument("--output", type=_user_path, required=True,
                    help="embeddings.npz (numpy) or embeddings.parquet (needs pyarrow)")
     p.add_argument("--split", choices=("train", "test", "both"), default="both",
                    help="which split(s) to embed (default: both, with a split column)")
@@ -748,7 +782,8 @@ def _add_eval_parsers(commands):
     p.add_argument("--format", choices=("saved_model", "onnx", "litert"), default="saved_model",
                    help="saved_model (a folder; needs tensorflow), onnx (a .onnx file; tf2onnx on "
                         "TensorFlow, jax2onnx on JAX), litert (a .tflite file)")
-    p.add_argument("--output", required=True, help="where to write; must not exist yet")
+    p.add_argument("--output", type=_user_path, required=True,
+                   help="where to write; must not exist yet")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="export the encoder, or encoder + projection head (a run's checkpoint)")
     _add_overwrite(p)
@@ -761,12 +796,14 @@ def _add_eval_parsers(commands):
     _add_image_size(p)
     p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap",
                    help="comma-separated, as `clzoo eval --metrics`")
-    p.add_argument("--k", default="1,5,20,200", type=_int_list, help="comma-separated k of kNN")
-    p.add_argument("--resamples", type=_whole(1), default=1000,
-                   help="bootstrap resamples of the test set for each interval (default: 1000)")
+    p.add_argument("--k", type=_int_list, help="comma-separated k of kNN, each at most the training "
+                                               "images (default: 1,5,20,200, less those above them)")
+    p.add_argument("--resamples", type=_whole(MIN_RESAMPLES), default=1000,
+                   help=f"bootstrap resamples of the test set for each interval, at least "
+                        f"{MIN_RESAMPLES} (default: 1000)")
     p.add_argument("--space", choices=("encoder", "projection"), default="encoder",
                    help="compare encoder features, or the projection head's embeddings")
-    p.add_argument("--output", help="folder (default: ./compare)")
+    p.add_argument("--output", type=_user_path, help="folder (default: ./compare)")
     _add_overwrite(p)
     p.set_defaults(func=_compare)
 
@@ -780,14 +817,16 @@ def _add_other_parsers(commands):
     p.add_argument("--images", type=_whole(1), default=8, help="training images, one row each")
     p.add_argument("--views", type=_whole(1), default=4, help="augmented views per image")
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the images and views drawn")
-    p.add_argument("--output", default="views.png", help="PNG file to write (default: views.png)")
+    p.add_argument("--output", type=_user_path, default="views.png",
+                   help="PNG file to write (default: views.png)")
     _add_overwrite(p)
     p.set_defaults(func=_show_views)
 
     p = commands.add_parser("push", help="publish a run as a preset on the Hugging Face Hub")
     p.add_argument("run", help="run folder from clzoo train (with eval/ if you ran clzoo eval)")
     p.add_argument("handle", nargs="?", help="hf://owner/repo (not with --builtin)")
-    p.add_argument("--dry-run", metavar="DIR", help="write the exact folder to DIR; upload nothing")
+    p.add_argument("--dry-run", type=_user_path, metavar="DIR",
+                   help="write the exact folder to DIR; upload nothing")
     p.add_argument("--builtin", metavar="NAME",
                    help="maintainers: write the run as clzoo's built-in preset NAME (the package's "
                         "presets folder, which pretrained/ links to) and its registry.json entry")
@@ -806,7 +845,7 @@ def _add_other_parsers(commands):
     p.add_argument("--learning-rates", type=_float_list,
                    help="comma-separated rates the sgd protocol chooses from on a validation split "
                         "(default: 0.01,0.1,1.0)")
-    p.add_argument("--output", help="JSON file for the result")
+    p.add_argument("--output", type=_user_path, help="JSON file for the result")
     _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_transfer)

@@ -78,6 +78,10 @@ FAST_REFUSALS = [
     (["embed", "runs/typo", "--data", "digits", "--output", "{tmp}/e.npz"], "no model at runs/typo"),
     (["embed", "supcon_airbench_cifar10", "--data", "digits", "--output", "{tmp}/e.txt"], ".npz or .parquet"),
     (["compare", "supcon_airbench_cifar10", "typo", "--data", "digits"], "no model at typo"),
+    (["eval", "supcon_airbench_cifar10", "--data", "digits", "--k", "5,2000"],
+     "--k: k = 2000 is not in [1, 1437]"),
+    (["compare", "supcon_airbench_cifar10", "supcon_airbench_cifar10", "--data", "digits", "--k", "1438"],
+     "Received: --k=1438"),
     (["export", "typo", "--output", "{tmp}/x.tflite", "--format", "litert"], "no model at typo"),
     (["show-views", "--data", "{tmp}/missing", "--output", "{tmp}/v.png"], "no such path"),
     (["show-views", "--data", "digits", "--output", "{tmp}/encoder.keras"], "name a .png file"),
@@ -146,6 +150,9 @@ def test_parser_constants_match_the_registries():
     assert cli.EVAL_DEFAULT_METRICS == DEFAULT_METRICS
     assert set(cli.VIEW_RECIPE_NAMES) == set(VIEW_RECIPES)
     assert cli.PRESET_REGISTRY.resolve() == REGISTRY.resolve()
+    from clzoo.eval.bootstrap import MIN_RESAMPLES
+
+    assert cli.MIN_RESAMPLES == MIN_RESAMPLES
 
 
 def _tiny_recipe(tmp_path):
@@ -469,3 +476,37 @@ def test_bare_encoder_of_a_model_without_test_time_views_is_refused(tiny_encoder
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "averages no test-time views" in err[0]
     assert not (tmp_path / "e.npz").exists()
+
+
+@pytest.mark.parametrize("argv, dest", [
+    (["train", "r.yaml", "--output", "~/run"], "output"), (["train", "--resume", "~/run"], "resume"),
+    (["eval", "m", "--data", "digits", "--output", "~/run"], "output"),
+    (["embed", "m", "--data", "digits", "--output", "~/run"], "output"),
+    (["export", "m", "--output", "~/run"], "output"),
+    (["compare", "a", "b", "--data", "d", "--output", "~/run"], "output"),
+    (["show-views", "--data", "digits", "--output", "~/run"], "output"),
+    (["push", "r", "hf://o/n", "--dry-run", "~/run"], "dry_run"),
+    (["transfer", "p", "--data", "digits", "--output", "~/run"], "output"),
+])
+def test_a_tilde_in_an_output_is_the_home_folder(argv, dest, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert getattr(cli.build_parser().parse_args(argv), dest) == str(tmp_path / "run")
+
+
+def test_show_views_writes_under_the_home_folder_not_a_folder_named_tilde(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    assert cli.main(["show-views", "--data", "digits", "--images", "1", "--views", "1",
+                     "--output=~/v.png"]) == 0
+    assert (tmp_path / "home" / "v.png").is_file() and not (tmp_path / "~").exists()
+
+
+def test_compare_names_a_dropped_default_k_once(tiny_encoder, tmp_path, capsys):
+    path, data = tiny_encoder  # 48 training images: the default k = 200 cannot run
+    assert cli.main(["compare", str(path), str(path), "--data", data, "--metrics", "knn",
+                     "--resamples", "100", "--output", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("note: kNN k = 200 left out") == 1, printed
+    assert set(json.loads((tmp_path / "cmp" / "compare.json").read_text())["bootstrap"]) == {
+        "knn_k1", "knn_k5", "knn_k20"}

@@ -111,7 +111,7 @@ def test_eval(run, data, env, tmp_path):
 def test_compare(run, data, env, tmp_path):
     out = tmp_path / "cmp"
     _clzoo(["compare", run[0], run[0], "--data", data, "--metrics", "knn", "--k", "1",
-            "--resamples", "20", "--output", out], env)
+            "--resamples", "100", "--output", out], env)
     compared = json.loads((out / "compare.json").read_text())
     assert compared["bootstrap"]["knn_k1"]["difference"] == 0.0
     assert (out / "compare.md").is_file() and (out / "A" / "metrics.json").is_file()

@@ -72,9 +72,9 @@ def test_eval_and_compare_print_their_plans(tiny, tmp_path, capsys):
     _before(printed, "plan: embed 48 train + 24 test images", "embed_train (")
     assert "then 2 metrics on the embeddings: knn, ncc." in printed
     assert cli.main(["compare", str(run), str(run), "--data", data, "--metrics", "knn",
-                     "--k", "1,5", "--resamples", "50", "--output", str(tmp_path / "compare")]) == 0
+                     "--k", "1,5", "--resamples", "100", "--output", str(tmp_path / "compare")]) == 0
     printed = capsys.readouterr().out
     _before(printed, "plan: each of 2 encoders: embed 48 train + 24 test images", "embed_train (")
-    assert "Then 50 bootstrap resamples of A - B per classifier." in printed
+    assert "Then 100 bootstrap resamples of A - B per classifier." in printed
     report = json.loads((tmp_path / "compare" / "compare.json").read_text())
     assert report["A"]["data"] == report["B"]["data"] == data  # the spec, though loaded once

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source, tfds_missing
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
+DEFAULT_KS = (1, 5, 20, 200)  # kNN sizes of `clzoo eval`; 200 is Wu et al. 2018's
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,41 @@ def check_data(data):
         raise ValueError(f"data={data!r} has {len(names)} class ({', '.join(names)}); contrastive "
                          "training and its evaluation need at least two.")
     return DataSummary(source, label_set, names, None if label_set else count)
+
+
+def knn_ks(ks, train_images, name="ks"):
+    """The kNN neighbourhood sizes to use with `train_images` training images (the kNN memory).
+
+    Here, not in `clzoo.eval`, so that the CLI refuses a bad `--k` before Keras is imported.
+
+    Args:
+        ks: the sizes asked for, or None for `DEFAULT_KS`.
+        train_images: the number of training images.
+        name: how the error names `ks` (`"--k"` on the command line).
+
+    Returns:
+        `(kept, dropped)`: `ks` itself and `()`; for `ks=None`, the default sizes
+        that fit and those that do not (the caller says so).
+
+    Raises:
+        ValueError: an explicit k above `train_images` (or below 1).
+    """
+    if ks is None:
+        kept = tuple(k for k in DEFAULT_KS if k <= train_images)
+        return kept, DEFAULT_KS[len(kept):]
+    ks = tuple(int(k) for k in ks)
+    bad = [k for k in ks if not 1 <= k <= train_images]
+    if bad:
+        raise ValueError(f"{name}: k = {bad[0]} is not in [1, {train_images}], the {train_images:,} "
+                         "training images the kNN takes its neighbours from. Received: "
+                         f"{name}={','.join(map(str, ks))}")
+    return ks, ()
+
+
+def dropped_ks_note(dropped, train_images):
+    """The one line that says which default kNN sizes `knn_ks` left out, and why."""
+    return (f"note: kNN k = {', '.join(map(str, dropped))} left out of the default k "
+            f"({', '.join(map(str, DEFAULT_KS))}): more than the {train_images:,} training images")
 
 
 def _folder_class_names(path, data, image_size=None):

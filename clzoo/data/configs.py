@@ -15,6 +15,20 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from clzoo.registry import Registry
 
+# Largest view side: one float32 8192x8192 view is 768 MiB, eight times the side of the largest
+# input of keras-hub's image backbones (SAM, 1024); a larger one is a typo (1e23 overflowed the
+# step-memory estimate).
+MAX_VIEW_SIZE = 8192
+
+
+def _check_whole(name, value, low):
+    """A whole-number setting `>= low` (`size` also `<= MAX_VIEW_SIZE`)."""
+    high = MAX_VIEW_SIZE if name == "size" else None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low \
+            or (high is not None and value > high):
+        expected = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"`{name}` must be a whole number {expected}. Received: {name}={value!r}")
+
 
 @dataclass
 class ViewConfig:
@@ -22,7 +36,7 @@ class ViewConfig:
 
     Attributes:
         views: views per image. Defaults to `2`.
-        size: output height and width in pixels. Defaults to `32`.
+        size: output height and width in pixels, at most `MAX_VIEW_SIZE` (8192). Defaults to `32`.
         crop_scale: area fraction range of the random resized crop.
             Defaults to `(0.2, 1.0)` (SupCon CIFAR).
         crop_ratio: aspect ratio range. Defaults to `(3/4, 4/3)`.
@@ -63,11 +77,7 @@ class ViewConfig:
         self.crop_scale, self.crop_ratio = tuple(self.crop_scale), tuple(self.crop_ratio)
         self.jitter = tuple(self.jitter)
         for name in ("views", "size", "randaugment_ops"):
-            value = getattr(self, name)
-            low = 0 if name == "randaugment_ops" else 1
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                raise ValueError(f"`{name}` must be a whole number >= {low}. "
-                                 f"Received: {name}={value!r}")
+            _check_whole(name, getattr(self, name), 0 if name == "randaugment_ops" else 1)
         lo, hi = self.crop_scale
         if not 0 < lo <= hi <= 1:
             raise ValueError(
@@ -123,7 +133,7 @@ class BatchViewConfig:
         views: views per image, 1 to 8. View `v` of an image is mirrored when
             view 0 is not, for odd `v`. Defaults to `1`.
         size: height and width of the images (no resize; the data must have
-            it). Defaults to `32`.
+            it), at most `MAX_VIEW_SIZE` (8192). Defaults to `32`.
         translate: largest shift in pixels, drawn per image and view from
             `[-translate, translate]` on each axis (reflection padding);
             `0` for none. Defaults to `2` (airbench94).
@@ -138,10 +148,7 @@ class BatchViewConfig:
 
     def __post_init__(self):
         for name, low in (("views", 1), ("size", 1), ("translate", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                raise ValueError(f"`{name}` must be a whole number >= {low}. "
-                                 f"Received: {name}={value!r}")
+            _check_whole(name, getattr(self, name), low)
         if self.views > MAX_VIEWS:
             raise ValueError(f"`views` must be at most {MAX_VIEWS} (each view draws from a seed of "
                              f"its own). Received: views={self.views!r}")

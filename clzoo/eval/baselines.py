@@ -43,14 +43,15 @@ def raw_pixel_features(images, size=None):
     return images.reshape(len(images), -1).astype(np.float32) / 255.0
 
 
-def baseline_metrics(train, test, random_encoder=None, ks=(1, 5, 20, 200), probe=True,
+def baseline_metrics(train, test, random_encoder=None, ks=None, probe=True,
                      size=None, verbose=False):
     """kNN (and probe) top-1 of the raw-pixel and random-init baselines on one split.
 
     Args:
         train, test: `clzoo.data.Split`s (the run's training memory and test set).
         random_encoder: `keras.Model`, the untrained encoder; None skips that row.
-        ks: kNN neighbourhood sizes, as for the trained encoder.
+        ks: kNN neighbourhood sizes, as for the trained encoder (as `evaluate_embeddings`:
+            None for the default k that fit the training set).
         probe: also fit the logistic-regression probe (L-BFGS) on each baseline.
         size: the encoder's input size (raw pixels are resized to it).
         verbose: progress lines.
@@ -74,6 +75,6 @@ def baseline_metrics(train, test, random_encoder=None, ks=(1, 5, 20, 200), probe
             print(f"[clzoo eval] baseline: {name} ...", flush=True)
         result = evaluate_embeddings(featurize(train.images), train.labels,
                                      featurize(test.images), test.labels, metrics,
-                                     ks=tuple(ks), verbose=False)
+                                     ks=ks, verbose=False)
         out[name] = Baseline(knn=result.knn, probe=result.probe)
     return out

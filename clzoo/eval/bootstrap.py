@@ -6,21 +6,26 @@ are its two common uses on `prediction == label` arrays.
 """
 
 import dataclasses
+import inspect
 
 import numpy as np
 from scipy import stats
 
 METHODS = ("percentile", "basic", "BCa")
+# Fewest resamples for an interval: at 100 the 2.5% tail of a 95% interval holds 2.5 of them (at 1 the
+# interval is one point); Efron and Tibshirani (1993) advise about 1,000 for percentile intervals.
+MIN_RESAMPLES = 100
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(init=False)
 class BootstrapInterval:
     """A statistic on the full sample and its bootstrap confidence interval.
 
     Attributes:
         estimate: the statistic on the full sample: the accuracy for
             `bootstrap_accuracy`, accuracy of A minus accuracy of B for
-            `bootstrap_accuracy_difference` (also readable as `difference`).
+            `bootstrap_accuracy_difference` (also readable, and accepted by
+            the constructor, as `difference`, its name before).
         low, high: bounds of the `confidence` interval.
         confidence: e.g. 0.95.
         significant: True when the interval excludes 0.
@@ -32,10 +37,35 @@ class BootstrapInterval:
     confidence: float
     significant: bool
 
+    def __init__(self, *args, **kwargs):
+        if "difference" in kwargs:  # the field's old name: code written for it still constructs
+            if args or "estimate" in kwargs:
+                raise TypeError("BootstrapInterval takes `estimate` or its old name `difference`, "
+                                "not both")
+            kwargs["estimate"] = kwargs.pop("difference")
+        try:
+            fields = _FIELDS.bind(*args, **kwargs).arguments
+        except TypeError as error:  # a missing or unknown field, named as the generated __init__ would
+            raise TypeError(f"BootstrapInterval: {error}") from None
+        for name, value in fields.items():
+            setattr(self, name, value)
+
     @property
     def difference(self):
         """`estimate` under the name that reads well for a difference of two accuracies."""
         return self.estimate
+
+
+_FIELDS = inspect.Signature([inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                              for f in dataclasses.fields(BootstrapInterval)])
+
+
+def check_resamples(resamples):
+    """Refuse a resample count that cannot give an interval (`MIN_RESAMPLES` or more)."""
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) \
+            or resamples < MIN_RESAMPLES:
+        raise ValueError(f"`resamples` must be a whole number >= {MIN_RESAMPLES} (fewer leave the "
+                         f"interval's tails a resample or two). Received: resamples={resamples!r}")
 
 
 def _samples(samples, paired):
@@ -70,7 +100,7 @@ def bootstrap(*samples, statistic=np.mean, paired=False, resamples=1000, confide
         statistic: callable `(*samples, axis=-1) -> value`; it must accept
             `axis` (numpy reductions do). Defaults to `np.mean`.
         paired: resample the samples' examples together. Defaults to `False`.
-        resamples: number of resamples. Defaults to `1000`.
+        resamples: number of resamples, at least `MIN_RESAMPLES` (100). Defaults to `1000`.
         confidence: interval mass in (0, 1). Defaults to `0.95`.
         method: `"percentile"` (the SINCERE paper's), `"basic"` or `"BCa"`.
         seed: resampling seed. Defaults to `0`.
@@ -80,7 +110,7 @@ def bootstrap(*samples, statistic=np.mean, paired=False, resamples=1000, confide
 
     Raises:
         ValueError: empty, non-1-D or non-finite samples, unequal lengths with
-            `paired=True`, `confidence` outside (0, 1), `resamples < 1` or an
+            `paired=True`, `confidence` outside (0, 1), `resamples < 100` or an
             unknown `method`.
 
     Example:
@@ -97,8 +127,7 @@ def bootstrap(*samples, statistic=np.mean, paired=False, resamples=1000, confide
     arrays = _samples(samples, paired)
     if not 0 < confidence < 1:
         raise ValueError(f"`confidence` must be in (0, 1). Received: confidence={confidence!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
-        raise ValueError(f"`resamples` must be a positive integer. Received: resamples={resamples!r}")
+    check_resamples(resamples)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}. Received: method={method!r}")
     estimate = float(statistic(*arrays, axis=-1))
@@ -129,7 +158,7 @@ def bootstrap_accuracy_difference(correct_a, correct_b, resamples=1000, confiden
     Args:
         correct_a, correct_b: bool `(M,)`, whether each model got each test
             example right (pass `pred == labels`).
-        resamples: Defaults to `1000`.
+        resamples: at least `MIN_RESAMPLES` (100). Defaults to `1000`.
         confidence: interval mass in (0, 1). Defaults to `0.95`.
         seed: resampling seed.
 

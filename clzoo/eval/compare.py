@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from clzoo.eval.bootstrap import bootstrap_accuracy_difference
+from clzoo.eval.bootstrap import bootstrap_accuracy_difference, check_resamples
 
 # (row label, EvalReport field) of the scalar table below the classifiers.
 SCALAR_ROWS = (("target-noise margin", "margin"), ("CDNV (test)", "cdnv"),
@@ -17,7 +17,8 @@ def compare_results(a, b, names=("A", "B"), resamples=1000, seed=0):
     Args:
         a, b: `EvaluationResult`s on the same test set.
         names: labels of the two columns. Defaults to `("A", "B")`.
-        resamples: bootstrap resamples. Defaults to `1000` (SINCERE sec. 4).
+        resamples: bootstrap resamples, at least 100 (`clzoo.eval.bootstrap.MIN_RESAMPLES`).
+            Defaults to `1000` (SINCERE sec. 4).
         seed: resampling seed.
 
     Returns:
@@ -31,6 +32,7 @@ def compare_results(a, b, names=("A", "B"), resamples=1000, seed=0):
     >>> clzoo.eval.compare_results(r, r, resamples=100)["ncc"]["difference"]
     0.0
     """
+    check_resamples(resamples)  # also when the two share no classifier
     table = {}
     for key in [k for k in a.correct if k in b.correct]:  # kNN by k, then the others
         interval = bootstrap_accuracy_difference(a.correct[key], b.correct[key], resamples, seed=seed)

@@ -19,7 +19,9 @@ class PlainProgress(keras.callbacks.Callback):
     Args:
         what: what the pass does, e.g. `"embedding 10,000 images"`.
         images: images in the pass (the line's denominator).
-        batches: `predict` steps in the pass.
+        batches: `predict` steps in the pass. Defaults to (None) the steps Keras gives its
+            callbacks (`params["steps"]`); where Keras cannot count them either (a generator of
+            unknown length), nothing is printed.
         batch_size: images per step (the last may be padded). Defaults to `ceil(images / batches)`.
         after: seconds before the first line; a pass shorter than this prints nothing.
             Defaults to `FIRST_LINE_AFTER` (10 s).
@@ -31,26 +33,34 @@ class PlainProgress(keras.callbacks.Callback):
     >>> from clzoo.eval.progress import PlainProgress
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> lines = []
-    >>> progress = PlainProgress("embedding", 40, 4, after=0.0, print_fn=lines.append)
+    >>> progress = PlainProgress("embedding", 40, after=0.0, print_fn=lines.append)
     >>> _ = model.predict(np.zeros((40, 2)), batch_size=10, verbose=0, callbacks=[progress])
     >>> lines[-1].startswith("embedding: 40/40 images (100%)")
     True
     """
 
-    def __init__(self, what, images, batches, batch_size=None, after=None, print_fn=None):
+    def __init__(self, what, images, batches=None, batch_size=None, after=None, print_fn=None):
         super().__init__()
-        if images < 1 or batches < 1:
-            raise ValueError(f"`images` and `batches` must be >= 1. Received: {images}, {batches}")
-        self.what, self.images, self.batches, self.after = (what, int(images), int(batches),
+        if images < 1 or (batches is not None and batches < 1):
+            raise ValueError(f"`images` and `batches` must be >= 1. Received: images={images}, "
+                             f"batches={batches}")
+        self.what, self.images, self.after = what, int(images), (
             FIRST_LINE_AFTER if after is None else float(after))
-        self.batch_size = int(batch_size or -(-self.images // self.batches))
+        self._given = None if batches is None else int(batches), batch_size
         self.print_fn = print_fn or (lambda line: print(line, flush=True))
         self._start, self._tenths = None, 0
 
     def on_predict_begin(self, logs=None):
+        batches, batch_size = self._given
+        steps = (self.params or {}).get("steps")
+        self.batches = batches if batches is not None else (int(steps) if steps else None)
+        if self.batches is not None:
+            self.batch_size = int(batch_size or -(-self.images // self.batches))
         self._start, self._tenths = time.perf_counter(), 0
 
     def on_predict_batch_end(self, batch, logs=None):
+        if self.batches is None:  # no step count from the caller nor from Keras: no share to print
+            return
         done = batch + 1
         tenths = 10 * done // self.batches
         elapsed = time.perf_counter() - self._start

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from clzoo.data.checks import dropped_ks_note, knn_ks
 from clzoo.eval.metric import METRICS, EvalContext, parse_metrics
 from clzoo.eval.records import EvalReport
 from clzoo.eval.report_folder import REPORT_FILES, check_report_folder, report_files, swappable
@@ -98,7 +99,7 @@ def _timer(timings, verbose, steps):
 
 def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_labels,
                         metrics=None, class_names=None, output_dir=None,
-                        ks=(1, 5, 20, 200), shots=(10, 100), title=None, verbose=True,
+                        ks=None, shots=(10, 100), title=None, verbose=True,
                         encoder=None, images=None, probe_epochs=100, info=None, timings=None):
     """Compute the requested metrics on frozen features; write the report when `output_dir` is given.
 
@@ -112,7 +113,9 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         output_dir: folder for `metrics.json`, `report.md` and PNGs, or None. It is
             replaced as a whole (an earlier report's files go, the plots included);
             a folder holding anything else is refused before any metric runs.
-        ks: kNN neighbourhood sizes. Defaults to `(1, 5, 20, 200)`.
+        ks: kNN neighbourhood sizes, each at most the number of training
+            embeddings. Defaults to (None) `(1, 5, 20, 200)`, less the sizes
+            above that number (a note names them; the report marks them skipped).
         shots: m for the m-shot errors and bound; an m larger than the
             smallest training class is skipped. Defaults to `(10, 100)`.
         title: report heading. Defaults to one naming `info["model"]` and `info["data"]`.
@@ -132,7 +135,8 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         their `total`.
 
     Raises:
-        ValueError: an unknown metric, bad features or labels, or a metric
+        ValueError: an unknown metric, bad features or labels, a k in `ks`
+            above the number of training embeddings, or a metric
             whose needs are not met (`sgd_probe` without encoder), before any
             metric runs.
         FileExistsError: `output_dir` holds files no earlier report wrote.
@@ -153,8 +157,9 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     timer = _timer(timings, verbose, len(names) + (output_dir is not None))
     context = EvalContext.create(
         train_embeddings, train_labels, test_embeddings, test_labels, class_names=class_names,
-        ks=ks, shots=shots, encoder=encoder, images=images, probe_epochs=probe_epochs,
+        shots=shots, encoder=encoder, images=images, probe_epochs=probe_epochs,
         verbose=verbose, model=model_label(info.get("model", "encoder")))
+    context.ks = _checked_ks(ks, len(context.train), verbose)
     results = _run_metrics(names, context, timer)
     title = title or (f"clzoo evaluation of {context.model}"
                       + (f" on {info['data']}" if "data" in info else ""))
@@ -169,6 +174,15 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         out["timings"] = _total(timer)
         return EvaluationResult.from_metrics(out, correct=correct, results=results)
     return _save(out, results, correct, timer, Path(output_dir))
+
+
+def _checked_ks(ks, train_count, verbose):
+    """`ks` when each fits the training set; for the defaults (None) every default size, those
+    above the training set named once here (`KNNReport` marks them skipped)."""
+    kept, dropped = knn_ks(ks, train_count)
+    if dropped and verbose:
+        print(dropped_ks_note(dropped, train_count), flush=True)
+    return kept + dropped
 
 
 def _total(timer):
@@ -232,7 +246,8 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
 
     Raises:
         ValueError: an unrecognised `data` form, a test set without `train`,
-            and as `evaluate_embeddings`.
+            and as `evaluate_embeddings` (a k in `ks` above the training images:
+            before any embedding).
 
     Example:
 
@@ -256,6 +271,8 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     timer = _timer(kwargs.pop("timings", None), verbose, 3 + len(names) + (output_dir is not None))
     with timer.step("load_data", str(data) if isinstance(data, (str, Path, DataSource)) else ""):
         train, test, description = resolve_data(data, train, class_names)
+    if kwargs.get("ks") is not None:  # an explicit k too large for the training set: before embedding
+        knn_ks(kwargs["ks"], len(train))
     size = encoder.input_shape[1]
     if plan and verbose:
         from clzoo.eval.plan import eval_plan, forward_rate

@@ -10,8 +10,7 @@ step estimates 1.5 GB and ran at 3.9 GB RSS in all; ResNet-50 at 1,024 images
 (`recipes/supcon/cifar10.yaml`) estimates 48 GB and was killed at 23.8 GB.
 """
 
-
-import numpy as np
+import math
 
 from clzoo.machine import machine_bytes
 from clzoo.train.recipe import RecipeError
@@ -47,7 +46,7 @@ def activation_bytes_per_image(encoder):
         for tensor in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
             dims = getattr(tensor, "shape", None)
             if dims is not None and all(d is not None for d in dims[1:]):
-                total += int(np.prod(dims[1:], dtype=np.int64)) * 4
+                total += math.prod(int(d) for d in dims[1:]) * 4  # Python ints: no int64 overflow
     return total
 
 

@@ -89,8 +89,9 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
         return run.read_metrics()
     resuming = run.state() == "started"
+    recorded = _recorded_environment(run) if resuming else {}
     if resuming:
-        pipeline = _kept_pipeline(run, recipe, place, pipeline, verbose)
+        pipeline = _kept_pipeline(run, recorded, recipe, place, pipeline, verbose)
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
@@ -99,13 +100,13 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     plan = _plan(recipe, train_split, place)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
     if resuming:  # after the checkpoint's own checks, which name a changed class count
-        _check_same_data(run, train_split, plan)
+        _check_same_data(run, recorded, train_split, plan)
     encoder = task.encoder(model)
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     if place.is_chief:  # the first write: everything above may still refuse the run
-        run.prepare(recipe, {**environment(place), "pipeline": pipeline, "train_images": len(train_split),
-                             "steps_per_epoch": plan.steps}, resuming)
+        run.prepare(recipe, {**environment(place), "pipeline": pipeline, **_data_record(train_split, plan)},
+                    resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
@@ -161,15 +162,33 @@ def _check_device_placement(pipeline, place):
                            f"({place.processes} processes, {place.replicas} replicas); use tf_data"])
 
 
-def _kept_pipeline(run, recipe, place, pipeline, verbose):
-    """On resume, the stream the run started on (`environment.json`), so its batches continue;
-    `auto` may have chosen otherwise on this backend. A stream that cannot run here is refused."""
+def _recorded_environment(run):
+    """The run's `environment.json` as a dict, read once on resume; `{}` when it is missing or
+    unreadable (a run from before it was written: nothing to compare with)."""
     import json
 
     try:
-        started_on = json.loads((run / "environment.json").read_text()).get("pipeline", "tf_data")
-    except (OSError, ValueError, AttributeError):
+        recorded = json.loads((run / "environment.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def _data_record(train_split, plan):
+    """What `environment.json` records of the training data, for `_check_same_data` on resume."""
+    record = {"train_images": len(train_split), "steps_per_epoch": plan.steps}
+    if train_split.class_names is not None:  # named classes (an image folder, digits, most tfds sets)
+        record["class_names"] = [str(name) for name in train_split.class_names]
+    return record
+
+
+def _kept_pipeline(run, recorded, recipe, place, pipeline, verbose):
+    """On resume, the stream the run started on (`recorded`, its `environment.json`), so its batches
+    continue; `auto` may have chosen otherwise on this backend. A stream that cannot run here is
+    refused."""
+    if not recorded:
         return pipeline
+    started_on = recorded.get("pipeline", "tf_data")
     if started_on == pipeline or recipe.training.pipeline != "auto":
         return pipeline
     from clzoo.data.device_stream import resolve_pipeline
@@ -307,20 +326,26 @@ def _model(recipe, task, views, train_split, plan, place, resume_from):
     return model
 
 
-def _check_same_data(run, train_split, plan):
-    """Refuse (`ValueError`) to resume on training data of another size than the run started on
-    (`environment.json`): its steps would map to other epochs (learning rate, skipped epochs)."""
-    import json
-
+def _check_same_data(run, recorded, train_split, plan):
+    """Refuse (`ValueError`) to resume on training data other than the run started on (`recorded`,
+    its `environment.json`): of another size, its steps would map to other epochs (learning rate,
+    skipped epochs); with other class names, its labels would mean other classes."""
     try:
-        started = json.loads((run / "environment.json").read_text())
-        before, steps = int(started["train_images"]), int(started["steps_per_epoch"])
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        before, steps = int(recorded["train_images"]), int(recorded["steps_per_epoch"])
+    except (ValueError, TypeError, KeyError):
         return  # a run from before these were recorded: nothing to compare with
     if (before, steps) != (len(train_split), plan.steps):
         raise ValueError(f"Cannot resume {run.path}: it started on {before:,} training images ({steps:,} "
                          f"steps per epoch) and the data now has {len(train_split):,} ({plan.steps:,}); "
                          "the data changed since the run started. Restore it, or train a new run.")
+    names = _data_record(train_split, plan).get("class_names")
+    started = recorded.get("class_names")  # absent in runs started before it was recorded
+    if isinstance(started, list) and names is not None and started != names:
+        gone, new = sorted(set(started) - set(names)), sorted(set(names) - set(started))
+        change = (f"classes gone: {gone or 'none'}; new: {new or 'none'}" if gone or new
+                  else "the same classes in another order (other label ids)")
+        raise ValueError(f"Cannot resume {run.path}: its training classes changed since the run "
+                         f"started ({change}). Restore the data, or train a new run.")
 
 
 def _check_checkpoint(model, task, recipe, views, path, classes):

@@ -83,3 +83,28 @@ def test_one_accuracy_is_an_estimate_not_a_difference():
     acc = E.bootstrap_accuracy(np.array([True] * 9 + [False]))
     assert [f.name for f in dataclasses.fields(acc)][0] == "estimate"
     assert acc.estimate == pytest.approx(0.9) and acc.difference == acc.estimate  # the old name reads it
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 99])
+def test_too_few_resamples_for_an_interval_are_refused(resamples):
+    x = np.arange(20) % 3 == 0
+    with pytest.raises(ValueError, match=rf"`resamples` must be a whole number >= 100.*"
+                                         rf"Received: resamples={resamples}$"):
+        E.bootstrap_accuracy_difference(x, ~x, resamples=resamples)
+    r = E.evaluate_embeddings(np.eye(4), [0, 0, 1, 1], np.eye(4), [0, 0, 1, 1], "ncc", verbose=False)
+    with pytest.raises(ValueError, match="resamples"):
+        E.compare_results(r, r, resamples=resamples)
+    with pytest.raises(ValueError, match="resamples"):  # no classifier in common: refused all the same
+        E.compare_results(r, E.evaluate_embeddings(np.eye(4), [0, 0, 1, 1], np.eye(4), [0, 0, 1, 1],
+                                                   "geometry", verbose=False), resamples=resamples)
+    assert E.bootstrap_accuracy_difference(x, ~x, resamples=100).low < 0  # the minimum itself runs
+
+
+def test_an_interval_still_constructs_from_its_old_field_name():
+    old = E.BootstrapInterval(difference=0.1, low=-0.1, high=0.3, confidence=0.95, significant=False)
+    assert old == E.BootstrapInterval(0.1, -0.1, 0.3, 0.95, False)
+    assert old.estimate == old.difference == 0.1
+    with pytest.raises(TypeError, match="not both"):
+        E.BootstrapInterval(0.1, -0.1, 0.3, 0.95, False, difference=0.1)
+    with pytest.raises(TypeError, match="BootstrapInterval: missing a required argument: 'significant'"):
+        E.BootstrapInterval(0.1, -0.1, 0.3, 0.95)

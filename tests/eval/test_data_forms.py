@@ -1,5 +1,7 @@
 """`evaluate` on a spec, a pair of Splits, arrays; `train_test_split`; projection embeddings."""
 
+import importlib
+
 import keras
 import numpy as np
 import pytest
@@ -81,3 +83,26 @@ def test_projection_embeddings_are_the_normalized_head_outputs():
     np.testing.assert_allclose(z, expected, atol=1e-5)
     with pytest.raises(ValueError, match="projection_head"):
         E.projection_embeddings(encoder, images)
+
+
+def test_a_k_above_the_training_images_is_refused_before_any_embedding(monkeypatch):
+    images = np.zeros((12, 32, 32, 3), np.uint8)
+    train, test = E.train_test_split(images, np.arange(12) % 2, test_size=0.5)  # 6 training images
+    embed_module = importlib.import_module("clzoo.eval.embed")  # clzoo.eval.embed is the function
+    monkeypatch.setattr(embed_module, "embed", lambda *a, **k: pytest.fail("embedded first"))
+    with pytest.raises(ValueError, match=r"ks: k = 7 is not in \[1, 6\].*Received: ks=1,7$"):
+        E.evaluate(_encoder(), (train, test), "knn", ks=(1, 7), verbose=False)
+
+
+def test_default_k_above_the_training_images_are_named_once(capsys):
+    x = np.random.default_rng(0).normal(size=(30, 4))
+    y = np.arange(30) % 2
+    result = E.evaluate_embeddings(x, y, x, y, "knn,retrieval")
+    assert sorted(result.knn) == ["k1", "k20", "k5"]
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+    assert notes == ["note: kNN k = 200 left out of the default k (1, 5, 20, 200): more than the "
+                     "30 training images"]
+    assert ("weighted kNN top-1, k = 200", "skipped: only 30 training embeddings") \
+        in result.results["knn"].rows
+    with pytest.raises(ValueError, match="k = 200 is not in"):  # the same k, given: refused
+        E.evaluate_embeddings(x, y, x, y, "knn", ks=(1, 200), verbose=False)

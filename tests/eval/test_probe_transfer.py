@@ -41,7 +41,7 @@ def test_the_comparison_report_uses_the_names_it_is_given():
 
     x, y = np.eye(4), np.array([0, 0, 1, 1])
     r = evaluate_embeddings(x, y, x, y, "ncc", verbose=False)
-    table = compare_results(r, r, names=("sincere", "supcon"), resamples=50)
+    table = compare_results(r, r, names=("sincere", "supcon"), resamples=100)
     lines = comparison_markdown([r, r], ["sincere: a", "supcon: b"], table, "d", names=("sincere", "supcon"))
     assert "| ncc | 100.00% | 100.00% | +0.00% |" in "\n".join(lines)
     assert "| classifier | sincere | supcon | sincere - supcon |" in "\n".join(lines)

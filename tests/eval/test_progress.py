@@ -47,3 +47,19 @@ def test_predict_images_off_a_terminal_prints_lines_and_the_same_outputs(monkeyp
     printed = capsys.readouterr().out.splitlines()  # captured: not a terminal
     assert len(printed) == 10 and printed[-1].startswith("embedding 40 images: 40/40 images (100%)")
     np.testing.assert_allclose(loud, quiet, rtol=1e-6)
+
+
+def test_the_batch_count_comes_from_keras_when_not_given():
+    import keras
+
+    lines = []
+    callback = progress.PlainProgress("embedding 40 images", 40, after=0.0, print_fn=lines.append)
+    keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]).predict(
+        np.zeros((40, 2)), batch_size=10, verbose=0, callbacks=[callback])
+    assert callback.batches == 4 and callback.batch_size == 10  # params["steps"] of this predict
+    assert [re.search(r"\((\d+)%\)", line).group(1) for line in lines] == ["25", "50", "75", "100"]
+    assert lines[1].startswith("embedding 40 images: 20/40 images (50%)")
+    unknown = progress.PlainProgress("x", 10, after=0.0, print_fn=lines.append)
+    unknown.on_predict_begin()  # no count given nor set by Keras: silent, no ZeroDivisionError
+    unknown.on_predict_batch_end(0)
+    assert len(lines) == 4

@@ -349,6 +349,8 @@ def test_a_bad_whole_number_flag_is_one_line(flag, value, tmp_path, capsys):
     ["eval", "m", "--data", "digits", "--k", "1,2.5"], ["eval", "m", "--data", "digits", "--shots", "0"],
     ["eval", "m", "--data", "digits", "--probe-epochs", "2.5"],
     ["compare", "a", "b", "--data", "digits", "--resamples", "-1"],
+    ["compare", "a", "b", "--data", "digits", "--resamples", "1"],  # a one-point "interval"
+    ["compare", "a", "b", "--data", "digits", "--resamples", "99"],
     ["show-views", "--data", "digits", "--images", "0"], ["show-views", "--data", "digits", "--views", "1.5"],
     ["transfer", "p", "--data", "digits", "--learning-rates", "0.1,nan"],
     ["transfer", "p", "--data", "digits", "--epochs", "0"],
@@ -363,13 +365,15 @@ def test_bad_numbers_on_other_commands_are_one_line(command, capsys):
     ({"training": {"batch_size": 2.5}}, "training.batch_size = 2.5"),
     ({"training": {"batch_size": 0}}, "training.batch_size = 0"),
     ({"training": {"batch_size": "32"}}, "training.batch_size = '32'"),
-    ({"views": {"size": 0}}, "`size` must be a whole number >= 1. Received: size=0"),
+    ({"views": {"size": 0}}, "`size` must be a whole number in [1, 8192]. Received: size=0"),
     ({"views": {"size": -3}}, "Received: size=-3"),
     ({"views": {"size": 2.5}}, "Received: size=2.5"),
     ({"views": {"size": True}}, "Received: size=True"),
     ({"views": {"size": "16"}}, "Received: size='16'"),
     ({"views": {"views": 0}}, "Received: views=0"),
     ({"views": {"recipe": "supcon", "size": -1}}, "Received: size=-1"),
+    ({"views": {"size": 10**23}}, f"`size` must be a whole number in [1, 8192]. Received: size={10**23}"),
+    ({"views": {"recipe": "airbench", "size": 8193}}, "Received: size=8193"),
     ({"views": {"crop_ratio": [-1, 2]}}, "crop_ratio"),
 ])
 def test_bad_batch_and_view_sizes_name_the_key(sections, fragment):
@@ -379,8 +383,9 @@ def test_bad_batch_and_view_sizes_name_the_key(sections, fragment):
 
 
 @pytest.mark.parametrize("item, fragment", [
-    ("views.size=0", "`size` must be a whole number >= 1. Received: size=0"),
+    ("views.size=0", "`size` must be a whole number in [1, 8192]. Received: size=0"),
     ("views.size=-4", "Received: size=-4"), ("views.size=2.5", "Received: size=2.5"),
+    ("views.size=100000000000000000000000", "in [1, 8192]. Received: size=100000000000000000000000"),
     ("training.batch_size=2.5", "training.batch_size = 2.5 (from an override)"),
     ("training.batch_size=-1", "training.batch_size = -1 (from an override)"),
 ])

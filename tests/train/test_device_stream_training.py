@@ -47,16 +47,19 @@ def test_kill_9_then_resume_on_the_device_stream_without_tensorflow(tmp_path):
 def test_a_resumed_run_keeps_the_stream_it_started_on(tmp_path, capsys):
     from clzoo.train import load_recipe
     from clzoo.train.run_folder import RunFolder
-    from clzoo.train.runner import _kept_pipeline
+    from clzoo.train.runner import _kept_pipeline, _recorded_environment
 
     recipe, run = load_recipe(None, ["data=digits"]), RunFolder(tmp_path)
     (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "tf_data"}))
-    assert _kept_pipeline(run, recipe, None, "device", verbose=1) == "tf_data"  # started on TF
+    kept = _kept_pipeline(run, _recorded_environment(run), recipe, None, "device", verbose=1)
+    assert kept == "tf_data"  # started on TF
     assert "resuming on the tf_data stream the run started on" in capsys.readouterr().out
     (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "device"}))
-    assert _kept_pipeline(run, recipe, None, "device", verbose=1) == "device"
+    assert _kept_pipeline(run, _recorded_environment(run), recipe, None, "device", verbose=1) == "device"
     chosen = load_recipe(None, ["data=digits", "training.pipeline=tf_data"])  # asked for by name
-    assert _kept_pipeline(run, chosen, None, "tf_data", verbose=0) == "tf_data"
+    assert _kept_pipeline(run, {"pipeline": "device"}, chosen, None, "tf_data", verbose=0) == "tf_data"
+    (tmp_path / "environment.json").write_text("[1, 2]")  # not a record: the stream chosen now
+    assert _kept_pipeline(run, _recorded_environment(run), recipe, None, "device", verbose=0) == "device"
 
 
 def test_a_run_started_on_the_device_stream_is_not_resumed_over_several_processes(tmp_path):
@@ -68,4 +71,5 @@ def test_a_run_started_on_the_device_stream_is_not_resumed_over_several_processe
     (tmp_path / "environment.json").write_text(json.dumps({"pipeline": "device"}))
     place = Placement("data_parallel", replicas=4, processes=2)  # auto picks tf_data there
     with pytest.raises(RecipeError, match="started on the device stream.*data_parallel"):
-        _kept_pipeline(RunFolder(tmp_path), load_recipe(None, ["data=digits"]), place, "tf_data", 0)
+        _kept_pipeline(RunFolder(tmp_path), {"pipeline": "device"}, load_recipe(None, ["data=digits"]),
+                       place, "tf_data", 0)

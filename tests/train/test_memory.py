@@ -21,6 +21,13 @@ def test_activation_bytes_sum_every_layer_output():
     assert activation_bytes_per_image(encoder) == 4 * (3 * 16 + 128 + 128 + 8)  # input layer too
 
 
+def test_activation_bytes_of_a_huge_input_do_not_overflow():
+    side = 2**40  # one output of 3 * 2**80 elements: past int64, which np.prod overflowed
+    inputs = keras.Input((side, side, 3))
+    encoder = keras.Model(inputs, keras.layers.Flatten()(inputs))
+    assert activation_bytes_per_image(encoder) == 2 * 4 * 3 * side**2
+
+
 def _recipe(batch, chunk=None):
     sets = [f"training.batch_size={batch}", "data=digits"]
     if chunk:

@@ -223,6 +223,27 @@ def test_resume_refuses_data_of_another_size(tmp_path):
         train(load_recipe(path), run, verbose=0, resume=True)
 
 
+def test_resume_refuses_other_classes_of_the_same_size_and_runs_without_the_record_resume(tmp_path):
+    """A class folder renamed between a kill and --resume: as many images and steps, but label 3
+    would now mean another class; refused, naming the classes. A run recorded before class names
+    were (no `class_names` in environment.json) resumes as before."""
+    path, _ = one_epoch_recipe(tmp_path)
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    recorded = json.loads((run / "environment.json").read_text())
+    assert recorded["class_names"] == ["0", "1", "2", "3"]
+    for split in ("train", "test"):
+        (tmp_path / "data" / split / "3").rename(tmp_path / "data" / split / "7")
+    with pytest.raises(ValueError, match=r"training classes changed since the run started \(classes "
+                                         r"gone: \['3'\]; new: \['7'\]\)"):
+        train(load_recipe(path), run, verbose=0, resume=True)
+    del recorded["class_names"]
+    (run / "environment.json").write_text(json.dumps(recorded))
+    assert train(load_recipe(path), run, verbose=0, resume=True).steps == 2
+    assert json.loads((run / "environment.json").read_text())["class_names"] == ["0", "1", "2", "7"]
+
+
 def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
     """Issue 58 item 7: `loss.temperature: learnable` could not run (the model was built before
     the loss, and a built model takes no new weight)."""
