@@ -166,7 +166,9 @@ class ContrastiveLoss(FunctionLoss):
     # Keyword arguments taken through `**learnable` (recipes check them by name).
     extra_arguments = LEARNABLE_ARGUMENTS
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
+    def __call__(self, y_true, y_pred, sample_weight=None, memory=None):
+        """The reduced loss; `memory=(embeddings, labels, valid)` adds entries every anchor is also
+        contrasted with (a MoCo queue: `clzoo.losses.memory`), as the function twins take it."""
         with keras.name_scope(self.name):
             y_pred = embedding_tensor(y_pred, self.dtype)
             if y_true is None and self.uses_labels:
@@ -174,16 +176,16 @@ class ContrastiveLoss(FunctionLoss):
             batch = y_pred.shape[0] if y_pred.shape[0] is not None else ops.shape(y_pred)[0]
             with K.collecting_checks() as checks:
                 weight = standardize_sample_weight(sample_weight, batch)
-                values = self.call(y_true, y_pred)
+                values = self.call(y_true, y_pred, memory=memory)
                 if self.check_values:
                     check_finite_embeddings(y_pred)
             return reduce_per_sample(self, K.poison_unless_all(values, checks), weight)
 
-    def call(self, y_true, y_pred):
+    def call(self, y_true, y_pred, memory=None):
         kernel = {} if self.kernel is None else {"kernel": self.kernel}
         return self.function(y_true if self.uses_labels else None, y_pred,
                              temperature=self.temperature_value(), normalize=self.normalize,
-                             chunk_size=self.chunk_size, **kernel, **self.options())
+                             chunk_size=self.chunk_size, memory=memory, **kernel, **self.options())
 
     def get_config(self):
         config = super().get_config()

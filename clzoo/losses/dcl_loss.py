@@ -9,7 +9,7 @@ from clzoo.validation.arguments import validate_chunk_size, validate_temperature
 
 
 @shared_docstring
-def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
+def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None, memory=None):
     """Decoupled contrastive loss per sample (NSCL paper eq. 1; Yeh et al. 2022).
 
     InfoNCE without the positive in its own denominator. Positives are the
@@ -26,6 +26,7 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
 
     Returns:
         float32 `(batch,)`; may be negative (no positive in the denominator).
@@ -45,7 +46,7 @@ def dcl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     temperature = validate_temperature(temperature)
     return per_sample_loss(None, y_pred, temperature, decoupled_anchor_terms, normalize,
                              supervised=False, min_views=2, loss_name="DCLLoss",
-                             chunk_size=validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size), memory=memory)
 
 
 def decoupled_anchor_terms(sims, masks):

@@ -14,7 +14,8 @@ def _anchor_terms(sims, masks):
 
 
 @shared_docstring
-def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None, kernel="auto"):
+def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None, kernel="auto",
+                  memory=None):
     """InfoNCE (NT-Xent) per sample (Chen et al. 2020, eq. 1; SINCERE eq. 2).
 
     Positives of an anchor are the other views of its own sample; every view
@@ -29,6 +30,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
         $kernel
 
     Returns:
@@ -50,7 +52,7 @@ def info_nce_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=No
     return per_sample_loss(None, y_pred, temperature, _anchor_terms, normalize,
                              supervised=False, min_views=2, loss_name="InfoNCELoss",
                              chunk_size=validate_chunk_size(chunk_size),
-                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive"))
+                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive"), memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

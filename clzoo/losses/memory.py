@@ -1,11 +1,12 @@
 """Extra columns for the embedding losses: a memory of past keys (MoCo queue, cross-batch memory).
 
-`with_memory(embeddings, labels, valid)` is a context manager: every
-embedding loss called inside it (`SINCERELoss`, `SupConLoss`,
-`SupInfoNCELoss`, `NSCLLoss`, `DCLLoss`, `InfoNCELoss`, `SpreadLoss` and their
-function twins) contrasts each anchor of the batch against the batch *and*
-the memory entries. `clzoo.models.ContrastiveModel(queue_size=...)` sets it
-inside `fit`; use it directly in a custom training loop.
+Every embedding loss (`SINCERELoss`, `SupConLoss`, `SupInfoNCELoss`, `NSCLLoss`, `DCLLoss`,
+`InfoNCELoss`, `SpreadLoss` and their function twins) takes `memory=(embeddings, labels, valid)`
+and contrasts each anchor of the batch against the batch *and* the memory entries, as
+pytorch-metric-learning's `CrossBatchMemory` passes its memory to the loss.
+`clzoo.models.ContrastiveModel(queue_size=...)` passes its queue so inside `fit`. `with_memory(...)`
+is a context manager giving the same memory to every loss called inside it without one of its own
+(a custom training loop that calls a loss it does not build).
 
 Definition (anchor `i` of the batch, `s = cos / temperature`):
 
@@ -47,7 +48,8 @@ def active_memory():
 
 @contextlib.contextmanager
 def with_memory(embeddings, labels=None, valid=None):
-    """Losses called inside contrast their anchors against batch + `embeddings`.
+    """Losses called inside without a `memory` argument contrast their anchors against batch +
+    `embeddings` (the argument is the explicit form: `SINCERELoss()(y, z, memory=(embeddings, labels))`).
 
     Thread-local, so that each `tf.distribute` replica thread sees its own
     memory; a `None` embeddings argument disables the memory inside.
@@ -86,6 +88,22 @@ def with_memory(embeddings, labels=None, valid=None):
         stack.pop()
 
 
+def resolve_memory(memory):
+    """The memory a loss call contrasts with: `memory` (a tuple `(embeddings[, labels[, valid]])`,
+    checked), else the innermost `with_memory`'s, else None.
+
+    Raises:
+        ValueError: naming `memory` when it is not such a tuple, or the entry that does not fit.
+    """
+    if memory is None:
+        return active_memory()
+    if not isinstance(memory, (tuple, list)) or not 1 <= len(memory) <= 3:
+        raise ValueError("`memory` must be a tuple (embeddings, labels, valid) with labels and valid "
+                         f"optional. Received: memory of type {type(memory).__name__}")
+    embeddings, labels, valid = (tuple(memory) + (None, None))[:3]
+    return None if embeddings is None else _validated(embeddings, labels, valid)
+
+
 def _validated(embeddings, labels, valid):
     embeddings = ops.convert_to_tensor(embeddings)
     if len(embeddings.shape) != 2 or embeddings.shape[0] is None:
@@ -103,8 +121,8 @@ def _validated(embeddings, labels, valid):
     return embeddings, checked[0], checked[1]
 
 
-def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
-    """Append the active memory to the loss's columns (used by `per_sample_loss`).
+def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim, memory):
+    """Append the memory to the loss's columns (used by `per_sample_loss`).
 
     Args:
         z_all: float32 `(N, dim)` column embeddings of the batch.
@@ -115,6 +133,7 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
         labels_dtype: dtype of the batch labels.
         dim: the static embedding size of `y_pred` (an all-gathered `z_all`
             may have lost it).
+        memory: `(embeddings, labels, valid)` from `resolve_memory`, or None.
 
     Returns:
         `(z_all, cols)`: unchanged without a memory; else `(N + K, dim)` and
@@ -122,7 +141,6 @@ def extend_columns(z_all, cols, supervised, normalize, labels_dtype, dim):
         entries get sample id and position `-1 - k` (never an anchor's) and,
         for self-supervised losses, label `-1 - k` (noise for every anchor).
     """
-    memory = active_memory()
     if memory is None:
         return z_all, cols
     embeddings, labels, valid = memory

@@ -10,7 +10,7 @@ from clzoo.validation.arguments import validate_chunk_size, validate_temperature
 
 
 @shared_docstring
-def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
+def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None, memory=None):
     """NSCL per sample (Luthra, Yang and Galanti, sec. 3.1).
 
     DCL with the denominator restricted to samples of other classes:
@@ -28,6 +28,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
         temperature: positive float. Defaults to `0.1`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
 
     Returns:
         float32 `(batch,)`.
@@ -47,7 +48,7 @@ def nscl_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None):
     temperature = validate_temperature(temperature)
     return per_sample_loss(y_true, y_pred, temperature, decoupled_anchor_terms, normalize,
                              min_views=2, loss_name="NSCLLoss",
-                             chunk_size=validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size), memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -1,7 +1,7 @@
 """Who is whose positive: per-embedding ids of the global batch and the anchor / column masks.
 
 Every anchor (a row) is compared with every embedding of the global batch
-(a column), plus the memory entries of `clzoo.losses.with_memory`. Each side
+(a column), plus the memory entries (`clzoo.losses.memory`). Each side
 is described by flat int arrays (label, sample id, position); `PairMasks`
 turns them into the boolean relations the losses choose their positive set
 and denominator from.
@@ -14,7 +14,7 @@ from keras import ops
 
 from clzoo.losses import distributed
 from clzoo.losses import label_similarity as LS
-from clzoo.losses.memory import active_memory, extend_columns
+from clzoo.losses.memory import extend_columns
 from clzoo.validation.inputs import l2_normalize
 from clzoo.validation.labels import check_count, standardize_labels
 
@@ -134,15 +134,15 @@ def global_ids(z, y_true, batch, views, supervised, label_similarity):
 
 
 
-def memory_columns(z_all, cols, supervised, normalize, dim):
-    """Memory entries (MoCo queue) as extra columns when `clzoo.losses.with_memory` is active:
-    `(z_all, cols, valid)`, `valid` None without memory."""
-    if active_memory() is None:
+def memory_columns(z_all, cols, supervised, normalize, dim, memory):
+    """Memory entries (MoCo queue; `memory` from `clzoo.losses.memory.resolve_memory`) as extra
+    columns: `(z_all, cols, valid)`, `valid` None without memory."""
+    if memory is None:
         return z_all, cols, None
     if len(cols) > 3:
         raise ValueError("A memory queue holds class ids, not label rows: `label_similarity` with "
                          "multi-hot / soft `y_true` cannot be combined with a queue. Received: "
-                         "label rows while `with_memory` is active")
+                         "label rows with a memory")
     z_all, cols = extend_columns(z_all, cols, supervised, l2_normalize if normalize else None,
-                                 keras.backend.standardize_dtype(cols[0].dtype), dim)
+                                 keras.backend.standardize_dtype(cols[0].dtype), dim, memory)
     return z_all, cols[:3], cols[3]

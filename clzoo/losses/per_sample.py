@@ -10,6 +10,7 @@ from keras import ops
 
 from clzoo.losses.blockwise import blockwise
 from clzoo.losses.fused.dispatch import implementation, use_fused
+from clzoo.losses.memory import resolve_memory
 from clzoo.losses.pairs import PairMasks, global_ids, memory_columns
 from clzoo.losses.similarities import MAX_EXP_RANGE, Similarities
 from clzoo.validation.inputs import standardize_embeddings
@@ -17,7 +18,7 @@ from clzoo.validation.inputs import standardize_embeddings
 
 def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
                     supervised=True, min_views=1, loss_name="This loss", weights=(1.0,),
-                    chunk_size=None, label_similarity=None, kernel="xla", fused=None):
+                    chunk_size=None, label_similarity=None, kernel="xla", fused=None, memory=None):
     """Per-sample loss `(batch,)` of a multi-view batch, from the loss's `anchor_terms`.
 
     Standardizes the inputs, gathers the global batch across `tf.distribute`
@@ -48,6 +49,8 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
         fused: None (no fused kernel for this loss) or `dispatch.Fused`: the
             kernel's mode for this loss, and why the call's options are not
             covered, if they are not.
+        memory: None, or `(embeddings, labels, valid)` entries every anchor is also contrasted
+            with (`clzoo.losses.memory`); None takes `with_memory`'s, if one is active.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid
@@ -55,10 +58,11 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     """
     z, batch, views = standardize_embeddings(y_pred, normalize)
     _check_views(views, min_views, loss_name)
+    memory = resolve_memory(memory)
     z_all, rows, cols = global_ids(z, y_true, batch, views, supervised, label_similarity)
-    if fused is not None and use_fused(kernel, z_all, _uncovered(fused, z, z_all)):
+    if fused is not None and use_fused(kernel, z_all, _uncovered(fused, z, z_all, memory)):
         return _fused_per_sample(z_all, rows[0], temperature, fused, views)
-    z_all, cols, valid = memory_columns(z_all, cols, supervised, normalize, z.shape[1])
+    z_all, cols, valid = memory_columns(z_all, cols, supervised, normalize, z.shape[1], memory)
     bound = _logit_bound(temperature, normalize)
 
     def block(z_rows, z_cols, row_ids):
@@ -81,12 +85,14 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
     return total
 
 
-def _uncovered(fused, z, z_all):
-    """The loss's own reason the kernel does not cover it, or a gathered global batch (the
-    kernel contrasts one matrix with itself: anchors and columns must be the same rows)."""
-    if fused.uncovered or z_all.shape[0] == z.shape[0]:
+def _uncovered(fused, z, z_all, memory):
+    """The loss's own reason the kernel does not cover it, a memory, or a gathered global batch
+    (the kernel contrasts one matrix with itself: anchors and columns must be the same rows)."""
+    if fused.uncovered:
         return fused.uncovered
-    return "the batch is gathered across replicas"
+    if memory is not None:
+        return "a memory queue is given (memory= or clzoo.losses.with_memory)"
+    return None if z_all.shape[0] == z.shape[0] else "the batch is gathered across replicas"
 
 
 def _fused_per_sample(z, labels, temperature, fused, views):

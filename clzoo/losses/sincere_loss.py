@@ -27,7 +27,7 @@ def _weighted_anchor_terms(sims, masks):
 
 @shared_docstring
 def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=None,
-                 label_similarity=None, kernel="auto"):
+                 label_similarity=None, kernel="auto", memory=None):
     """SINCERE loss per sample (Feeney and Hughes, eq. 12).
 
     For anchor `i` and each positive `p` (another embedding with the anchor's
@@ -65,6 +65,7 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
             Defaults to `0.1`.
         normalize: L2-normalize `y_pred` along `dim` first. Defaults to `True`.
         $chunk_size
+        $memory
         $kernel
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
@@ -91,7 +92,8 @@ def sincere_loss(y_true, y_pred, temperature=0.1, normalize=True, chunk_size=Non
                              chunk_size=validate_chunk_size(chunk_size),
                              label_similarity=label_similarity, kernel=validate_kernel(kernel),
                              fused=Fused("noise_contrastive", uncovered=(
-                                 None if label_similarity is None else "label_similarity is set")))
+                                 None if label_similarity is None else "label_similarity is set")),
+                             memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

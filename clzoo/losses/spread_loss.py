@@ -25,7 +25,7 @@ def _anchor_terms(sims, masks):
 
 
 @shared_docstring
-def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None):
+def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chunk_size=None, memory=None):
     """L_spread per sample: `alpha * L_attract + (1 - alpha) * L_repel` (Chen et al. 2022, eqs. 1-3).
 
     - L_attract (eq. 2) is SINCERE-form: for each same-class positive `p`,
@@ -46,6 +46,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
             Defaults to `0.5`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
 
     Returns:
         float32 `(batch,)`.
@@ -66,7 +67,7 @@ def spread_loss(y_true, y_pred, temperature=0.5, alpha=0.5, normalize=True, chun
     alpha = _validate_alpha(alpha)
     return per_sample_loss(y_true, y_pred, temperature, _anchor_terms, normalize,
                              min_views=2, loss_name="SpreadLoss", weights=(alpha, 1.0 - alpha),
-                             chunk_size=validate_chunk_size(chunk_size))
+                             chunk_size=validate_chunk_size(chunk_size), memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -85,6 +85,7 @@ def sup_con_loss(
     chunk_size=None,
     label_similarity=None,
     kernel="auto",
+    memory=None,
 ):
     """SupCon loss per sample (Khosla et al. 2020, supplement eqs. 1-2).
 
@@ -127,6 +128,7 @@ def sup_con_loss(
         max_positives: None or positive int. Defaults to `None` (no cap).
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
         $kernel
         label_similarity: None (hard labels; a rank-2 `y_true` must be
             exactly one-hot), `"cosine"` or `"jaccard"` (multi-hot / soft
@@ -178,7 +180,8 @@ def sup_con_loss(
                                      chunk_size=validate_chunk_size(chunk_size),
                                      label_similarity=label_similarity,
                                      kernel=validate_kernel(kernel),
-                                     fused=_fused(variant, max_positives, label_similarity))
+                                     fused=_fused(variant, max_positives, label_similarity),
+                                     memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

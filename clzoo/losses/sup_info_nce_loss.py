@@ -19,7 +19,7 @@ def _validate_options(epsilon):
 
 @shared_docstring
 def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=True,
-                      chunk_size=None, kernel="auto"):
+                      chunk_size=None, kernel="auto", memory=None):
     """epsilon-SupInfoNCE per sample (SINCERE paper eq. 15; Barbano et al. 2023).
 
     As SINCERE, but the positive's own term in the denominator carries a
@@ -37,6 +37,7 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
         epsilon: margin >= 0, in logit units. Defaults to `0.25`.
         normalize: L2-normalize `y_pred` first. Defaults to `True`.
         $chunk_size
+        $memory
         $kernel
 
     Returns:
@@ -62,7 +63,8 @@ def sup_info_nce_loss(y_true, y_pred, temperature=0.1, epsilon=0.25, normalize=T
 
     return per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize,
                              chunk_size=validate_chunk_size(chunk_size),
-                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive", epsilon))
+                             kernel=validate_kernel(kernel), fused=Fused("noise_contrastive", epsilon),
+                             memory=memory)
 
 
 @keras.saving.register_keras_serializable(package="clzoo")

@@ -100,7 +100,7 @@ class ContrastiveModel(keras.Model):
         projection_head: layer mapping `(batch, features)` to `(batch, dim)`.
         queue_size: None, or K: keep the last K key embeddings and labels
             (`MemoryQueue`) and, in `fit`, contrast each anchor against
-            batch + queue (`clzoo.losses.with_memory`: queue entries are
+            batch + queue (the loss's `memory` argument: queue entries are
             positives or noise by label, never anchors, no gradient). Needs
             an embedding loss. `evaluate` uses the batch only. Defaults to
             `None`.
@@ -333,10 +333,7 @@ class ContrastiveModel(keras.Model):
         if self.memory_queue is None or not training:
             loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
         else:
-            loss = contrast_with_queue(
-                self, x, y, y_pred,
-                lambda: super(ContrastiveModel, self).compute_loss(x, y, y_pred, sample_weight,
-                                                                   training))
+            loss = contrast_with_queue(self, x, y, y_pred, sample_weight)
         if logits is not None:
             loss = loss + self.auxiliary_weight * auxiliary_cross_entropy(
                 y, logits, x.shape[1], self.auxiliary_label_smoothing, sample_weight)
@@ -356,9 +353,15 @@ class ContrastiveModel(keras.Model):
 
         Raises:
             ValueError: for a learnable-temperature loss when the model is already built and
-                owns no `learnable_temperature` (Keras adds no weights to a built model).
+                owns no `learnable_temperature` (Keras adds no weights to a built model); for
+                `loss_weights` with a queue (its step calls the loss itself, with the queue).
         """
         loss = kwargs.get("loss", args[1] if len(args) > 1 else None)
+        loss_weights = kwargs.get("loss_weights", args[2] if len(args) > 2 else None)
+        if self.memory_queue is not None and loss_weights is not None:
+            raise ValueError("A model with a queue (queue_size) calls its one loss with the queue; "
+                             f"scale the loss instead of passing loss_weights. Received: "
+                             f"loss_weights={loss_weights!r}")
         layer = getattr(loss, "temperature_layer", None)
         if layer is not None:
             own = getattr(self, "learnable_temperature", None)

@@ -2,36 +2,38 @@
 
 from keras import ops
 
+from clzoo.compat import added_losses
 from clzoo.losses import distributed
 from clzoo.losses.base import ContrastiveLoss
-from clzoo.losses.memory import with_memory
 from clzoo.validation import checks as K
 from clzoo.validation.labels import standardize_labels
 
 
-def contrast_with_queue(model, x, y, y_pred, compute_loss):
+def contrast_with_queue(model, x, y, y_pred, sample_weight=None):
     """The step's loss over batch + `model.memory_queue`, then the batch's keys enqueued.
 
     Order within one step (MoCo, Algorithm 1): momentum update of the key
     encoder (if any), keys of `x`, loss of the batch against the queue as it
-    was before this step (`clzoo.losses.with_memory`), then the keys and
+    was before this step (passed to the loss as its `memory` argument, as
+    pytorch-metric-learning's `CrossBatchMemory` does), then the keys and
     labels of the *global* batch enqueued (all-gathered across
     `tf.distribute` replicas in global sample order, so every replica
     writes the same entries; JAX `DataParallel` already sees the global
     batch). Runs inside `fit`'s compiled step on every backend: the queue
     and shadow weights are non-trainable variables assigned in
     `compute_loss`, which Keras' trainers carry over on TensorFlow, JAX and
-    PyTorch.
+    PyTorch. The loss is what Keras' `compute_loss` gives, with the memory
+    added: the compiled loss plus the layers' added losses (`compat.added_losses`).
 
     Args:
         model: a `ContrastiveModel` with a `memory_queue`.
         x: the multi-view batch `(batch, views, H, W, C)`.
         y: its labels (as the loss takes them), or None.
         y_pred: the model's embeddings `(batch, views, dim)`.
-        compute_loss: `() -> loss`, Keras' own `compute_loss` for this step.
+        sample_weight: as `fit` passes it, or None.
 
     Returns:
-        the scalar loss of `compute_loss`.
+        the scalar loss.
 
     Raises:
         ValueError: when the compiled loss is not one clzoo embedding loss
@@ -47,8 +49,9 @@ def contrast_with_queue(model, x, y, y_pred, compute_loss):
         keys = model.key_embeddings(x)
     else:
         keys = ops.stop_gradient(y_pred)
-    with with_memory(*model.memory_queue.contents()):
-        loss = compute_loss()
+    loss = loss_fn(y, y_pred, sample_weight, memory=model.memory_queue.contents())
+    for added in added_losses(model):
+        loss = loss + ops.cast(added, loss.dtype)
     model.memory_queue.enqueue(*_global_keys(keys, y if loss_fn.uses_labels else None))
     return loss
 

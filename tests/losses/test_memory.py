@@ -66,7 +66,8 @@ LOSSES = {
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("chunk_size", [None, 4])
-def test_loss_over_batch_and_memory_matches_reference(name, chunk_size):
+@pytest.mark.parametrize("given", ["argument", "with_memory"])
+def test_loss_over_batch_and_memory_matches_reference(name, chunk_size, given):
     rng = np.random.default_rng(7)
     labels = np.array([0, 0, 1, 2, 2, 3])  # class 3 appears once: its positives come from memory
     z = rng.normal(size=(6, 2, 5)).astype("float32")
@@ -74,8 +75,11 @@ def test_loss_over_batch_and_memory_matches_reference(name, chunk_size):
     memory_labels = np.array([3, 1, 0, 4, 3, 2, 1], "int32")
     valid = np.array([1, 1, 1, 1, 1, 0, 0], bool)  # two empty slots: neither positive nor noise
     loss = LOSSES[name].__class__.from_config({**LOSSES[name].get_config(), "chunk_size": chunk_size})
-    with clzoo.losses.with_memory(memory, memory_labels, valid):
-        got = ops.convert_to_numpy(loss.call(labels, z))
+    if given == "argument":  # the explicit form (issue 60 item 2), as ContrastiveModel passes its queue
+        got = ops.convert_to_numpy(loss.call(labels, z, memory=(memory, memory_labels, valid)))
+    else:
+        with clzoo.losses.with_memory(memory, memory_labels, valid):
+            got = ops.convert_to_numpy(loss.call(labels, z))
     want = _reference(name, labels, z, memory, memory_labels, valid, 0.2)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     # And the memory changes the value (it is really used), and leaves when the context ends.
@@ -121,3 +125,19 @@ def test_memory_arguments_are_checked():
     with pytest.raises(ValueError, match="embedding dim"):
         with clzoo.losses.with_memory(np.ones((3, 4)), None):
             clzoo.losses.sincere_loss(np.arange(4), z)
+
+
+def test_an_explicit_memory_is_checked_and_wins_over_the_context():
+    rng = np.random.default_rng(3)
+    labels, z = np.array([0, 0, 1, 1]), rng.normal(size=(4, 2, 5)).astype("float32")
+    memory = (rng.normal(size=(3, 5)).astype("float32"), np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"`memory` must be a tuple \(embeddings, labels, valid\)"):
+        clzoo.losses.SINCERELoss()(labels, z, memory=np.ones((3, 5)))
+    with pytest.raises(ValueError, match="`labels` of the memory must have shape"):
+        clzoo.losses.sincere_loss(labels, z, memory=(np.ones((3, 5)), np.zeros(4)))
+    explicit = ops.convert_to_numpy(clzoo.losses.sincere_loss(labels, z, memory=memory))
+    with clzoo.losses.with_memory(np.ones((2, 5), "float32"), np.array([0, 1])):
+        inside = ops.convert_to_numpy(clzoo.losses.sincere_loss(labels, z, memory=memory))
+    np.testing.assert_allclose(inside, explicit, rtol=1e-6)
+    reduced = float(clzoo.losses.SINCERELoss()(labels, z, sample_weight=np.ones(4), memory=memory))
+    assert reduced == pytest.approx(float(np.mean(explicit)), rel=1e-6)

@@ -12,7 +12,7 @@ import pytest
 from keras import ops
 
 import clzoo
-from tests.models.queue_model import batches, queue_state, tiny_model
+from tests.models.queue_model import SHAPE, batches, queue_state, tiny_model
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
@@ -248,3 +248,35 @@ def test_a_rule_between_parts_is_one_check_for_the_model_and_the_recipe(model_kw
     with pytest.raises(RecipeError, match=words) as raised:
         load_recipe(None, recipe_overrides)
     assert "model." + recipe_overrides[0].split(".")[1].split("=")[0] in str(raised.value)
+
+
+def test_a_queue_step_passes_its_queue_to_the_loss_and_adds_the_layers_losses(monkeypatch):
+    """Issue 60 item 2: the queue reaches the loss as its `memory` argument, not through the
+    thread-local `with_memory` state (blinded here: a step that went through it would see no
+    memory), and the step's loss is Keras' `compute_loss` with the queue: the compiled loss plus
+    the layers' added (regularizer) losses."""
+    from clzoo.losses import memory as memory_module
+
+    monkeypatch.setattr(memory_module, "active_memory", lambda: None)
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.layers.Flatten(),
+                                keras.layers.Dense(6, kernel_regularizer=keras.regularizers.L2(0.1))])
+    head = clzoo.models.ProjectionHead(hidden_dims=(5,), output_dim=3)
+    model = clzoo.models.ContrastiveModel(encoder, head, queue_size=10)
+    model.build((None,) + SHAPE)
+    loss = clzoo.losses.SINCERELoss(temperature=0.2)
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss)
+    x, y = batches(8)
+    model.train_on_batch(x[:4], y[:4])  # fills the queue with the first batch's keys
+    contents = tuple(_np(t) for t in model.memory_queue.contents())
+    got = float(model.train_on_batch(x[4:], y[4:]))
+    penalty = 0.1 * float(np.sum(_np(encoder.layers[-1].kernel.value) ** 2))
+    want = float(loss(y[4:], _np(model(x[4:])), memory=contents)) + penalty
+    assert got == pytest.approx(want, rel=1e-5)
+    assert penalty > 0.01 and contents[0].shape == (10, 3)
+
+
+def test_loss_weights_with_a_queue_are_refused():
+    model = tiny_model(queue_size=10, momentum=None)
+    with pytest.raises(ValueError, match="scale the loss instead of passing loss_weights"):
+        model.compile(optimizer="sgd", loss=clzoo.losses.SINCERELoss(), loss_weights=2.0)

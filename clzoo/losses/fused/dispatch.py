@@ -20,8 +20,6 @@ from typing import NamedTuple
 
 import keras
 
-from clzoo.losses.memory import active_memory
-
 KERNELS = ("auto", "fused", "xla")
 MAX_DIM = 128  # the widest embedding measured (float32 tiles of D = 256 exceed Hopper's shared memory)
 # Where "auto" takes the Triton kernel: the CUDA capabilities it was measured on (H100 / H200).
@@ -114,8 +112,6 @@ def blocker(z, uncovered=None):
     if impl is None:
         return (f"the {keras.backend.backend()} backend keeps the keras.ops path (fused kernels: "
                 + ", ".join(i.backend for i in IMPLEMENTATIONS.values()) + ")")
-    if active_memory() is not None:
-        return "a memory queue (clzoo.losses.with_memory) is active"
     if z.shape[-1] > MAX_DIM:
         return f"the kernel takes embeddings of at most {MAX_DIM} dimensions, not {z.shape[-1]}"
     return impl.refusal(z)
