@@ -608,7 +608,7 @@ def _preset_lines(registry):
         k = f" (k={knn_key[len('knn_top1_k'):]})" if knn_key else ""
         rows.append((name, str(entry.get("architecture", "-")), str(entry.get("loss", "-")),
                      str(entry.get("dataset", "-")), _percent(knn) + k,
-                     _percent(metrics.pop("linear_probe_top1", None))))
+                     _percent(metrics.pop("probe_top1", metrics.pop("linear_probe_top1", None)))))
         if metrics:  # anything else the registry records, e.g. fine-label numbers
             notes.append(f"  {name}: " + ", ".join(
                 f"{key} {_percent(v) if isinstance(v, float) else v}" for key, v in metrics.items()))

@@ -135,7 +135,7 @@ def test_presets_lists_every_registry_entry(capsys):
         row = next(line for line in lines if line.startswith(name + " "))
         for field in (entry["architecture"], entry["loss"], entry["dataset"],
                       f"{entry['metrics']['knn_top1_k20']:.2%}",
-                      f"{entry['metrics']['linear_probe_top1']:.2%}"):
+                      f"{entry['metrics']['probe_top1']:.2%}"):
             assert field in row, (name, field, row)
     assert cli.main(["presets", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == registry
