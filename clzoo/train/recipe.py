@@ -220,16 +220,18 @@ class TrainingSpec(_Section):
         return name
 
     @model_validator(mode="after")
-    def _levers_need_lookahead_sgd(self):
-        if self.optimizer == "lookahead_sgd":
+    def _settings_belong_to_the_optimizer(self):
+        """A key some optimizer takes, set away from its default, must be one the chosen
+        optimizer's factory takes (`clzoo.optimizers.registry.settings_of`); else it is ignored."""
+        from clzoo.optimizers.registry import OPTIMIZERS, owners, settings_of
+
+        taken = settings_of(OPTIMIZERS.get(self.optimizer))
+        if taken is None:  # a factory of the earlier form reads the whole section
             return self
-        keys = ["bias_learning_rate_multiplier", "offset_weight_decay_multiplier", "lookahead_every",
-                "lookahead_alpha"]
-        if self.optimizer != "sgd":
-            keys.append("nesterov")
-        for key in keys:
-            if getattr(self, key) != type(self).model_fields[key].default:
-                owner = "sgd and lookahead_sgd" if key == "nesterov" else "lookahead_sgd"
+        for key in type(self).model_fields:
+            owned = owners(OPTIMIZERS, key)
+            if owned and key not in taken and getattr(self, key) != type(self).model_fields[key].default:
+                owner = " and ".join([", ".join(owned[:-1]), owned[-1]] if len(owned) > 1 else owned)
                 raise ValueError(f"{key} is a setting of optimizer {owner}, not {self.optimizer}")
         return self
 

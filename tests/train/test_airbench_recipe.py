@@ -173,3 +173,47 @@ def test_ladder_refuses_an_unknown_rung(tmp_path, capsys):
         airbench_ladder.main(["--output", str(tmp_path), "--only", "two_view"])
     assert exit_info.value.code == 2
     assert "no such rung ['two_view']" in capsys.readouterr().err
+
+
+def test_every_factory_takes_only_its_own_settings_and_each_is_a_training_key():
+    """Issue 60 item 1: optimizer and schedule factories no longer receive the whole `training`
+    section; each parameter they take as a setting is a recipe key."""
+    from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
+    from clzoo.train.recipe import TrainingSpec
+
+    for registry in (OPTIMIZERS, SCHEDULES):
+        for name in registry:
+            settings = settings_of(registry.get(name))
+            assert settings is not None, name
+            assert set(settings) <= set(TrainingSpec.model_fields), (name, settings)
+    assert settings_of(OPTIMIZERS.get("adamw")) == ("weight_decay",)
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["training.optimizer=adamw", "training.momentum=0.5"],
+     "momentum is a setting of optimizer sgd, lookahead_sgd and lars, not adamw"),
+    (["training.trust_coefficient=0.01"], "trust_coefficient is a setting of optimizer lars, not sgd"),
+])
+def test_a_setting_the_chosen_optimizer_does_not_take_is_refused(overrides, words):
+    """The rule follows the factories' signatures (adamw silently ignored `momentum` before)."""
+    with pytest.raises(RecipeError, match=words):
+        load_recipe(None, overrides)
+
+
+def test_a_new_optimizer_is_its_factory_and_its_registration():
+    """A user's optimizer with a setting of its own: the factory and `register` are all it takes;
+    the recipe's keys reach it by name, and keys it does not take are refused for it."""
+    from clzoo.optimizers.registry import OPTIMIZERS
+
+    @OPTIMIZERS.register("nadam_with_decay", description="a user's optimizer")
+    def nadam_with_decay(learning_rate, weight_decay=0.0):
+        return keras.optimizers.Nadam(learning_rate, weight_decay=weight_decay)
+
+    try:
+        recipe = load_recipe(None, ["training.optimizer=nadam_with_decay", "training.weight_decay=0.05"])
+        optimizer = build_optimizer(recipe, steps_per_epoch=3)
+        assert isinstance(optimizer, keras.optimizers.Nadam) and optimizer.weight_decay == pytest.approx(0.05)
+        with pytest.raises(RecipeError, match="nesterov is a setting of optimizer sgd and lookahead_sgd"):
+            load_recipe(None, ["training.optimizer=nadam_with_decay", "training.nesterov=true"])
+    finally:
+        OPTIMIZERS._entries.pop("nadam_with_decay", None)
