@@ -24,7 +24,9 @@ def built(tmp_path_factory):
     run.mkdir()
     clzoo.models.get_encoder("resnet10_narrow", name="encoder").save(run / "encoder.keras")
     (run / "recipe.yaml").write_text(yaml.safe_dump({"name": "t", "data": "x", "loss": {}}))
-    (run / "metrics.json").write_text(json.dumps({"knn_top1": 0.5}))
+    # what every finished run records (build_preset reads it as a RunResult)
+    (run / "metrics.json").write_text(json.dumps({"knn_top1": 0.5, "knn_top1_k": 20,
+                                                  "knn_top1_by_k": {"k20": 0.5}}))
     return build_preset(run, root / "preset", name="t")
 
 
