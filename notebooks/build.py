@@ -104,6 +104,9 @@ def dumps(nb):
 TF_LOG = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\) is called.*"
                     r"|[IWEF]\d{4} [\d:.]+ +\d+ [\w./-]+:\d+\] .*"
                     r"|To enable the following instructions: .* rebuild TensorFlow .*")
+# tqdm's warning where ipywidgets is missing: it names this machine's site-packages (Colab has them)
+TQDM_WIDGETS = re.compile(r".*TqdmWarning: IProgress not found.*"
+                          r"|\s+from \.autonotebook import tqdm as notebook_tqdm")
 
 
 def _terminal_text(text):
@@ -152,7 +155,8 @@ def _clean_outputs(cell):
             output["data"]["text/plain"] = hide_paths(output["data"]["text/plain"], placeholders)
         if output["output_type"] == "stream" and output["name"] == "stderr":
             output["text"] = "".join(line for line in output["text"].splitlines(keepends=True)
-                                     if not TF_LOG.fullmatch(line.rstrip("\n")))
+                                     if not TF_LOG.fullmatch(line.rstrip("\n"))
+                                     and not TQDM_WIDGETS.fullmatch(line.rstrip("\n")))
     cell["outputs"] = [output for output in outputs
                        if output["output_type"] != "stream" or output["text"].strip()]
 
