@@ -46,16 +46,16 @@ class PlainProgress(keras.callbacks.Callback):
                              f"batches={batches}")
         self.what, self.images, self.after = what, int(images), (
             FIRST_LINE_AFTER if after is None else float(after))
-        self._given = None if batches is None else int(batches), batch_size
+        # as given; a None is resolved when the pass begins, from the steps Keras counted
+        self._batches, self._batch_size = None if batches is None else int(batches), batch_size
         self.print_fn = print_fn or (lambda line: print(line, flush=True))
         self._start, self._tenths = None, 0
 
     def on_predict_begin(self, logs=None):
-        batches, batch_size = self._given
         steps = (self.params or {}).get("steps")
-        self.batches = batches if batches is not None else (int(steps) if steps else None)
+        self.batches = self._batches if self._batches is not None else (int(steps) if steps else None)
         if self.batches is not None:
-            self.batch_size = int(batch_size or -(-self.images // self.batches))
+            self.batch_size = int(self._batch_size or -(-self.images // self.batches))
         self._start, self._tenths = time.perf_counter(), 0
 
     def on_predict_batch_end(self, batch, logs=None):

@@ -33,13 +33,10 @@ def check_parts(queue_size=None, momentum=None, encoder_chunk_size=None, auxilia
                "encoder_chunk_size": "`encoder_chunk_size`", "auxiliary": "`auxiliary_classes`",
                **(names or {})}
 
-    def name(argument):
-        return spelled[argument]
-
     if momentum is not None and queue_size is None:
-        raise ValueError(f"{name('momentum')} (the key encoder) needs a queue: set {name('queue_size')}. "
-                         f"Received: momentum={momentum!r}, queue_size=None")
+        raise ValueError(f"{spelled['momentum']} (the key encoder) needs a queue: set "
+                         f"{spelled['queue_size']}. Received: momentum={momentum!r}, queue_size=None")
     if auxiliary and encoder_chunk_size is not None:
-        raise ValueError(f"the auxiliary classifier ({name('auxiliary')}) does not run under GradCache: "
-                         f"unset {name('encoder_chunk_size')}. "
+        raise ValueError(f"the auxiliary classifier ({spelled['auxiliary']}) does not run under GradCache: "
+                         f"unset {spelled['encoder_chunk_size']}. "
                          f"Received: encoder_chunk_size={encoder_chunk_size!r}")

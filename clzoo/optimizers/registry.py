@@ -95,6 +95,10 @@ def settings_of(factory):
     return tuple(name for name in parameters if name not in _NOT_SETTINGS)
 
 
-def owners(registry, key):
-    """The names of `registry`'s factories that take `key` as a setting."""
-    return [name for name in registry if key in (settings_of(registry.get(name)) or ())]
+def owners(registry):
+    """`{setting: [names of registry's factories that take it]}`, each signature read once."""
+    out = {}
+    for name in registry:
+        for key in settings_of(registry.get(name)) or ():
+            out.setdefault(key, []).append(name)
+    return out

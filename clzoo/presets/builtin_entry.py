@@ -42,15 +42,12 @@ def run_fields(run_dir, name, earlier=None):
         RecordError: the run's `metrics.json` (or its report's) is missing or malformed.
         RecipeError: its `recipe.yaml` does not load under today's schema.
     """
-    from clzoo.eval.records import read_eval, read_run
-    from clzoo.presets.format import public_data_name
-    from clzoo.train.recipe import load_recipe
+    from clzoo.presets.format import public_data_name, run_records
 
     earlier, run_dir = earlier or {}, Path(run_dir)
-    run, recipe = read_run(run_dir), load_recipe(run_dir / "recipe.yaml")
+    recipe, run, report = run_records(run_dir)
     knn, k, probe = run.knn, run.knn_k, run.probe
-    if (run_dir / "eval" / "metrics.json").is_file():
-        report = read_eval(run_dir / "eval")
+    if report is not None:
         knn = report.knn or knn
         probe = report.probe if report.probe is not None else probe
     if f"k{k}" not in knn:

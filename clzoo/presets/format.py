@@ -212,7 +212,13 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
     for needed in ("encoder.keras", "recipe.yaml", "metrics.json"):
         if not (run / needed).is_file():
             raise PresetError(f"{run} is not a complete clzoo run: {needed} is missing.")
-    recipe, result, report = _run_records(run, eval_dir)  # before the model: a bad record is refused at once
+    recipe, result, report = _preset_records(run, eval_dir)  # before the model: refused at once
+    # a run whose recipe sets model.test_time_flip saved the test-time averaged encoder itself
+    # (clzoo.train.runner), and measured its metrics on it
+    shipped_by_run = recipe.model.test_time_flip
+    if test_time_flip and shipped_by_run:
+        raise PresetError(f"{run}'s encoder.keras already averages its test-time views "
+                          "(model.test_time_flip in its recipe): build it without test_time_flip")
     from clzoo.saving import load_model
 
     encoder = load_model(run / "encoder.keras")
@@ -221,12 +227,6 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         from clzoo.models import flip_averaged
 
         encoder = flip_averaged(encoder, name=f"{encoder.name}_flip_averaged")
-    # a run whose recipe sets model.test_time_flip saved the test-time averaged encoder itself
-    # (clzoo.train.runner), and measured its metrics on it
-    shipped_by_run = recipe.model.test_time_flip
-    if test_time_flip and shipped_by_run:
-        raise PresetError(f"{run}'s encoder.keras already averages its test-time views "
-                          "(model.test_time_flip in its recipe): build it without test_time_flip")
     metrics = {"train": result.to_summary(), **({"eval": report.metrics} if report else {})}
     name = name or run.name
     _name_says_auxiliary(name, recipe.model.auxiliary_cross_entropy_weight)
@@ -253,18 +253,36 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
                                                                      license, handle))
 
 
-def _run_records(run, eval_dir):
-    """The run's typed records: its `Recipe`, `RunResult` and `EvalReport` (None without a report)."""
-    from clzoo.eval.records import RecordError, read_eval, read_run
-    from clzoo.train.recipe import RecipeError, load_recipe
+def run_records(run_dir, eval_dir=None):
+    """The typed records of a finished `clzoo train` run: `(Recipe, RunResult, EvalReport or None)`.
 
+    Args:
+        run_dir: the run folder (`recipe.yaml`, `metrics.json`, `history.jsonl`).
+        eval_dir: its `clzoo eval` report. Defaults to `<run_dir>/eval`; None is returned for the
+            report where that folder has no `metrics.json`.
+
+    Raises:
+        clzoo.train.RecipeError: `recipe.yaml` does not load under today's schema.
+        clzoo.eval.records.RecordError: `metrics.json` (or the report's) is missing or malformed.
+    """
+    from clzoo.eval.records import read_eval, read_run
+    from clzoo.train.recipe import load_recipe
+
+    run = Path(run_dir)
     report_dir = Path(eval_dir) if eval_dir is not None else run / "eval"
+    recipe, result = load_recipe(run / "recipe.yaml"), read_run(run)
+    return recipe, result, read_eval(report_dir) if (report_dir / "metrics.json").is_file() else None
+
+
+def _preset_records(run, eval_dir):
+    """`run_records`, its errors as one `PresetError` naming the run."""
+    from clzoo.eval.records import RecordError
+    from clzoo.train.recipe import RecipeError
+
     try:
-        recipe, result = load_recipe(run / "recipe.yaml"), read_run(run)
-        report = read_eval(report_dir) if (report_dir / "metrics.json").is_file() else None
+        return run_records(run, eval_dir)
     except (RecipeError, RecordError) as error:
         raise PresetError(f"{run} cannot become a preset: {error}") from None
-    return recipe, result, report
 
 
 def _name_says_auxiliary(name, weight):

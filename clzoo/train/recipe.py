@@ -228,10 +228,11 @@ class TrainingSpec(_Section):
         taken = settings_of(OPTIMIZERS.get(self.optimizer))
         if taken is None:  # a factory of the earlier form reads the whole section
             return self
-        for key in type(self).model_fields:
-            owned = owners(OPTIMIZERS, key)
-            if owned and key not in taken and getattr(self, key) != type(self).model_fields[key].default:
-                owner = " and ".join([", ".join(owned[:-1]), owned[-1]] if len(owned) > 1 else owned)
+        owned_by = owners(OPTIMIZERS)
+        for key, field in type(self).model_fields.items():
+            owned = owned_by.get(key)
+            if owned and key not in taken and getattr(self, key) != field.default:
+                owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
                 raise ValueError(f"{key} is a setting of optimizer {owner}, not {self.optimizer}")
         return self
 
