@@ -26,7 +26,9 @@ def tiny(tmp_path_factory):
     keras.Model(inputs, keras.layers.Dense(6)(x), name="encoder").save(root / "run" / "encoder.keras")
     recipe = {"data": "digits", "loss": {"name": "SINCERELoss"}}
     (root / "run" / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    (root / "run" / "metrics.json").write_text(json.dumps({"knn_top1_by_k": {"k5": 0.5}}))
+    # what every finished run records (build_preset reads it as a RunResult)
+    (root / "run" / "metrics.json").write_text(json.dumps({"knn_top1": 0.5, "knn_top1_k": 5,
+                                                           "knn_top1_by_k": {"k5": 0.5}}))
     preset = build_preset(root / "run", root / "preset", name="tiny")
     return root / "run", preset, write_tiny_digits(root / "data", train=48, test=24)
 
