@@ -47,6 +47,8 @@ SIDE = {  # one change to the full stack each
     "temperature_0.2": ["loss.temperature=0.2"],
     "auxiliary_ce": ["model.auxiliary_cross_entropy_weight=1"],  # + CE head, label smoothing 0.2
     "offset_decay_64": ["training.offset_weight_decay_multiplier=64"],  # as the recipes ship
+    # the run ends on an average of its weights over about 50 steps (clzoo.train.levers)
+    "ema": ["training.levers=[{name: ema, momentum: 0.98}]"],
 }
 # The ladder measures airbench94's stack: the batch-norm offsets decay at the weights' rate
 # (the recipes since 2026-11-27 decay them 64x: the side row offset_decay_64).

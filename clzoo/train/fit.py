@@ -46,7 +46,7 @@ class FitResult:
     images_per_second: float
 
 
-def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None):
+def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None, levers=()):
     """Train `model` from the step its optimizer holds to `plan.epochs * plan.steps`.
 
     Args:
@@ -57,6 +57,7 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
         plan: `TrainingPlan` (epochs, steps per epoch, batch size, options).
         place: the `Placement` (strategy, replicas, chief).
         monitor: an optional `KNNMonitor` callback.
+        levers: `clzoo.train.levers.Lever`s, the last callbacks (after the checkpoint's).
 
     Raises:
         TrainingDiverged: the loss became NaN; the checkpoint holds the last finite state.
@@ -72,6 +73,7 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
         probe = keras.tree.map_structure(lambda t: t[:PROBE_SAMPLES],
                                          next(iter(batches.take(1)))[0])
     parts = _callbacks(model, run, plan, place, done, monitor, probe, verbose)
+    parts.all.extend(levers)  # last: a lever may change what fit's end does, not what is saved
     started = time.perf_counter()
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
     if batches is not None:

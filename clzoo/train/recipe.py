@@ -203,6 +203,8 @@ class TrainingSpec(_Section):
     pipeline: Literal["auto", "device", "tf_data"] = "auto"
     checkpoint_every_steps: PositiveInt | None = None  # also every N steps (always per epoch)
     log_every_steps: PositiveInt | None = None  # steps.jsonl rows; default once per epoch
+    # clzoo.train.levers, each {name, **settings}, built to check it: e.g. [{name: ema, momentum: 0.99}]
+    levers: list[dict] = Field([], max_length=16)
 
     @field_validator("learning_rate")
     @classmethod
@@ -218,6 +220,14 @@ class TrainingSpec(_Section):
         if name not in registry:
             raise ValueError(f"must be one of {registry.list()}." + did_you_mean(name, registry))
         return name
+
+    @field_validator("levers")
+    @classmethod
+    def _levers_build(cls, levers):
+        from clzoo.train.levers import build_levers
+
+        build_levers(levers)
+        return levers
 
     @model_validator(mode="after")
     def _settings_belong_to_the_optimizer(self):

@@ -17,6 +17,7 @@ from clzoo.installed import refuse_installed_packages
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
+from clzoo.train.levers import build_levers
 from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import (
     chief_alone,
@@ -98,7 +99,8 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     train_split, test_split = _load_data(source)
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
-    model = _model(recipe, task, views, train_split, plan, place, run if resuming else None)
+    levers = build_levers(recipe.training.levers, total_steps=plan.epochs * plan.steps)
+    model = _model(recipe, task, views, train_split, plan, place, run if resuming else None, levers)
     if resuming:  # after the checkpoint's own checks, which name a changed class count
         _check_same_data(run, recorded, train_split, plan)
     encoder = task.encoder(model)
@@ -112,7 +114,7 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline),
                            run, plan, place, verbose,
-                           _knn_monitor(recipe, train_split, test_split, place, encoder))
+                           _knn_monitor(recipe, train_split, test_split, place, encoder), levers)
     _save_encoder(run, encoder, recipe, model, place)
     if not place.is_chief:
         finish_together(place)  # wait for the chief's evaluation: it hosts the JAX coordinator
@@ -305,19 +307,25 @@ def _plan(recipe, train_split, place):
                         spec.checkpoint_every_steps, spec.log_every_steps)
 
 
-def _model(recipe, task, views, train_split, plan, place, resume_from):
-    """Build and compile the model (or load the checkpoint) inside the strategy's scope."""
+def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()):
+    """Build and compile the model (or load the checkpoint) inside the strategy's scope; each
+    lever configures the optimizer (a resumed run's: checks it)."""
     with place.scope():
         if resume_from is not None:
             model = load_model(resume_from.checkpoint)
             _check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
                               len(train_split.class_names))
+            optimizer = model.optimizer
         else:
             loss = build_loss(recipe)  # first: a learnable temperature is a weight of the model
             model = task.build_model(recipe, views, len(train_split.class_names),
                                      getattr(loss, "temperature_layer", None))
             adapt_whitening(task.encoder(model), train_split.images, seed=recipe.seed)
-            model.compile(optimizer=build_optimizer(recipe, plan.steps), loss=loss)
+            optimizer = build_optimizer(recipe, plan.steps)
+        for lever in levers:
+            lever.configure(optimizer)
+        if resume_from is None:
+            model.compile(optimizer=optimizer, loss=loss)
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":
