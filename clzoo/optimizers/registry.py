@@ -22,10 +22,33 @@ OPTIMIZERS = Registry("optimizer")
 SCHEDULES = Registry("schedule")
 
 
+def _in_range(key, value, low, high=None, high_open=False, low_open=False):
+    """Refuse a setting outside `[low, high]` (an end open when asked), naming it (recipe words)."""
+    below = value <= low if low_open else value < low
+    above = high is not None and (value >= high if high_open else value > high)
+    if below or above:
+        bounds = [f"greater than {'' if low_open else 'or equal to '}{low}"]
+        if high is not None:
+            bounds.append(f"less than {'' if high_open else 'or equal to '}{high}")
+        raise ValueError(f"{key} = {value!r}: must be {' and '.join(bounds)}")
+
+
+def _schedule_settings(warmup_epochs, warmup_start_fraction, final_learning_rate_fraction):
+    _in_range("warmup_epochs", warmup_epochs, 0)
+    _in_range("warmup_start_fraction", warmup_start_fraction, 0, 1)
+    _in_range("final_learning_rate_fraction", final_learning_rate_fraction, 0, 1)
+
+
+def _sgd_settings(momentum, weight_decay):
+    _in_range("momentum", momentum, 0, 1, high_open=True)
+    _in_range("weight_decay", weight_decay, 0)
+
+
 @SCHEDULES.register("cosine", description="linear warm-up from `warmup_start_fraction` x peak, then cosine "
                     "decay to `final_learning_rate_fraction` x peak (SINCERE app. J)")
-def cosine(learning_rate, epochs, steps_per_epoch, warmup_epochs=1, warmup_start_fraction=1e-3,
+def cosine(learning_rate, epochs, steps_per_epoch, warmup_epochs=1.0, warmup_start_fraction=1e-3,
            final_learning_rate_fraction=0.0):
+    _schedule_settings(warmup_epochs, warmup_start_fraction, final_learning_rate_fraction)
     total = max(1, epochs * steps_per_epoch)
     warmup = min(total - 1, int(warmup_epochs * steps_per_epoch))
     peak = float(learning_rate)
@@ -40,8 +63,9 @@ def cosine(learning_rate, epochs, steps_per_epoch, warmup_epochs=1, warmup_start
 
 @SCHEDULES.register("linear", description="linear warm-up from `warmup_start_fraction` x peak, "
                     "then linear decay to `final_learning_rate_fraction` x peak (airbench94)")
-def linear(learning_rate, epochs, steps_per_epoch, warmup_epochs=1, warmup_start_fraction=1e-3,
+def linear(learning_rate, epochs, steps_per_epoch, warmup_epochs=1.0, warmup_start_fraction=1e-3,
            final_learning_rate_fraction=0.0):
+    _schedule_settings(warmup_epochs, warmup_start_fraction, final_learning_rate_fraction)
     total = max(1, epochs * steps_per_epoch)
     warmup = min(total - 1, int(warmup_epochs * steps_per_epoch))
     return WarmupLinearDecay(float(learning_rate), warmup, total, start_fraction=float(warmup_start_fraction),
@@ -55,12 +79,14 @@ def constant(learning_rate, epochs=None, steps_per_epoch=None):
 
 @OPTIMIZERS.register("sgd", description="SGD with momentum and coupled weight decay (SupCon)")
 def sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4):
+    _sgd_settings(momentum, weight_decay)
     return keras.optimizers.SGD(learning_rate, momentum=momentum, nesterov=nesterov,
                                 weight_decay=weight_decay or None)
 
 
 @OPTIMIZERS.register("adamw", description="AdamW, decoupled weight decay")
 def adamw(learning_rate, weight_decay=1e-4):
+    _in_range("weight_decay", weight_decay, 0)
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay)
 
 
@@ -69,6 +95,10 @@ def adamw(learning_rate, weight_decay=1e-4):
 def lookahead_sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4,
                   bias_learning_rate_multiplier=1.0, offset_weight_decay_multiplier=1.0,
                   lookahead_every=0, lookahead_alpha=0.95**5, total_steps=None):
+    _sgd_settings(momentum, weight_decay)
+    _in_range("bias_learning_rate_multiplier", bias_learning_rate_multiplier, 0, low_open=True)
+    _in_range("offset_weight_decay_multiplier", offset_weight_decay_multiplier, 0)
+    _in_range("lookahead_alpha", lookahead_alpha, 0, 1, high_open=True)
     return LookaheadSGD(learning_rate, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                         bias_learning_rate_multiplier=bias_learning_rate_multiplier,
                         offset_weight_decay_multiplier=offset_weight_decay_multiplier,
@@ -78,6 +108,8 @@ def lookahead_sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4
 
 @OPTIMIZERS.register("lars", description="LARS (SimCLR's large-batch optimizer)")
 def lars(learning_rate, momentum=0.9, weight_decay=1e-4, trust_coefficient=1e-3):
+    _sgd_settings(momentum, weight_decay)
+    _in_range("trust_coefficient", trust_coefficient, 0, low_open=True)
     return LARS(learning_rate, momentum=momentum, weight_decay=weight_decay,
                 trust_coefficient=trust_coefficient)
 

@@ -66,29 +66,28 @@ def build_loss(recipe):
 
 
 def build_optimizer(recipe, steps_per_epoch):
-    """The recipe's optimizer on its learning-rate schedule (`clzoo.optimizers` registries), each
-    factory given the `training` keys its signature names (`settings_of`)."""
+    """The recipe's optimizer on its learning-rate schedule (`clzoo.optimizers` registries): each
+    factory given its section's settings (`training.optimizer` / `training.schedule`) and what
+    the run fills in (learning rate, length)."""
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
 
     spec = recipe.training
     total_steps = max(1, spec.epochs * steps_per_epoch)
-    schedule = _call(SCHEDULES.get(spec.schedule), spec, (spec, steps_per_epoch),
+    schedule = _call(SCHEDULES.get(spec.schedule.name), spec.schedule, spec, (spec, steps_per_epoch),
                      learning_rate=spec.learning_rate, epochs=spec.epochs, steps_per_epoch=steps_per_epoch)
-    return _call(OPTIMIZERS.get(spec.optimizer), spec, (schedule, spec), learning_rate=schedule,
-                 total_steps=total_steps)
+    return _call(OPTIMIZERS.get(spec.optimizer.name), spec.optimizer, spec, (schedule, spec),
+                 learning_rate=schedule, total_steps=total_steps)
 
 
-def _call(factory, spec, earlier_args, **given):
-    """`factory` with the `given` arguments and the `training` keys it names; a factory of the
-    earlier form (a `training` parameter: the whole section) gets `earlier_args` (and
+def _call(factory, section, spec, earlier_args, **given):
+    """`factory` with the `given` run arguments it takes and its `section`'s settings; a factory of
+    the earlier form (a `training` parameter: the whole section) gets `earlier_args` (and
     `total_steps` when it takes it)."""
     from clzoo.optimizers.registry import settings_of
 
     parameters = inspect.signature(factory).parameters
-    settings = settings_of(factory)
-    if settings is None:
+    if settings_of(factory) is None:
         takes_total = "total_steps" in parameters and "total_steps" in given
         return factory(*earlier_args, **({"total_steps": given["total_steps"]} if takes_total else {}))
     kwargs = {key: value for key, value in given.items() if key in parameters}
-    kwargs.update({key: getattr(spec, key) for key in settings if key in type(spec).model_fields})
-    return factory(**kwargs)
+    return factory(**kwargs, **section.settings)

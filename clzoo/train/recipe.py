@@ -8,6 +8,7 @@ Loss and view keyword arguments are passed on only when the recipe gives
 them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
+import inspect
 import math
 import os
 import reprlib
@@ -29,6 +30,15 @@ from pydantic import (
 )
 
 from clzoo.registry import did_you_mean
+from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_KEYS: re-exported)
+    FLAT_KEYS,
+    FLOAT32_TINY,
+    OptimizerSpec,
+    ScheduleSpec,
+    flat_default,
+    float32_positive,
+    move_flat_keys,
+)
 from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     MAX_ALIASES,
     MAX_NODES,
@@ -38,17 +48,7 @@ from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     yaml_reason,
 )
 
-FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
-
-
-def _float32_positive(value, key=None):
-    """A positive value that float32 (the training dtype) holds as a positive, finite number."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
-            not math.isfinite(value) or 0 < value < FLOAT32_TINY or value > 3.4e38):
-        named = f"{key} = " if key else ""
-        raise ValueError(f"{named}{value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
-                         "3.4e38), the dtype training uses: it would train as 0 or inf")
-    return value
+_float32_positive = float32_positive
 
 
 def _floats_in(value, key):
@@ -91,8 +91,8 @@ class ModelSpec(_Section):
     # (clzoo.models.check_encoder_options); the image size comes from views.size
     encoder_options: dict[str, int | float | str | bool | list[float]] = {}
     head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
-    head_batch_norm: bool = False
-    embedding_dim: PositiveInt = 128
+    head_batch_norm: bool = False  # batch norm between the projection head's layers
+    embedding_dim: PositiveInt = 128  # the projection head's output: the embedding the loss sees
     # the saved encoder averages each image's features with its mirror image's (airbench's
     # test-time flip, clzoo.models.flip_averaged); training and the online kNN use the bare encoder
     test_time_flip: bool = False
@@ -103,7 +103,7 @@ class ModelSpec(_Section):
     # MoCo-style memory (clzoo.models.ContrastiveModel): keep the last queue_size keys + labels and
     # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).
     queue_size: PositiveInt | None = Field(None, le=1_000_000)
-    momentum: float | None = Field(None, ge=0, lt=1)
+    momentum: float | None = Field(None, ge=0, lt=1)  # MoCo key encoder's EMA; None: no key encoder
     # GradCache (Gao et al. 2021): embed each batch in sub-batches of this many images (views
     # included) without keeping activations, then back-propagate sub-batch by sub-batch. Same
     # gradients with less memory and one extra forward pass; batch norm statistics become
@@ -114,7 +114,7 @@ class ModelSpec(_Section):
     # preset trained with it says so in its name and card). Task contrastive only. airbench94's
     # head: no bias, logits times a fixed scale (1/9 there).
     auxiliary_cross_entropy_weight: NonNegativeFloat = 0.0
-    auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)
+    auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)  # of the auxiliary cross-entropy (airbench94's)
     # = clzoo.models.auxiliary_classifier.AIRBENCH_LOGIT_SCALE (a keras module; recipes import none)
     auxiliary_logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
 
@@ -156,7 +156,7 @@ class LossSpec(BaseModel):
     """`name` plus the loss class's own keyword arguments (only those the recipe gives)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
-    name: str = "SINCERELoss"
+    name: str = "SINCERELoss"  # a clzoo.losses class name, or SoftTargetCrossEntropy (task soft_target)
 
     @property
     def kwargs(self):
@@ -176,26 +176,18 @@ class LossSpec(BaseModel):
 
 
 class TrainingSpec(_Section):
-    epochs: PositiveInt = 10
+    epochs: PositiveInt = 10  # passes over the training split
     batch_size: PositiveInt = 256  # global batch, split over replicas
-    optimizer: str = "sgd"  # clzoo.optimizers.OPTIMIZERS: sgd | adamw | lars | lookahead_sgd
+    # {name, **settings}: a clzoo.optimizers.OPTIMIZERS name (sgd | adamw | lars | lookahead_sgd)
+    # and its factory's settings, e.g. {name: sgd, momentum: 0.9, nesterov: true, weight_decay: 1e-4};
+    # a name alone is the factory's defaults. Flat keys of earlier recipes (momentum, ...) move in.
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     learning_rate: PositiveFloat = 0.1  # peak, after warm-up
-    momentum: float = Field(0.9, ge=0, lt=1)
-    nesterov: bool = False  # sgd and lookahead_sgd
-    weight_decay: NonNegativeFloat = 1e-4
-    warmup_epochs: NonNegativeFloat = 1
-    warmup_start_fraction: float = Field(1e-3, ge=0, le=1)  # the warm-up starts here x peak
-    schedule: str = "cosine"  # clzoo.optimizers.SCHEDULES: cosine | linear | constant
-    final_learning_rate_fraction: float = Field(0.0, ge=0, le=1)  # the decay ends here x peak
-    # lookahead_sgd only (airbench94: 64, 1, 5, 0.95 ** 5): learning-rate factor of the
-    # batch-norm offsets; their decay per step relative to the weights'; steps between
-    # Lookahead pulls (0: off); the largest pull
-    bias_learning_rate_multiplier: PositiveFloat = 1.0
-    offset_weight_decay_multiplier: float = Field(1.0, ge=0, allow_inf_nan=False)
-    lookahead_every: NonNegativeInt = 0
-    lookahead_alpha: float = Field(0.95**5, ge=0, lt=1)
-    trust_coefficient: PositiveFloat = 1e-3  # LARS only
+    # {name, **settings}: a clzoo.optimizers.SCHEDULES name (cosine | linear | constant), e.g.
+    # {name: cosine, warmup_epochs: 10, warmup_start_fraction: 1e-3, final_learning_rate_fraction: 0}
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     deterministic: bool = True  # deterministic kernels: same seed, same run (CPU)
+    # where it runs (recipes/README.md): auto = MirroredStrategy when >1 GPU, else one device
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
     # the training stream (clzoo.data.device_stream): device = views computed on the accelerator
     # with keras.ops, no TensorFlow; tf_data = clzoo.data.batches; auto = device on JAX / torch
@@ -211,15 +203,15 @@ class TrainingSpec(_Section):
     def _learning_rate_in_float32(cls, value):
         return _float32_positive(value)
 
-    @field_validator("optimizer", "schedule")
+    @model_validator(mode="before")
     @classmethod
-    def _registered(cls, name, info):
-        from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
-
-        registry = OPTIMIZERS if info.field_name == "optimizer" else SCHEDULES
-        if name not in registry:
-            raise ValueError(f"must be one of {registry.list()}." + did_you_mean(name, registry))
-        return name
+    def _sections_from_names_and_flat_keys(cls, data):
+        """`optimizer: sgd` as `{name: sgd}`, and earlier recipes' flat keys in their section."""
+        data = move_flat_keys(data)
+        if isinstance(data, dict):
+            data = {key: {"name": value} if key in ("optimizer", "schedule") and isinstance(value, str)
+                    else value for key, value in data.items()}
+        return data
 
     @field_validator("levers")
     @classmethod
@@ -230,50 +222,42 @@ class TrainingSpec(_Section):
         return levers
 
     @model_validator(mode="after")
-    def _settings_belong_to_the_optimizer(self):
-        """A key some optimizer takes, set away from its default, must be one the chosen
-        optimizer's factory takes (`clzoo.optimizers.registry.settings_of`); else it is ignored."""
-        from clzoo.optimizers.registry import OPTIMIZERS, owners, settings_of
-
-        taken = settings_of(OPTIMIZERS.get(self.optimizer))
-        if taken is None:  # a factory of the earlier form reads the whole section
-            return self
-        owned_by = owners(OPTIMIZERS)
-        for key, field in type(self).model_fields.items():
-            owned = owned_by.get(key)
-            if owned and key not in taken and getattr(self, key) != field.default:
-                owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
-                raise ValueError(f"{key} is a setting of optimizer {owner}, not {self.optimizer}")
-        return self
-
-    @model_validator(mode="after")
-    def _schedule_uses_its_settings(self):
-        if self.schedule != "constant":
-            return self
-        neutral = {"warmup_epochs": (0, 1), "warmup_start_fraction": (1e-3,),
-                   "final_learning_rate_fraction": (0.0,)}  # the defaults (and no warm-up)
-        for key, values in neutral.items():
-            if getattr(self, key) not in values:
-                raise ValueError(f"{key} = {getattr(self, key)}: schedule constant keeps the peak "
-                                 "learning rate throughout and would ignore it; use schedule cosine "
-                                 "or linear, or drop the key")
-        return self
-
-    @model_validator(mode="after")
     def _warmup_fits(self):
-        if self.warmup_epochs > self.epochs:
+        if (self.warmup_epochs or 0) > self.epochs:  # a schedule without warm-up: None
             raise ValueError(f"warmup_epochs ({self.warmup_epochs}) is longer than training "
                              f"(epochs {self.epochs})")
         return self
 
 
+def _flat_key(key, section):
+    """A read-only attribute for an earlier flat key: the section's setting, else its factory's default."""
+    def read(self):
+        spec = getattr(self, section)
+        if key in spec.settings:
+            return spec.settings[key]
+        from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
+
+        factory = (OPTIMIZERS if section == "optimizer" else SCHEDULES).get(spec.name)
+        parameter = inspect.signature(factory).parameters.get(key)
+        if settings_of(factory) is None:  # the earlier form reads the flat keys' defaults
+            return flat_default(section, key)
+        return None if parameter is None else parameter.default
+
+    return property(read, doc=f"training.{section}'s `{key}` (its factory's default when not given)")
+
+
+for _key, _section in FLAT_KEYS.items():
+    setattr(TrainingSpec, _key, _flat_key(_key, _section))
+
+
 class EvalSpec(_Section):
-    knn_k: list[PositiveInt] = Field([1, 5, 20, 200], min_length=1)
+    knn_k: list[PositiveInt] = Field([1, 5, 20, 200], min_length=1)  # the kNN's neighbour counts
     knn_headline_k: PositiveInt = 20  # the k reported as knn_top1; must be in knn_k
     monitor_every: NonNegativeInt = 0  # epochs between online kNN measurements (0: off)
     monitor_memory: PositiveInt = 10000  # training images the monitor uses as memory
     monitor_queries: PositiveInt = 2000  # test images it classifies
     report: bool = True  # the `clzoo eval` report in <run>/eval at the end
+    # the report's metrics (clzoo.eval: kNN, nearest class centre, linear probe, calibration, margins)
     metrics: list[str] = ["knn", "ncc", "probe", "calibration", "separation"]
     # the same kNN / probe on raw pixels and the untrained encoder, beside the trained one
     baselines: list[Literal["raw_pixels", "random_init"]] = ["raw_pixels", "random_init"]
@@ -303,16 +287,17 @@ class Recipe(_Section):
     """
 
     name: str = "run"  # the default run folder is runs/<name>-<time>
-    seed: NonNegativeInt = 0
+    seed: NonNegativeInt = 0  # weights, data order and views: the same seed gives the same run (CPU)
     # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
     data: str = Field("digits", min_length=1, max_length=4096)
     # resize every image to image_size x image_size on load (image sets of mixed sizes); None keeps them
     image_size: PositiveInt | None = Field(None, le=4096)
+    # contrastive: encoder + head on multi-view batches; soft_target: a classifier on MixUp / CutMix
     task: Literal["contrastive", "soft_target"] = "contrastive"
     model: ModelSpec = Field(default_factory=ModelSpec)
     loss: LossSpec = Field(default_factory=LossSpec)
-    views: dict = {}
-    mix: dict = {}
+    views: dict = {}  # clzoo.data.ViewConfig fields, optionally on top of `recipe: <view recipe>`
+    mix: dict = {}  # clzoo.data.MixConfig fields (task soft_target)
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
 
@@ -454,7 +439,9 @@ def validate_recipe(sections, source="<recipe>", overridden=()):
     try:
         recipe = Recipe.model_validate(sections)
     except ValidationError as error:
-        raise RecipeError(_explain(error, source, overridden)) from None
+        training = sections.get("training") if isinstance(sections, dict) else None
+        flat = {key for key in training if key in FLAT_KEYS} if isinstance(training, dict) else set()
+        raise RecipeError(_explain(error, source, overridden, flat)) from None
     _check_queue_memory(recipe, source, overridden)
     return recipe
 
@@ -572,7 +559,8 @@ def _apply_overrides(raw, overrides, source):
         if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
                                f"Received: {_short(item)}"])
-        *parents, leaf = key.split(".")
+        routed = _section_key(raw, key)
+        *parents, leaf = routed.split(".")
         node = raw
         for i, part in enumerate(parents):
             node = node.setdefault(part, {})
@@ -580,8 +568,26 @@ def _apply_overrides(raw, overrides, source):
                 raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
         node[leaf] = value if typed else _override_value(key, value, source)
-        done.add(key)
+        done.update({key, routed})
     return done
+
+
+def _section_key(raw, key):
+    """An override key in the recipe's own spelling: a flat `training` key (`FLAT_KEYS`) goes into
+    its section when the recipe writes the section as a mapping; a section key
+    (`training.optimizer.momentum`) replaces the flat one and turns `optimizer: sgd` into a mapping."""
+    parts = key.split(".")
+    training = raw.get("training")
+    if parts[0] != "training" or len(parts) not in (2, 3) or not isinstance(training, dict):
+        return key
+    if len(parts) == 2 and isinstance(training.get(FLAT_KEYS.get(parts[1])), dict):
+        return f"training.{FLAT_KEYS[parts[1]]}.{parts[1]}"
+    if len(parts) == 3 and parts[1] in ("optimizer", "schedule"):
+        if isinstance(training.get(parts[1]), str):
+            training[parts[1]] = {"name": training[parts[1]]}
+        if FLAT_KEYS.get(parts[2]) == parts[1]:
+            training.pop(parts[2], None)
+    return key
 
 
 _REPR = reprlib.Repr()  # (keyword arguments need Python 3.12)
@@ -596,7 +602,20 @@ def _short(value):
     return _REPR.repr(value)
 
 
-def _explain(error, source, overridden):
+def _component_line(loc, message, source, overridden, flat):
+    """`training.optimizer: momentum = 1.5: ...` named by its whole key, as the recipe wrote it
+    (`training.momentum` for a flat key of an earlier recipe); None for other messages."""
+    if len(loc) != 2 or loc[0] != "training" or loc[1] not in ("optimizer", "schedule"):
+        return None
+    setting, sep, rest = message.partition(" = ")
+    if not sep or not setting.isidentifier():
+        return None
+    key = f"training.{setting}" if setting in flat else f"training.{loc[1]}.{setting}"
+    value, _, reason = rest.partition(": ")
+    return f"{source}: {key} = {value}{_origin(key, overridden)}: {reason}"
+
+
+def _explain(error, source, overridden, flat=()):
     lines = []
     for problem in error.errors(include_url=False):
         loc = [str(p) for p in problem["loc"] if not isinstance(p, int)]
@@ -609,6 +628,10 @@ def _explain(error, source, overridden):
                     + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
         else:
             message = problem["msg"].removeprefix("Value error, ")
+            component = _component_line(loc, message, source, overridden, flat)
+            if component is not None:
+                lines.append(component if len(component) <= MAX_LINE else component[:MAX_LINE - 3] + "...")
+                continue
             value = problem.get("input")
             typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
@@ -621,4 +644,5 @@ def _known_keys(loc):
     model = Recipe
     for part in loc:
         model = model.model_fields[part].annotation
-    return list(model.model_fields)
+    earlier = list(FLAT_KEYS) if model is TrainingSpec else []  # still read (moved in)
+    return list(model.model_fields) + earlier

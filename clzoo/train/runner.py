@@ -17,7 +17,6 @@ from clzoo.installed import refuse_installed_packages
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
-from clzoo.train.levers import build_levers
 from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import (
     chief_alone,
@@ -29,6 +28,7 @@ from clzoo.train.distribute import (
 )
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
+from clzoo.train.levers import build_levers
 from clzoo.train.memory import check_step_memory
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.run_folder import RunFolder
@@ -249,7 +249,7 @@ def _check_against_data(recipe, data, source, output):
                             "learning-rate schedule counts steps in float32, exact up to "
                             "16,777,216 steps")
         every = recipe.training.lookahead_every
-        if recipe.training.optimizer == "lookahead_sgd" and every > steps:
+        if recipe.training.optimizer.name == "lookahead_sgd" and every > steps:
             problems.append(f"training.lookahead_every = {every}: more than the run's {steps:,} steps; "
                             "it ends on the slow weights, which no Lookahead step would update "
                             "(the untrained weights): lower it, or 0 for no Lookahead")

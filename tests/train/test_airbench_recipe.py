@@ -101,9 +101,14 @@ def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
 
     recipe = load_recipe(None, ["training.epochs=2"])
     saved = recipe.to_dict()
+    for section in ("optimizer", "schedule"):  # flat, as recipe.yaml was before the sections
+        settings = saved["training"].pop(section)
+        saved["training"][section] = settings.pop("name")
+        saved["training"].update(settings)
+    saved["training"].pop("levers")
     for key in ("nesterov", "warmup_start_fraction", "bias_learning_rate_multiplier",
                 "offset_weight_decay_multiplier", "lookahead_every", "lookahead_alpha"):
-        del saved["training"][key]  # a recipe.yaml written before these keys existed
+        saved["training"].pop(key, None)  # a recipe.yaml written before these keys existed
     del saved["model"]["test_time_translate"]
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(saved))
     (tmp_path / "recipe.sha256").write_text(fingerprint(saved) + "\n")
@@ -179,14 +184,29 @@ def test_every_factory_takes_only_its_own_settings_and_each_is_a_training_key():
     """Issue 60 item 1: optimizer and schedule factories no longer receive the whole `training`
     section; each parameter they take as a setting is a recipe key."""
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
-    from clzoo.train.recipe import TrainingSpec
+    from clzoo.train.recipe import FLAT_KEYS
 
-    for registry in (OPTIMIZERS, SCHEDULES):
+    for section, registry in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES)):
         for name in registry:
             settings = settings_of(registry.get(name))
             assert settings is not None, name
-            assert set(settings) <= set(TrainingSpec.model_fields), (name, settings)
+            # each setting is a key of the section; the ones earlier recipes wrote flat translate
+            assert all(FLAT_KEYS.get(key, section) == section for key in settings), (name, settings)
+            assert load_recipe(None, [f"training.{section}.name={name}"]).training.model_dump()[
+                section] == {"name": name, **{k: v for k, v in _defaults(registry.get(name)).items()}}
     assert settings_of(OPTIMIZERS.get("adamw")) == ("weight_decay",)
+    taken = {key for registry in (OPTIMIZERS, SCHEDULES) for name in registry
+             for key in settings_of(registry.get(name))}
+    assert set(FLAT_KEYS) <= taken  # every earlier flat key still has a factory that takes it
+
+
+def _defaults(factory):
+    import inspect
+
+    from clzoo.optimizers.registry import settings_of
+
+    parameters = inspect.signature(factory).parameters
+    return {key: parameters[key].default for key in settings_of(factory)}
 
 
 @pytest.mark.parametrize("overrides, words", [

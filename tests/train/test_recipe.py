@@ -21,7 +21,7 @@ def test_defaults_and_overrides(tmp_path):
     assert config.name == "r"
     assert config.training.epochs == 3
     assert config.training.batch_size == 64
-    assert config.training.momentum == DEFAULTS["training"]["momentum"]
+    assert config.training.momentum == DEFAULTS["training"]["optimizer"]["momentum"]
     assert config.loss.name == "SupConLoss"
     assert config.loss.kwargs == {"temperature": 0.2, "variant": "in"}
     assert config.views == {"flip": False}

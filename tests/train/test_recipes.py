@@ -50,7 +50,7 @@ def test_recipe_resolves_and_builds(path):
     loss = build_loss(config)
     assert isinstance(loss, keras.losses.Loss)
     optimizer = build_optimizer(config, steps_per_epoch=10)
-    if config.training.optimizer == "lars":
+    if config.training.optimizer.name == "lars":
         assert isinstance(optimizer, LARS)
     views = views_from_config(config.views)
     if config.task == "soft_target":  # a classifier on one view of MixUp / CutMix batches
@@ -74,7 +74,7 @@ def test_recipe_resolves_and_builds(path):
         # airbench's batch-wise views, except for self-supervised InfoNCE, whose two views of an
         # image must differ by more than a flip and a 2 px shift (per-image crops and colour)
         view_recipe = "supcon" if config.loss.name == "InfoNCELoss" else "airbench"
-        assert config.views["recipe"] == view_recipe and config.training.optimizer == "lookahead_sgd"
+        assert config.views["recipe"] == view_recipe and config.training.optimizer.name == "lookahead_sgd"
         assert config.model.encoder_options["whitening"] and config.model.encoder_options["dirac"]
     elif path.stem.endswith("_small"):
         assert config.model.architecture == "resnet20" and config.training.epochs <= 12

@@ -16,9 +16,8 @@ True
 """
 
 from clzoo.registry import check_kwargs
-from clzoo.train.levers.base import LEVERS, Lever
-
 from clzoo.train.levers import weight_average  # noqa: E402,F401  (registers "ema")
+from clzoo.train.levers.base import LEVERS, Lever
 
 # Filled by the runner (the run's length), never a recipe key.
 RUN_ARGUMENTS = ("total_steps",)

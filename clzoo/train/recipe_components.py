@@ -1,0 +1,221 @@
+"""Recipe sections that build what they name: `{name, **settings}` checked by the registered factory.
+
+`training.optimizer` and `training.schedule` name a factory of `clzoo.optimizers.OPTIMIZERS` /
+`SCHEDULES`; the section's other keys are that factory's own settings, checked against its
+signature (unknown keys, types of its defaults) and by building it (its ranges), as `loss:`
+is checked by its class. A setting the recipe leaves out keeps the factory's default.
+
+Recipes written before the sections (flat keys such as `training.momentum`) still load:
+`FLAT_KEYS` says which section each flat key now belongs to, and `move_flat_keys` moves it
+there. A flat key set to its default for an optimizer that does not take it was ignored
+before and is dropped; set to another value, it is refused.
+"""
+
+import inspect
+import math
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+
+from clzoo.registry import check_kwargs, did_you_mean
+
+FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
+
+
+def float32_positive(value, key=None):
+    """A positive value that float32 (the training dtype) holds as a positive, finite number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            not math.isfinite(value) or 0 < value < FLOAT32_TINY or value > 3.4e38):
+        named = f"{key} = " if key else ""
+        raise ValueError(f"{named}{value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
+                         "3.4e38), the dtype training uses: it would train as 0 or inf")
+    return value
+
+
+# The key-translation table: flat `training` keys of earlier recipes -> their section.
+FLAT_KEYS = {
+    **dict.fromkeys(("momentum", "nesterov", "weight_decay", "bias_learning_rate_multiplier",
+                     "offset_weight_decay_multiplier", "lookahead_every", "lookahead_alpha",
+                     "trust_coefficient"), "optimizer"),
+    **dict.fromkeys(("warmup_epochs", "warmup_start_fraction", "final_learning_rate_fraction"),
+                    "schedule"),
+}
+# Why a factory has no use for the flat keys its section's others take.
+_IGNORES = {("schedule", "constant"): "schedule constant keeps the peak learning rate throughout and "
+            "would ignore it; use schedule cosine or linear, or drop the key"}
+# Flat values that meant "off" for a factory without the setting (no warm-up for `constant`).
+_NEUTRAL = {"warmup_epochs": (0,)}
+
+
+def _registry(section):
+    from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
+
+    return OPTIMIZERS if section == "optimizer" else SCHEDULES
+
+
+def flat_default(section, key):
+    """What an earlier flat key defaulted to: its first factory's default."""
+    return _defaults(_registry(section)).get(key)
+
+
+def _defaults(registry):
+    """`{setting: default}` over every factory of `registry` (the first factory's default wins)."""
+    from clzoo.optimizers.registry import settings_of
+
+    out = {}
+    for name in registry:
+        factory = registry.get(name)
+        for key in settings_of(factory) or ():
+            default = inspect.signature(factory).parameters[key].default
+            out.setdefault(key, default)
+    return out
+
+
+def _as_section(value):
+    return {"name": value} if isinstance(value, str) else value
+
+
+def move_flat_keys(training):
+    """`training` (a recipe's raw section) with each flat key of `FLAT_KEYS` moved into its
+    section (`optimizer: sgd` + `momentum: 0.8` -> `optimizer: {name: sgd, momentum: 0.8}`).
+
+    Raises:
+        ValueError: a key given both flat and in its section; a flat key set away from its
+            default that the named factory does not take (it would be ignored).
+    """
+
+    if not isinstance(training, dict) or not any(key in training for key in FLAT_KEYS):
+        return training
+    training = dict(training)
+    for section in ("optimizer", "schedule"):
+        flat = {key: training.pop(key) for key in list(training) if FLAT_KEYS.get(key) == section}
+        if flat:
+            training[section] = _with_flat(section, training.get(section, SECTION_DEFAULTS[section]),
+                                           flat)
+    return training
+
+
+def _with_flat(section, given, flat):
+    """The section `given` (a name or a mapping) with the `flat` keys of its factory moved in."""
+    from clzoo.optimizers.registry import owners, settings_of
+
+    target = _as_section(given)
+    registry = _registry(section)
+    if not isinstance(target, dict) or target.get("name") not in registry:
+        return target  # the section's own check names the problem
+    target, name = dict(target), target["name"]
+    taken, defaults = settings_of(registry.get(name)), _defaults(registry)
+    for key, value in flat.items():
+        if key in target:
+            raise ValueError(f"{key} is given twice, as training.{key} and training.{section}.{key}")
+        if taken is None or key in taken:
+            target[key] = value
+        elif value != defaults.get(key) and value not in _NEUTRAL.get(key, ()):
+            if (section, name) in _IGNORES:
+                raise ValueError(f"{key} = {value!r}: {_IGNORES[section, name]}")
+            owned = owners(registry)[key]
+            owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
+            raise ValueError(f"{key} is a setting of {section} {owner}, not {name}")
+    return target
+
+
+class ComponentSpec(BaseModel):
+    """`name` (a registered factory) plus that factory's own settings, only those the recipe gives.
+
+    Subclasses set `section` (the recipe key) and `run_arguments` (what the runner fills:
+    the learning rate, the run's length), and build the factory in `_build`.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str
+    section: ClassVar[str] = ""
+    run_arguments: ClassVar[tuple] = ()
+
+    @property
+    def settings(self):
+        return dict(self.model_extra or {})
+
+    def defaults(self):
+        """`{setting: default}` of the named factory (none for one of the earlier form)."""
+        from clzoo.optimizers.registry import settings_of
+
+        factory = _registry(self.section).get(self.name)
+        parameters = inspect.signature(factory).parameters
+        return {key: parameters[key].default for key in settings_of(factory) or ()
+                if parameters[key].default is not inspect.Parameter.empty}
+
+    @model_serializer(mode="wrap")
+    def _with_defaults(self, handler):
+        """Dumped with every setting (the defaults filled in): a run's `recipe.yaml` says what ran."""
+        given = handler(self)
+        return {"name": self.name, **self.defaults(), **{k: v for k, v in given.items() if k != "name"}}
+
+    @model_validator(mode="after")
+    def _builds(self):
+        registry = _registry(self.section)
+        if self.name not in registry:
+            raise ValueError(f"name {self.name!r}: must be one of {registry.list()}."
+                             + did_you_mean(self.name, registry))
+        factory = registry.get(self.name)
+        from clzoo.optimizers.registry import settings_of
+
+        if settings_of(factory) is None:  # the earlier form `(learning_rate, training)` reads the
+            return self                   # section's settings itself (TrainingSpec's flat keys)
+        check_kwargs(factory, self.settings, f"training.{self.section}", owner=self.name,
+                     skip=("self", "name", *self.run_arguments))
+        parameters = inspect.signature(factory).parameters
+        for key, value in self.settings.items():
+            _check_type(key, value, parameters[key].default)
+            if isinstance(value, float) and value and not FLOAT32_TINY <= abs(value) <= 3.4e38:
+                raise ValueError(f"{key} = {value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
+                                 "3.4e38), the dtype training uses: it would train as 0 or inf")
+        self._build(factory)
+        return self
+
+    def _build(self, factory):
+        raise NotImplementedError
+
+
+def _check_type(key, value, default):
+    """A setting of the default's type (strict: true is no number, 5 is no bool); ints pass as floats."""
+    if default is inspect.Parameter.empty or default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise ValueError(f"{key} = {value!r}: must be a {type(default).__name__} "
+                         f"(the default is {default!r})")
+
+
+class OptimizerSpec(ComponentSpec):
+    """`training.optimizer`: a `clzoo.optimizers.OPTIMIZERS` name and its settings."""
+
+    name: str = "sgd"
+    section: ClassVar[str] = "optimizer"
+    run_arguments: ClassVar[tuple] = ("learning_rate", "total_steps")
+
+    def _build(self, factory):
+        parameters = inspect.signature(factory).parameters
+        run = {"learning_rate": 0.1, "total_steps": 2**24}
+        factory(**{k: v for k, v in run.items() if k in parameters}, **self.settings)
+
+
+class ScheduleSpec(ComponentSpec):
+    """`training.schedule`: a `clzoo.optimizers.SCHEDULES` name and its settings."""
+
+    name: str = "cosine"
+    section: ClassVar[str] = "schedule"
+    run_arguments: ClassVar[tuple] = ("learning_rate", "epochs", "steps_per_epoch")
+
+    def _build(self, factory):  # the warm-up against the run's length: TrainingSpec
+        factory(learning_rate=0.1, epochs=2**20, steps_per_epoch=1, **self.settings)
+
+
+SECTION_DEFAULTS = {"optimizer": OptimizerSpec.model_fields["name"].default,
+                    "schedule": ScheduleSpec.model_fields["name"].default}
