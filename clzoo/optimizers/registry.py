@@ -91,7 +91,11 @@ def adamw(learning_rate, weight_decay=1e-4):
 
 
 @OPTIMIZERS.register("lookahead_sgd", description="SGD, Nesterov momentum, bias learning-rate "
-                     "multiplier and Lookahead (airbench94's optimizer)")
+                     "multiplier and Lookahead (airbench94's optimizer; airbench94 sets the last four "
+                     "to 64, 1, 5, 0.95 ** 5): `bias_learning_rate_multiplier` is the learning-rate "
+                     "factor of the batch-norm offsets, `offset_weight_decay_multiplier` their decay per "
+                     "step relative to the weights', `lookahead_every` the steps between Lookahead "
+                     "pulls (0: off), `lookahead_alpha` the largest pull")
 def lookahead_sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4,
                   bias_learning_rate_multiplier=1.0, offset_weight_decay_multiplier=1.0,
                   lookahead_every=0, lookahead_alpha=0.95**5, total_steps=None):

@@ -612,7 +612,8 @@ def _component_line(loc, message, source, overridden, flat):
         return None
     key = f"training.{setting}" if setting in flat else f"training.{loc[1]}.{setting}"
     value, _, reason = rest.partition(": ")
-    return f"{source}: {key} = {value}{_origin(key, overridden)}: {reason}"
+    origin = _origin(key, overridden) or _origin(f"training.{loc[1]}", overridden)  # the section set
+    return f"{source}: {key} = {value}{origin}: {reason}"
 
 
 def _explain(error, source, overridden, flat=()):
