@@ -39,9 +39,30 @@ def _schedule_settings(warmup_epochs, warmup_start_fraction, final_learning_rate
     _in_range("final_learning_rate_fraction", final_learning_rate_fraction, 0, 1)
 
 
-def _sgd_settings(momentum, weight_decay):
+def _sgd_settings(momentum, weight_decay, **_):
     _in_range("momentum", momentum, 0, 1, high_open=True)
     _in_range("weight_decay", weight_decay, 0)
+
+
+# An optimizer's `check` (its registration's metadata) refuses bad settings without building it:
+# a Keras optimizer creates variables, and on TensorFlow a variable made before the strategy
+# ends the chance to set up MultiWorkerMirroredStrategy's collective ops (recipes are checked first).
+def _adamw_settings(weight_decay, **_):
+    _in_range("weight_decay", weight_decay, 0)
+
+
+def _lookahead_settings(momentum, weight_decay, bias_learning_rate_multiplier,
+                        offset_weight_decay_multiplier, lookahead_every, lookahead_alpha, **_):
+    _sgd_settings(momentum, weight_decay)
+    _in_range("bias_learning_rate_multiplier", bias_learning_rate_multiplier, 0, low_open=True)
+    _in_range("offset_weight_decay_multiplier", offset_weight_decay_multiplier, 0)
+    _in_range("lookahead_every", lookahead_every, 0)
+    _in_range("lookahead_alpha", lookahead_alpha, 0, 1, high_open=True)
+
+
+def _lars_settings(momentum, weight_decay, trust_coefficient, **_):
+    _sgd_settings(momentum, weight_decay)
+    _in_range("trust_coefficient", trust_coefficient, 0, low_open=True)
 
 
 @SCHEDULES.register("cosine", description="linear warm-up from `warmup_start_fraction` x peak, then cosine "
@@ -77,16 +98,17 @@ def constant(learning_rate, epochs=None, steps_per_epoch=None):
     return float(learning_rate)
 
 
-@OPTIMIZERS.register("sgd", description="SGD with momentum and coupled weight decay (SupCon)")
+@OPTIMIZERS.register("sgd", description="SGD with momentum and coupled weight decay (SupCon)",
+                     check=_sgd_settings)
 def sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4):
     _sgd_settings(momentum, weight_decay)
     return keras.optimizers.SGD(learning_rate, momentum=momentum, nesterov=nesterov,
                                 weight_decay=weight_decay or None)
 
 
-@OPTIMIZERS.register("adamw", description="AdamW, decoupled weight decay")
+@OPTIMIZERS.register("adamw", description="AdamW, decoupled weight decay", check=_adamw_settings)
 def adamw(learning_rate, weight_decay=1e-4):
-    _in_range("weight_decay", weight_decay, 0)
+    _adamw_settings(weight_decay)
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay)
 
 
@@ -95,14 +117,12 @@ def adamw(learning_rate, weight_decay=1e-4):
                      "to 64, 1, 5, 0.95 ** 5): `bias_learning_rate_multiplier` is the learning-rate "
                      "factor of the batch-norm offsets, `offset_weight_decay_multiplier` their decay per "
                      "step relative to the weights', `lookahead_every` the steps between Lookahead "
-                     "pulls (0: off), `lookahead_alpha` the largest pull")
+                     "pulls (0: off), `lookahead_alpha` the largest pull", check=_lookahead_settings)
 def lookahead_sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4,
                   bias_learning_rate_multiplier=1.0, offset_weight_decay_multiplier=1.0,
                   lookahead_every=0, lookahead_alpha=0.95**5, total_steps=None):
-    _sgd_settings(momentum, weight_decay)
-    _in_range("bias_learning_rate_multiplier", bias_learning_rate_multiplier, 0, low_open=True)
-    _in_range("offset_weight_decay_multiplier", offset_weight_decay_multiplier, 0)
-    _in_range("lookahead_alpha", lookahead_alpha, 0, 1, high_open=True)
+    _lookahead_settings(momentum, weight_decay, bias_learning_rate_multiplier,
+                        offset_weight_decay_multiplier, lookahead_every, lookahead_alpha)
     return LookaheadSGD(learning_rate, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                         bias_learning_rate_multiplier=bias_learning_rate_multiplier,
                         offset_weight_decay_multiplier=offset_weight_decay_multiplier,
@@ -110,10 +130,9 @@ def lookahead_sgd(learning_rate, momentum=0.9, nesterov=False, weight_decay=1e-4
                         total_steps=total_steps)
 
 
-@OPTIMIZERS.register("lars", description="LARS (SimCLR's large-batch optimizer)")
+@OPTIMIZERS.register("lars", description="LARS (SimCLR's large-batch optimizer)", check=_lars_settings)
 def lars(learning_rate, momentum=0.9, weight_decay=1e-4, trust_coefficient=1e-3):
-    _sgd_settings(momentum, weight_decay)
-    _in_range("trust_coefficient", trust_coefficient, 0, low_open=True)
+    _lars_settings(momentum, weight_decay, trust_coefficient)
     return LARS(learning_rate, momentum=momentum, weight_decay=weight_decay,
                 trust_coefficient=trust_coefficient)
 

@@ -194,16 +194,21 @@ def _check_type(key, value, default):
 
 
 class OptimizerSpec(ComponentSpec):
-    """`training.optimizer`: a `clzoo.optimizers.OPTIMIZERS` name and its settings."""
+    """`training.optimizer`: a `clzoo.optimizers.OPTIMIZERS` name and its settings.
+
+    Checked by the registration's `check` (the settings with the factory's defaults), not by
+    building the optimizer: a Keras optimizer creates variables, and on TensorFlow one made
+    before the run's strategy stops MultiWorkerMirroredStrategy from setting up.
+    """
 
     name: str = "sgd"
     section: ClassVar[str] = "optimizer"
     run_arguments: ClassVar[tuple] = ("learning_rate", "total_steps")
 
     def _build(self, factory):
-        parameters = inspect.signature(factory).parameters
-        run = {"learning_rate": 0.1, "total_steps": 2**24}
-        factory(**{k: v for k, v in run.items() if k in parameters}, **self.settings)
+        check = _registry(self.section).entry(self.name).metadata.get("check")
+        if check is not None:
+            check(**{**self.defaults(), **self.settings})
 
 
 class ScheduleSpec(ComponentSpec):

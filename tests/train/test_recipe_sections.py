@@ -132,3 +132,18 @@ def test_the_key_reference_page_is_generated_from_the_sections():
     for key in ("`training.optimizer`", "`training.levers`", "`model.queue_size`", "`eval.knn_k`"):
         assert key in page
     assert "| `lookahead_sgd` |" in page and "`momentum=0.99`" in page  # registries, with defaults
+
+
+def test_checking_a_recipe_builds_no_optimizer(monkeypatch):
+    """A Keras optimizer makes variables; on TensorFlow one made before the strategy stops
+    MultiWorkerMirroredStrategy from setting up its collective ops (the run checks its recipe first)."""
+    import keras
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a recipe check built an optimizer")
+
+    monkeypatch.setattr(keras.optimizers.Optimizer, "__init__", refuse)
+    for name in ("sgd", "adamw", "lookahead_sgd", "lars"):
+        validate_recipe({"training": {"optimizer": {"name": name}}})
+    with pytest.raises(RecipeError, match="lookahead_every = -1: must be greater than or equal to 0"):
+        validate_recipe({"training": {"optimizer": {"name": "lookahead_sgd", "lookahead_every": -1}}})
