@@ -88,6 +88,8 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
         if first_epoch < plan.epochs and not parts.stopped():
             model.fit(_fit_input(batches), epochs=plan.epochs, initial_epoch=first_epoch,
                       steps_per_epoch=plan.steps, **fit)
+    else:  # resumed after the last step (killed before the encoder was saved): end as fit does,
+        model.optimizer.finalize_variable_values(model.trainable_weights)  # e.g. the weight average
     _raise_if_stopped(parts, run)
     return FitResult(time.perf_counter() - started, parts.throughput.images_per_second)
 

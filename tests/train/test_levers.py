@@ -97,3 +97,9 @@ def test_a_run_with_ema_saves_the_average_of_the_weights_it_trained(tmp_path):
         np.testing.assert_allclose(value, averages[weight.path], rtol=1e-6, atol=1e-7)
         moved += not np.allclose(value, raw)
     assert moved > len(trained.trainable_weights) // 2  # the average is not the last weights
+    # killed after the last step, before the encoder was saved: the resumed run ends on the average
+    for name in ("encoder.keras", "metrics.json"):
+        (tmp_path / "ema" / name).unlink()
+    train(validate_recipe(recipe), tmp_path / "ema", verbose=0, resume=True)
+    for a, b in zip(_weights(load_model(tmp_path / "ema" / "encoder.keras")), _weights(saved)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
