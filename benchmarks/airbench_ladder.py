@@ -106,8 +106,9 @@ def table(results, epochs):
             change = f"+ {added[int(name.split('_')[1])]}"
         else:
             change = f"the whole stack, {name}"
+        speed = metrics.get("images_per_second")  # None for a run resumed after its last step
         lines.append(f"| `{name}` | {change} | {100 * metrics['knn_top1']:.2f}% | "
-                     f"{metrics['images_per_second']:.0f} |")
+                     f"{'-' if speed is None else f'{speed:.0f}'} |")
     return "\n".join(lines)
 
 

@@ -319,22 +319,32 @@ def _alternative_lines(metadata, run):
 
 
 def _auxiliary_lines(metadata):
-    """What an auxiliary cross-entropy head (`model.auxiliary_cross_entropy_weight`) did."""
-    model = (metadata.get("recipe") or {}).get("model") or {}
-    weight = model.get("auxiliary_cross_entropy_weight") or 0
-    if not weight:
+    """What an auxiliary cross-entropy head (the recipe's `model.auxiliary`) did."""
+    auxiliary = _auxiliary_section((metadata.get("recipe") or {}).get("model") or {})
+    if not auxiliary or not auxiliary.get("weight"):
         return []
     return ["## Auxiliary cross-entropy head", "",
             f"Besides `{(metadata.get('loss') or {}).get('name', 'the loss')}`, a linear classifier "
-            f"on the encoder's features was trained with cross-entropy (weight {weight:g}, label "
-            f"smoothing {model.get('auxiliary_label_smoothing', 0.2):g}{_logit_scale(model)}) and "
+            f"on the encoder's features was trained with cross-entropy (weight {auxiliary['weight']:g}, "
+            f"label smoothing {auxiliary.get('label_smoothing', 0.2):g}{_logit_scale(auxiliary)}) and "
             "dropped afterwards: the labels shaped this encoder directly, so it is a supervised "
             "encoder whatever the contrastive loss is.", ""]
 
 
-def _logit_scale(model):
+def _auxiliary_section(model):
+    """The stored recipe's `model.auxiliary` as a dict, whichever spelling the recipe was stored in."""
+    from clzoo.train.recipe_model import move_model_flat_keys
+
+    try:
+        model = move_model_flat_keys(model)
+    except ValueError:  # a recipe that would not load: no head to describe
+        return None
+    return model.get("auxiliary") if isinstance(model, dict) else None
+
+
+def _logit_scale(auxiliary):
     """`, logits times S` where the recipe recorded S (recipes before the key had an unscaled head)."""
-    scale = model.get("auxiliary_logit_scale")
+    scale = auxiliary.get("logit_scale")
     return "" if scale is None else f", logits times {scale:.4g}"
 
 

@@ -213,12 +213,12 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         if not (run / needed).is_file():
             raise PresetError(f"{run} is not a complete clzoo run: {needed} is missing.")
     recipe, result, report = _preset_records(run, eval_dir)  # before the model: refused at once
-    # a run whose recipe sets model.test_time_flip saved the test-time averaged encoder itself
+    # a run whose recipe sets model.test_time saved the test-time averaged encoder itself
     # (clzoo.train.runner), and measured its metrics on it
-    shipped_by_run = recipe.model.test_time_flip
+    shipped_by_run = recipe.model.test_time is not None
     if test_time_flip and shipped_by_run:
         raise PresetError(f"{run}'s encoder.keras already averages its test-time views "
-                          "(model.test_time_flip in its recipe): build it without test_time_flip")
+                          "(model.test_time in its recipe): build it without test_time_flip")
     from clzoo.saving import load_model
 
     encoder = load_model(run / "encoder.keras")
@@ -229,16 +229,16 @@ def build_preset(run_dir, out_dir, name=None, license="apache-2.0", cores=None,
         encoder = flip_averaged(encoder, name=f"{encoder.name}_flip_averaged")
     metrics = {"train": result.to_summary(), **({"eval": report.metrics} if report else {})}
     name = name or run.name
-    _name_says_auxiliary(name, recipe.model.auxiliary_cross_entropy_weight)
+    _name_says_auxiliary(name, recipe.model.auxiliary and recipe.model.auxiliary.weight)
     stored = recipe.to_dict()
     metadata = {
         "name": name, "created": datetime.date.today().isoformat(),
         "clzoo_version": __version__, "keras_version": keras.__version__,
-        "commit": _commit(), "loss": stored["loss"], "architecture": recipe.model.architecture,
+        "commit": _commit(), "loss": stored["loss"], "architecture": recipe.model.encoder.name,
         "dataset": recipe.data, "recipe": stored, "metrics": metrics,
         "feature_dim": int(encoder.output_shape[-1]),
         "test_time_flip": bool(test_time_flip) or shipped_by_run,
-        "test_time_translate": int(recipe.model.test_time_translate or 0),
+        "test_time_translate": recipe.model.test_time.translate if shipped_by_run else 0,
         "test_time_measured": shipped_by_run,
         "compute": training_compute(run, recipe, result, cores),
         "data_provenance": data_provenance(recipe.data, result.summary.get("train_images")),

@@ -54,10 +54,10 @@ def _soft_target_cross_entropy(label_smoothing=0.0, reduction="sum_over_batch_si
 
 
 def build_encoder(recipe, size):
-    """The recipe's untrained encoder (`model.architecture` with its `model.encoder_options`) for
+    """The recipe's untrained encoder (`model.encoder`: its name and builder arguments) for
     `(size, size, 3)` images in [0, 1], named "encoder"."""
-    return get_encoder(recipe.model.architecture, input_shape=(size, size, 3), name="encoder",
-                       **recipe.model.encoder_options)
+    encoder = recipe.model.encoder
+    return get_encoder(encoder.name, input_shape=(size, size, 3), name="encoder", **encoder.options)
 
 
 def build_loss(recipe):

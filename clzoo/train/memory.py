@@ -54,7 +54,7 @@ def check_step_memory(recipe, encoder, views, on_cpu, total=None):
     """Refuse, before training, a step whose activations would not fit in host memory.
 
     Args:
-        recipe: the validated `Recipe` (batch size, `model.encoder_chunk_size`).
+        recipe: the validated `Recipe` (batch size, `model.grad_cache`).
         encoder: the built encoder.
         views: views per image in a step.
         on_cpu: the step runs on the CPU (device memory is the framework's to report).
@@ -67,14 +67,15 @@ def check_step_memory(recipe, encoder, views, on_cpu, total=None):
     if not on_cpu or not total:
         return
     images = recipe.training.batch_size * views
-    chunk = recipe.model.encoder_chunk_size
+    chunk = recipe.model.grad_cache and recipe.model.grad_cache.chunk_size
     through = min(images, chunk) if chunk else images  # GradCache keeps one chunk's activations
     need = through * activation_bytes_per_image(encoder)
     if need > LIMIT_FRACTION * total:
         gib = 1 << 30
         raise RecipeError([
             f"training.batch_size = {recipe.training.batch_size}: {through:,} images per step "
-            f"({views} view(s){', encoder_chunk_size ' + str(chunk) if chunk else ''}) keep about "
+            f"({views} view(s){', GradCache chunks of ' + str(chunk) if chunk else ''}) keep about "
             f"{need / gib:.1f} GiB of activations for the backward pass, more than "
             f"{LIMIT_FRACTION:.0%} of this machine's {total / gib:.1f} GiB: use a smaller batch, or "
-            "model.encoder_chunk_size (GradCache: same loss, activations of one chunk at a time)"])
+            "model.grad_cache: {chunk_size: N} (model.encoder_chunk_size in earlier recipes; GradCache: "
+            "same loss, activations of one chunk at a time)"])

@@ -12,6 +12,7 @@ import inspect
 import math
 import os
 import reprlib
+import typing
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +21,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -35,9 +35,24 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_K
     FLOAT32_TINY,
     OptimizerSpec,
     ScheduleSpec,
+    Section,
+    as_section,
     flat_default,
     float32_positive,
     move_flat_keys,
+)
+from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
+    MODEL_FLAT_KEYS,
+    PARTS,
+    AuxiliarySpec,
+    EncoderSpec,
+    GradCacheSpec,
+    ModelSpec,
+    QueueSpec,
+    TestTimeSpec,
+    move_model_flat_keys,
+    section_to_flat,
+    spelled_as_written,
 )
 from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     MAX_ALIASES,
@@ -49,19 +64,7 @@ from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
 )
 
 _float32_positive = float32_positive
-
-
-def _floats_in(value, key):
-    """`_float32_positive` on every non-zero float in `value`, nested lists and dicts included
-    (`views`, `mix`, `encoder_options`, optional floats); sections check themselves."""
-    if isinstance(value, float) and value:
-        _float32_positive(abs(value), key)
-    elif isinstance(value, dict):
-        for name, item in value.items():
-            _floats_in(item, f"{key}.{name}")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _floats_in(item, f"{key}[{index}]")
+_Section = Section
 
 
 class RecipeError(ValueError):
@@ -70,86 +73,6 @@ class RecipeError(ValueError):
     def __init__(self, lines):
         self.lines = list(lines)
         super().__init__("\n".join(self.lines))
-
-
-class _Section(BaseModel):
-    # strict: "5" is not 5 and true is not 1 (nothing coerced silently); ints pass as floats.
-    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
-
-    @model_validator(mode="after")
-    def _floats_fit_float32(self):
-        """Every float setting is one float32 (the training dtype) holds: not inf, not 0 for a
-        positive value (else the NaN stop would later blame the learning rate)."""
-        for key in type(self).model_fields:
-            _floats_in(getattr(self, key), key)
-        return self
-
-
-class ModelSpec(_Section):
-    architecture: str = "resnet20"  # a name of clzoo.models.list_encoders()
-    # the architecture's own builder arguments, e.g. {num_layers: 2} for vit_small_patch4
-    # (clzoo.models.check_encoder_options); the image size comes from views.size
-    encoder_options: dict[str, int | float | str | bool | list[float]] = {}
-    head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
-    head_batch_norm: bool = False  # batch norm between the projection head's layers
-    embedding_dim: PositiveInt = 128  # the projection head's output: the embedding the loss sees
-    # the saved encoder averages each image's features with its mirror image's (airbench's
-    # test-time flip, clzoo.models.flip_averaged); training and the online kNN use the bare encoder
-    test_time_flip: bool = False
-    # and over the image shifted by (-t, -t) and (+t, +t) pixels with their mirrors (airbench's
-    # multi-crop test-time augmentation, clzoo.models.test_time_averaged); needs test_time_flip
-    test_time_translate: NonNegativeInt = Field(0, le=4)
-    classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
-    # MoCo-style memory (clzoo.models.ContrastiveModel): keep the last queue_size keys + labels and
-    # contrast each anchor against batch + queue; momentum: EMA key encoder (needs queue_size).
-    queue_size: PositiveInt | None = Field(None, le=1_000_000)
-    momentum: float | None = Field(None, ge=0, lt=1)  # MoCo key encoder's EMA; None: no key encoder
-    # GradCache (Gao et al. 2021): embed each batch in sub-batches of this many images (views
-    # included) without keeping activations, then back-propagate sub-batch by sub-batch. Same
-    # gradients with less memory and one extra forward pass; batch norm statistics become
-    # per sub-batch (see clzoo.models.ContrastiveModel). Task contrastive only.
-    encoder_chunk_size: PositiveInt | None = None
-    # an auxiliary linear classifier on the encoder's features (clzoo.models.auxiliary_classifier):
-    # loss = contrastive + weight * label-smoothed cross-entropy; 0: none. It uses the labels (a
-    # preset trained with it says so in its name and card). Task contrastive only. airbench94's
-    # head: no bias, logits times a fixed scale (1/9 there).
-    auxiliary_cross_entropy_weight: NonNegativeFloat = 0.0
-    auxiliary_label_smoothing: float = Field(0.2, ge=0, lt=1)  # of the auxiliary cross-entropy (airbench94's)
-    # = clzoo.models.auxiliary_classifier.AIRBENCH_LOGIT_SCALE (a keras module; recipes import none)
-    auxiliary_logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
-
-    @model_validator(mode="after")
-    def _parts_combine(self):
-        from clzoo.models.parts import check_parts
-
-        check_parts(self.queue_size, self.momentum, self.encoder_chunk_size,
-                    bool(self.auxiliary_cross_entropy_weight),
-                    names={key: f"model.{key}" for key in ("queue_size", "momentum", "encoder_chunk_size")}
-                    | {"auxiliary": "model.auxiliary_cross_entropy_weight"})
-        return self
-
-    @model_validator(mode="after")
-    def _translate_needs_flip(self):
-        if self.test_time_translate and not self.test_time_flip:
-            raise ValueError("test_time_translate averages mirrored pairs: set test_time_flip too")
-        return self
-
-    @model_validator(mode="after")
-    def _options_fit_the_encoder(self):
-        from clzoo.models.registry import check_encoder_options
-
-        check_encoder_options(self.architecture, self.encoder_options)
-        return self
-
-    @field_validator("architecture")
-    @classmethod
-    def _known_encoder(cls, name):
-        from clzoo.models.registry import ENCODERS
-
-        if name not in ENCODERS:
-            raise ValueError(f"unknown encoder; known: {', '.join(ENCODERS)}."
-                             + did_you_mean(name, ENCODERS))
-        return name
 
 
 class LossSpec(BaseModel):
@@ -209,8 +132,8 @@ class TrainingSpec(_Section):
         """`optimizer: sgd` as `{name: sgd}`, and earlier recipes' flat keys in their section."""
         data = move_flat_keys(data)
         if isinstance(data, dict):
-            data = {key: {"name": value} if key in ("optimizer", "schedule") and isinstance(value, str)
-                    else value for key, value in data.items()}
+            data = {key: as_section(value) if key in ("optimizer", "schedule") else value
+                    for key, value in data.items()}
         return data
 
     @field_validator("levers")
@@ -328,14 +251,14 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _queue_needs_embedding_loss(self):
-        if self.model.queue_size is None:
+        if self.model.queue is None:
             return self
         from clzoo.losses.base import ContrastiveLoss
         from clzoo.train.builders import loss_class
 
         cls = loss_class(self.loss.name)  # a function for SoftTargetCrossEntropy
         if self.task != "contrastive" or not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
-            raise ValueError("model.queue_size needs task contrastive and an embedding loss "
+            raise ValueError("model.queue needs task contrastive and an embedding loss "
                              f"(not {self.loss.name} / task {self.task})")
         return self
 
@@ -359,15 +282,15 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _auxiliary_head_needs_contrastive_task(self):
-        if self.model.auxiliary_cross_entropy_weight and self.task != "contrastive":
-            raise ValueError("model.auxiliary_cross_entropy_weight needs task contrastive (task "
+        if self.model.auxiliary is not None and self.task != "contrastive":
+            raise ValueError("model.auxiliary needs task contrastive (task "
                              f"{self.task} trains a classifier already)")
         return self
 
     @model_validator(mode="after")
     def _chunking_needs_contrastive_task(self):
-        if self.model.encoder_chunk_size is not None and self.task != "contrastive":
-            raise ValueError("model.encoder_chunk_size (GradCache) needs task contrastive "
+        if self.model.grad_cache is not None and self.task != "contrastive":
+            raise ValueError("model.grad_cache (GradCache) needs task contrastive "
                              f"(not task {self.task})")
         return self
 
@@ -436,14 +359,23 @@ def validate_recipe(sections, source="<recipe>", overridden=()):
              for key, value in _non_finite(sections)]
     if lines:
         raise RecipeError(lines)
+    written = _flat_keys_written(sections)
     try:
         recipe = Recipe.model_validate(sections)
     except ValidationError as error:
-        training = sections.get("training") if isinstance(sections, dict) else None
-        flat = {key for key in training if key in FLAT_KEYS} if isinstance(training, dict) else set()
-        raise RecipeError(_explain(error, source, overridden, flat)) from None
-    _check_queue_memory(recipe, source, overridden)
+        raise RecipeError([spelled_as_written(line, written["model"]) for line in
+                           _explain(error, source, overridden, written["training"])]) from None
+    _check_queue_memory(recipe, source, overridden, written["model"])
     return recipe
+
+
+def _flat_keys_written(sections):
+    """`{section: the flat keys of earlier recipes it writes}` for `training` and `model`."""
+    out = {}
+    for section, table in (("training", FLAT_KEYS), ("model", MODEL_FLAT_KEYS)):
+        raw = sections.get(section) if isinstance(sections, dict) else None
+        out[section] = {key for key in raw if key in table} if isinstance(raw, dict) else set()
+    return out
 
 
 def _non_finite(value, path=""):
@@ -489,17 +421,17 @@ def queue_bytes(recipe):
     return 4 * spec.queue_size * (spec.embedding_dim + 1 + 3 * anchors)
 
 
-def _check_queue_memory(recipe, source, overridden):
-    """Refuse a `model.queue_size` whose queue needs over half of the memory available now."""
+def _check_queue_memory(recipe, source, overridden, written=()):
+    """Refuse a `model.queue.size` whose queue needs over half of the memory available now."""
     needed, available = queue_bytes(recipe), _available_memory()
     if not needed or available is None or needed <= available / 2:
         return
-    key = "model.queue_size"
+    key = spelled_as_written("model.queue.size", written)
     raise RecipeError([
         f"{source}: {key} = {recipe.model.queue_size}{_origin(key, overridden)}: the queue needs "
-        f"about {needed / 2**30:.1f} GiB (queue_size x (embedding_dim {recipe.model.embedding_dim}"
+        f"about {needed / 2**30:.1f} GiB (size x (embedding_dim {recipe.model.embedding_dim}"
         f" + 1 + 3 x {recipe.training.batch_size} x views) x 4 bytes), over half of the "
-        f"{available / 2**30:.1f} GiB available; use a smaller queue_size"])
+        f"{available / 2**30:.1f} GiB available; use a smaller queue"])
 
 
 def _read(path, source):
@@ -559,7 +491,7 @@ def _apply_overrides(raw, overrides, source):
         if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
                                f"Received: {_short(item)}"])
-        routed = _section_key(raw, key)
+        routed = _section_key(raw, key, source)
         *parents, leaf = routed.split(".")
         node = raw
         for i, part in enumerate(parents):
@@ -572,11 +504,18 @@ def _apply_overrides(raw, overrides, source):
     return done
 
 
-def _section_key(raw, key):
+def _section_key(raw, key, source="<recipe>"):
     """An override key in the recipe's own spelling: a flat `training` key (`FLAT_KEYS`) goes into
     its section when the recipe writes the section as a mapping; a section key
-    (`training.optimizer.momentum`) replaces the flat one and turns `optimizer: sgd` into a mapping."""
+    (`training.optimizer.momentum`) replaces the flat one and turns `optimizer: sgd` into a mapping.
+    `model` overrides: see `_model_spelling`."""
     parts = key.split(".")
+    if parts[0] == "model" and len(parts) > 1 and isinstance(raw.get("model"), dict):
+        try:
+            raw["model"] = _model_spelling(raw["model"], parts[1])
+        except ValueError as error:
+            raise RecipeError([f"{source}: override {key}: {error}"]) from None
+        return key
     training = raw.get("training")
     if parts[0] != "training" or len(parts) not in (2, 3) or not isinstance(training, dict):
         return key
@@ -588,6 +527,17 @@ def _section_key(raw, key):
         if FLAT_KEYS.get(parts[2]) == parts[1]:
             training.pop(parts[2], None)
     return key
+
+
+def _model_spelling(model, key):
+    """The raw `model` section in the spelling of an override's `key`: a flat key of earlier
+    recipes (`queue_size`) turns the recipe's sections back into flat keys; a section
+    (`queue`) moves the recipe's flat keys into their sections."""
+    if key in MODEL_FLAT_KEYS and any(section in model for section in (*PARTS, "encoder")):
+        return section_to_flat(model)
+    if key in (*PARTS, "encoder") and any(flat in model for flat in MODEL_FLAT_KEYS):
+        return move_model_flat_keys(model)
+    return model
 
 
 _REPR = reprlib.Repr()  # (keyword arguments need Python 3.12)
@@ -637,6 +587,8 @@ def _explain(error, source, overridden, flat=()):
             typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
             line = f"{source}: {key or 'recipe'}{shown}{origin}: {message}"
+            if message.startswith(f"{key}.") and shown == "":  # the message names its own key
+                line = f"{source}: {message}"
         lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return lines
 
@@ -645,5 +597,6 @@ def _known_keys(loc):
     model = Recipe
     for part in loc:
         model = model.model_fields[part].annotation
-    earlier = list(FLAT_KEYS) if model is TrainingSpec else []  # still read (moved in)
+        model = next((t for t in typing.get_args(model) if isinstance(t, type)), model)  # X | None
+    earlier = {TrainingSpec: list(FLAT_KEYS), ModelSpec: list(MODEL_FLAT_KEYS)}.get(model, [])  # moved in
     return list(model.model_fields) + earlier

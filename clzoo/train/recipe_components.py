@@ -23,13 +23,40 @@ FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value tr
 
 
 def float32_positive(value, key=None):
-    """A positive value that float32 (the training dtype) holds as a positive, finite number."""
+    """A non-zero value that float32 (the training dtype) holds as a non-zero, finite number."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and (
-            not math.isfinite(value) or 0 < value < FLOAT32_TINY or value > 3.4e38):
+            not math.isfinite(value) or 0 < abs(value) < FLOAT32_TINY or abs(value) > 3.4e38):
         named = f"{key} = " if key else ""
         raise ValueError(f"{named}{value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
                          "3.4e38), the dtype training uses: it would train as 0 or inf")
     return value
+
+
+def floats_in(value, key):
+    """`float32_positive` on every non-zero float in `value`, nested lists and dicts included."""
+    if isinstance(value, float) and value:
+        float32_positive(value, key)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            floats_in(item, f"{key}.{name}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            floats_in(item, f"{key}[{index}]")
+
+
+class Section(BaseModel):
+    """A recipe section of fixed keys: unknown keys refused, nothing coerced, floats float32."""
+
+    # strict: "5" is not 5 and true is not 1 (nothing coerced silently); ints pass as floats.
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
+
+    @model_validator(mode="after")
+    def _floats_fit_float32(self):
+        """Every float setting is one float32 (the training dtype) holds: not inf, not 0 for a
+        positive value (else the NaN stop would later blame the learning rate)."""
+        for key in type(self).model_fields:
+            floats_in(getattr(self, key), key)
+        return self
 
 
 # The key-translation table: flat `training` keys of earlier recipes -> their section.
@@ -58,20 +85,27 @@ def flat_default(section, key):
     return _defaults(_registry(section)).get(key)
 
 
-def _defaults(registry):
-    """`{setting: default}` over every factory of `registry` (the first factory's default wins)."""
+def factory_defaults(factory):
+    """`{setting: default}` of a registered factory's own settings (none for the earlier form
+    `(learning_rate, training)`)."""
     from clzoo.optimizers.registry import settings_of
 
+    parameters = inspect.signature(factory).parameters
+    return {key: parameters[key].default for key in settings_of(factory) or ()
+            if parameters[key].default is not inspect.Parameter.empty}
+
+
+def _defaults(registry):
+    """`{setting: default}` over every factory of `registry` (the first factory's default wins)."""
     out = {}
     for name in registry:
-        factory = registry.get(name)
-        for key in settings_of(factory) or ():
-            default = inspect.signature(factory).parameters[key].default
+        for key, default in factory_defaults(registry.get(name)).items():
             out.setdefault(key, default)
     return out
 
 
-def _as_section(value):
+def as_section(value):
+    """`sgd` as `{name: sgd}`; a mapping as it is."""
     return {"name": value} if isinstance(value, str) else value
 
 
@@ -99,7 +133,7 @@ def _with_flat(section, given, flat):
     """The section `given` (a name or a mapping) with the `flat` keys of its factory moved in."""
     from clzoo.optimizers.registry import owners, settings_of
 
-    target = _as_section(given)
+    target = as_section(given)
     registry = _registry(section)
     if not isinstance(target, dict) or target.get("name") not in registry:
         return target  # the section's own check names the problem
@@ -137,12 +171,7 @@ class ComponentSpec(BaseModel):
 
     def defaults(self):
         """`{setting: default}` of the named factory (none for one of the earlier form)."""
-        from clzoo.optimizers.registry import settings_of
-
-        factory = _registry(self.section).get(self.name)
-        parameters = inspect.signature(factory).parameters
-        return {key: parameters[key].default for key in settings_of(factory) or ()
-                if parameters[key].default is not inspect.Parameter.empty}
+        return factory_defaults(_registry(self.section).get(self.name))
 
     @model_serializer(mode="wrap")
     def _with_defaults(self, handler):
@@ -166,9 +195,8 @@ class ComponentSpec(BaseModel):
         parameters = inspect.signature(factory).parameters
         for key, value in self.settings.items():
             _check_type(key, value, parameters[key].default)
-            if isinstance(value, float) and value and not FLOAT32_TINY <= abs(value) <= 3.4e38:
-                raise ValueError(f"{key} = {value!r} is outside float32's range ({FLOAT32_TINY:.3g} to "
-                                 "3.4e38), the dtype training uses: it would train as 0 or inf")
+            if isinstance(value, float) and value:
+                float32_positive(value, key)
         self._build(factory)
         return self
 

@@ -136,9 +136,8 @@ def _save_encoder(run, encoder, recipe, model, place):
     """`encoder.keras`, written once: by the chief, while the others (JAX over several
     processes) take part in the collective save and drop their copy."""
     with portable_batch_norm(model):
-        spec = recipe.model
-        shipped = (test_time_averaged(encoder, spec.test_time_translate) if spec.test_time_flip
-                   else encoder)
+        test_time = recipe.model.test_time
+        shipped = encoder if test_time is None else test_time_averaged(encoder, test_time.translate)
         write_once(place, run / "encoder.keras", shipped.save, suffix=".keras")
 
 

@@ -27,14 +27,14 @@ class ContrastiveTask:
         # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
         head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
-        auxiliary = {}
-        if spec.auxiliary_cross_entropy_weight:
-            auxiliary = dict(auxiliary_classes=num_classes,
-                             auxiliary_weight=spec.auxiliary_cross_entropy_weight,
-                             auxiliary_label_smoothing=spec.auxiliary_label_smoothing,
-                             auxiliary_logit_scale=spec.auxiliary_logit_scale)
-        model = ContrastiveModel(encoder, head, queue_size=spec.queue_size, momentum=spec.momentum,
-                                 encoder_chunk_size=spec.encoder_chunk_size,
+        auxiliary, queue = {}, spec.queue
+        if spec.auxiliary is not None:
+            auxiliary = dict(auxiliary_classes=num_classes, auxiliary_weight=spec.auxiliary.weight,
+                             auxiliary_label_smoothing=spec.auxiliary.label_smoothing,
+                             auxiliary_logit_scale=spec.auxiliary.logit_scale)
+        model = ContrastiveModel(encoder, head, queue_size=queue and queue.size,
+                                 momentum=queue and queue.momentum,
+                                 encoder_chunk_size=spec.grad_cache and spec.grad_cache.chunk_size,
                                  learnable_temperature=learnable_temperature,
                                  name="contrastive_model", **auxiliary)
         model.build((None, views.views, views.size, views.size, 3))

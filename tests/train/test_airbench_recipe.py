@@ -97,6 +97,7 @@ def test_a_stack_run_whitens_its_stem_checkpoints_lookahead_and_ships_test_time_
 def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     import yaml
 
+    from clzoo.train.recipe_model import section_to_flat
     from clzoo.train.run_folder import RunFolder, fingerprint
 
     recipe = load_recipe(None, ["training.epochs=2"])
@@ -109,7 +110,9 @@ def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     for key in ("nesterov", "warmup_start_fraction", "bias_learning_rate_multiplier",
                 "offset_weight_decay_multiplier", "lookahead_every", "lookahead_alpha"):
         saved["training"].pop(key, None)  # a recipe.yaml written before these keys existed
-    del saved["model"]["test_time_translate"]
+    saved["model"] = section_to_flat(saved["model"])  # flat, as before the model's sections
+    assert saved["model"]["architecture"] == "resnet20" and saved["model"]["queue_size"] is None
+    saved["model"].pop("test_time_translate", None)
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(saved))
     (tmp_path / "recipe.sha256").write_text(fingerprint(saved) + "\n")
     RunFolder(tmp_path)._check_saved_recipe(recipe)  # same recipe: no refusal

@@ -129,7 +129,7 @@ def test_the_key_reference_page_is_generated_from_the_sections():
 
     page = (ROOT / "docs" / "recipe-keys.md").read_text()
     assert page == recipe_reference(), "run: python -m clzoo.train.recipe_reference > docs/recipe-keys.md"
-    for key in ("`training.optimizer`", "`training.levers`", "`model.queue_size`", "`eval.knn_k`"):
+    for key in ("`training.optimizer`", "`training.levers`", "`model.queue.size`", "`eval.knn_k`"):
         assert key in page
     assert "| `lookahead_sgd` |" in page and "`momentum=0.99`" in page  # registries, with defaults
 
