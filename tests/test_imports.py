@@ -111,6 +111,9 @@ def test_rooms_form_no_circle_and_models_sit_below_presets():
         placed |= set(ready)
         order += ready
     assert order.index("clzoo.models") < order.index("clzoo.presets") < order.index("clzoo.cli")
+    # issue 60: the training step's parts sit below the models that compose them
+    assert order.index("clzoo.steps") < order.index("clzoo.models")
+    assert "clzoo.models" not in rooms["clzoo.steps"]
 
 
 def test_clzoo_models_encoder_names_its_new_home():

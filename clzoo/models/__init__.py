@@ -7,8 +7,6 @@ from clzoo.models.classifier import build_classifier
 from clzoo.models.contrastive_model import ContrastiveModel
 from clzoo.models.image_encoder import ImageEncoder, as_image_encoder
 from clzoo.models.initializers import DiracInitializer
-from clzoo.models.memory_queue import MemoryQueue
-from clzoo.models.momentum import MomentumEncoder
 from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, check_encoder_options, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
@@ -20,6 +18,8 @@ from clzoo.models.test_time_flip import (
     test_time_averaged,
 )
 from clzoo.models.whitening import PatchWhitening, adapt_whitening
+from clzoo.steps.memory_queue import MemoryQueue
+from clzoo.steps.momentum import MomentumEncoder
 
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
            "DiracInitializer", "HorizontalFlip", "ImageEncoder", "MemoryQueue", "MomentumEncoder",

@@ -4,19 +4,19 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.models import grad_cache
 from clzoo.models.auxiliary_classifier import (
     AIRBENCH_LOGIT_SCALE,
     auxiliary_cross_entropy,
     auxiliary_head,
     check_auxiliary,
 )
-from clzoo.models.fit_labels import check_labels
-from clzoo.models.jax_step_guard import guard_jax_step
-from clzoo.models.memory_queue import MemoryQueue
-from clzoo.models.momentum import MomentumEncoder
-from clzoo.models.parts import check_parts
-from clzoo.models.queue_step import contrast_with_queue
+from clzoo.steps import grad_cache
+from clzoo.steps.fit_labels import check_labels
+from clzoo.steps.jax_step_guard import guard_jax_step
+from clzoo.steps.memory_queue import MemoryQueue
+from clzoo.steps.momentum import MomentumEncoder
+from clzoo.steps.parts import check_parts
+from clzoo.steps.queue_step import contrast_with_queue
 from clzoo.validation.arguments import validate_positive_int
 
 
@@ -118,7 +118,7 @@ class ContrastiveModel(keras.Model):
             of M images without keeping activations, take the loss and its
             gradient with respect to the `(batch, views, dim)` embeddings,
             then re-run each sub-batch with gradients and back-propagate its
-            cached embedding gradients (`clzoo.models.grad_cache`). Peak
+            cached embedding gradients (`clzoo.steps.grad_cache`). Peak
             activation memory is that of M images instead of the batch, for
             one extra forward pass. Weight gradients equal the full-batch
             ones when nothing in encoder or head depends on the sub-batch:
@@ -300,7 +300,7 @@ class ContrastiveModel(keras.Model):
         return super().evaluate(x, y, *args, **kwargs)
 
     def train_step(self, *args):
-        """Keras' training step, or GradCache's (`clzoo.models.grad_cache`) with `encoder_chunk_size`."""
+        """Keras' training step, or GradCache's (`clzoo.steps.grad_cache`) with `encoder_chunk_size`."""
         if self.encoder_chunk_size is None:
             return super().train_step(*args)
         return grad_cache.train_step(self, *args)
@@ -320,7 +320,7 @@ class ContrastiveModel(keras.Model):
 
         Keys are the momentum encoder's embeddings of `x` (after its momentum
         update) or, without one, `y_pred` itself (no gradient). See
-        `clzoo.models.queue_step.contrast_with_queue`.
+        `clzoo.steps.queue_step.contrast_with_queue`.
 
         With `auxiliary_classes`, `y_pred` is `(embeddings, logits)` in training and the
         weighted cross-entropy is added.

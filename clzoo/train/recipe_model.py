@@ -128,7 +128,7 @@ class ModelSpec(Section):
 
     @model_validator(mode="after")
     def _parts_combine(self):
-        from clzoo.models.parts import check_parts
+        from clzoo.steps.parts import check_parts
 
         check_parts(encoder_chunk_size=self.encoder_chunk_size, auxiliary=self.auxiliary is not None,
                     names={"encoder_chunk_size": "model.grad_cache", "auxiliary": "model.auxiliary"})
@@ -234,7 +234,7 @@ def _move_part(model, section, part, given):
 
 def _off_message(section, key, value):
     if section == "queue":
-        from clzoo.models.parts import check_parts
+        from clzoo.steps.parts import check_parts
 
         check_parts(queue_size=None, momentum=value,
                     names={"queue_size": "model.queue_size", "momentum": "model.momentum"})

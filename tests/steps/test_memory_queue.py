@@ -12,7 +12,7 @@ import pytest
 from keras import ops
 
 import clzoo
-from tests.models.queue_model import SHAPE, batches, queue_state, tiny_model
+from tests.steps.queue_model import SHAPE, batches, queue_state, tiny_model
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
@@ -235,7 +235,7 @@ def test_an_unbuilt_model_with_a_momentum_encoder_fits_and_shadows_are_copies():
 ])
 def test_a_rule_between_parts_is_one_check_for_the_model_and_the_recipe(model_kwargs, recipe_overrides,
                                                                          words):
-    """Issue 60 item 2: each rule lives in `clzoo.models.parts.check_parts`; the model names its
+    """Issue 60 item 2: each rule lives in `clzoo.steps.parts.check_parts`; the model names its
     arguments, the recipe its keys."""
     import clzoo
     from clzoo.train.recipe import RecipeError, load_recipe

@@ -187,7 +187,7 @@ def test_a_non_finite_sub_batch_gradient_leaves_the_next_sub_batch_images_exact(
     # add an exact 0 even when those hold NaN or inf (x * 0 would be NaN).
     import jax
 
-    from clzoo.models.grad_cache import _jax_after
+    from clzoo.steps.grad_cache import _jax_after
 
     images = np.random.default_rng(0).uniform(size=(4, 8, 8, 3)).astype("float32")
     for bad in (np.nan, np.inf, -np.inf, 1.0):

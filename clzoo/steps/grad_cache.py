@@ -98,7 +98,7 @@ def train_step(model, *args):
 
     Example (what `fit` runs; see `ContrastiveModel` for a `fit` call):
 
-    >>> from clzoo.models.grad_cache import chunk_bounds
+    >>> from clzoo.steps.grad_cache import chunk_bounds
     >>> chunk_bounds(12, 5)  # 6 samples x 2 views, encoder_chunk_size=5
     [(0, 5), (5, 10), (10, 12)]
     """

@@ -22,7 +22,7 @@ def check_parts(queue_size=None, momentum=None, encoder_chunk_size=None, auxilia
 
     Example:
 
-    >>> from clzoo.models.parts import check_parts
+    >>> from clzoo.steps.parts import check_parts
     >>> check_parts(queue_size=4096, momentum=0.99)
     >>> check_parts(momentum=0.99)
     Traceback (most recent call last):
