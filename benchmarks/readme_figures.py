@@ -31,7 +31,7 @@ README = ROOT / "README.md"
 START, END = "<!-- readme-figures:start -->", "<!-- readme-figures:end -->"
 # The numbers depend on these; presets, the CLI's wording and docs do not change them.
 DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/validation",
-              "clzoo/models", "clzoo/optimizers", "clzoo/train", RECIPE)
+              "clzoo/models", "clzoo/steps", "clzoo/optimizers", "clzoo/train", RECIPE)
 
 
 def fingerprint(root=ROOT):
