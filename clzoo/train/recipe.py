@@ -11,6 +11,7 @@ them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 import inspect
 import math
 import os
+import re
 import reprlib
 import typing
 from pathlib import Path
@@ -578,7 +579,8 @@ def _explain(error, source, overridden, flat=()):
             line = (f"{source}: unknown recipe key {_short(key)}{origin}."
                     + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
         else:
-            message = problem["msg"].removeprefix("Value error, ")
+            # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
+            message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
             component = _component_line(loc, message, source, overridden, flat)
             if component is not None:
                 lines.append(component if len(component) <= MAX_LINE else component[:MAX_LINE - 3] + "...")
