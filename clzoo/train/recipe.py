@@ -52,6 +52,7 @@ from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-
     QueueSpec,
     TestTimeSpec,
     move_model_flat_keys,
+    part_turned_off,
     section_to_flat,
     spelled_as_written,
 )
@@ -500,7 +501,11 @@ def _apply_overrides(raw, overrides, source):
             if not isinstance(node, dict):
                 raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
-        node[leaf] = value if typed else _override_value(key, value, source)
+        value = value if typed else _override_value(key, value, source)
+        if parents == ["model"] and part_turned_off(raw["model"], leaf, value) is not None:
+            raw["model"] = part_turned_off(raw["model"], leaf, value)
+        else:
+            node[leaf] = value
         done.update({key, routed})
     return done
 

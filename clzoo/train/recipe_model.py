@@ -159,6 +159,35 @@ _SPECS = {"queue": QueueSpec, "grad_cache": GradCacheSpec, "auxiliary": Auxiliar
           "test_time": TestTimeSpec}
 
 
+def part_turned_off(model, key, value):
+    """`model` (a raw section) with the part left out when an override sets its flat switch `key`
+    to the switch's "off" value (`test_time_flip=false`, `queue_size=null`); None otherwise.
+
+    The override means "no part", so the part's other keys go with it, in either spelling (a
+    recipe's `test_time: {translate: 1}` would otherwise refuse `test_time_flip=false`).
+
+    Example:
+
+    >>> from clzoo.train.recipe_model import part_turned_off
+    >>> part_turned_off({"encoder": "airbench", "test_time": {"translate": 1}}, "test_time_flip", False)
+    {'encoder': 'airbench', 'test_time': None}
+    >>> part_turned_off({"test_time": {"translate": 1}}, "test_time_translate", 0) is None
+    True
+    """
+    for section, part in PARTS.items():
+        if key != part.switch or not _is_off(value, part.off):
+            continue
+        kept = {k: v for k, v in model.items() if k != section and k not in (part.switch, *part.settings)}
+        return {**kept, section: None}
+    return None
+
+
+def _is_off(value, off):
+    if value is None or off is None or isinstance(value, bool) != isinstance(off, bool):
+        return value is off
+    return isinstance(value, (int, float)) and value == off
+
+
 def part_spec(section):
     """The section class of a model part (`"queue"` -> `QueueSpec`)."""
     return _SPECS[section]

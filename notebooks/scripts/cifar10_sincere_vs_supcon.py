@@ -62,7 +62,7 @@ settings = [f"data={DATA}", f"training.epochs={EPOCHS}", "training.batch_size=12
             "training.optimizer=adamw", "training.learning_rate=2e-3",
             "training.weight_decay=0.05", "views.recipe=supcon", "eval.metrics=[knn,ncc]"]
 if TINY:
-    settings += ["views.flip=false", "model.architecture=resnet8", "model.embedding_dim=32",
+    settings += ["views.flip=false", "model.encoder.name=resnet8", "model.embedding_dim=32",
                  "eval.knn_k=[1,5]", "eval.knn_headline_k=5"]
 runs = {}
 for loss in ("SINCERELoss", "SupConLoss"):

@@ -88,6 +88,11 @@ def test_the_section_spelling_trains_the_same_model():
     (SECTIONS, ["model.queue_size=null", "model.momentum=null"], lambda m: m.queue is None),
     (SECTIONS, ["model.test_time_flip=false", "model.test_time_translate=0"], lambda m: m.test_time is None),
     (SECTIONS, ["model.encoder_options.whitening=true"], lambda m: m.encoder.options == {"whitening": True}),
+    # a switch set to its "off" value turns the whole part off, its settings with it
+    (SECTIONS, ["model.test_time_flip=false"], lambda m: m.test_time is None and m.queue.size == 4096),
+    (FLAT, ["model.test_time_flip=false"], lambda m: m.test_time is None and m.auxiliary.weight == 0.5),
+    (FLAT, ["model.queue_size=null"], lambda m: m.queue is None and m.test_time.translate == 2),
+    (SECTIONS, ["model.auxiliary_cross_entropy_weight=0"], lambda m: m.auxiliary is None),
     (FLAT, ["model.queue.size=64"], lambda m: m.queue.size == 64 and m.queue.momentum == 0.99),
     (FLAT, ["model.queue=null"], lambda m: m.queue is None and m.auxiliary.weight == 0.5),
     (FLAT, ["model.encoder={name: resnet8}"],
