@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from clzoo.data.checks import DEFAULT_KS
 from clzoo.eval import _checks
 from clzoo.eval.metric import MetricResult, ReportMetric, percent, register_metric
 
@@ -84,7 +85,7 @@ def _predict_many(train, labels, test, ks, num_classes, weighting, temperature, 
     return predictions
 
 
-def knn_predictions(train_embeddings, train_labels, test_embeddings, ks=(1, 5, 20, 200),
+def knn_predictions(train_embeddings, train_labels, test_embeddings, ks=DEFAULT_KS,
                     num_classes=None, weighting="cosine", temperature=0.07, block_size=1024):
     """Weighted-kNN predictions for several `k` from one nearest-neighbour search.
 
@@ -111,7 +112,7 @@ def knn_predictions(train_embeddings, train_labels, test_embeddings, ks=(1, 5, 2
 
 
 def knn_accuracy(train_embeddings, train_labels, test_embeddings, test_labels,
-                 ks=(1, 5, 20, 200), num_classes=None, weighting="cosine",
+                 ks=DEFAULT_KS, num_classes=None, weighting="cosine",
                  temperature=0.07, block_size=1024):
     """Top-1 accuracy of the weighted kNN vote for each `k` in `ks`.
 

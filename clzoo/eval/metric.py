@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clzoo.data.checks import DEFAULT_KS
 from clzoo.eval import _checks
 from clzoo.eval.plots import class_name
 from clzoo.registry import Registry
@@ -93,7 +94,7 @@ class EvalContext:
     test_labels: np.ndarray
     num_classes: int
     class_names: list = None
-    ks: tuple = (1, 5, 20, 200)
+    ks: tuple = DEFAULT_KS
     shots: tuple = (10, 100)
     encoder: object = None
     images: tuple = None

@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from clzoo.data.checks import DEFAULT_KS
 from clzoo.registry import did_you_mean
 from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_KEYS: re-exported)
     FLAT_KEYS,
@@ -176,7 +177,7 @@ for _key, _section in FLAT_KEYS.items():
 
 
 class EvalSpec(_Section):
-    knn_k: list[PositiveInt] = Field([1, 5, 20, 200], min_length=1)  # the kNN's neighbour counts
+    knn_k: list[PositiveInt] = Field(list(DEFAULT_KS), min_length=1)  # the kNN's neighbour counts
     knn_headline_k: PositiveInt = 20  # the k reported as knn_top1; must be in knn_k
     monitor_every: NonNegativeInt = 0  # epochs between online kNN measurements (0: off)
     monitor_memory: PositiveInt = 10000  # training images the monitor uses as memory
