@@ -96,7 +96,8 @@ def _train(args):
     from clzoo.train import RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe, train
 
     try:
-        config = load_recipe(recipe, overrides)
+        stored = isinstance(args.resume, str) and args.recipe is None  # the run's own recipe.yaml
+        config = load_recipe(recipe, overrides, stored=stored)
         output = Path(args.resume if isinstance(args.resume, str) else
                       args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         run = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
@@ -122,9 +123,18 @@ def _train(args):
     speed = ("no steps left to train" if run.images_per_second is None  # a resume at the last step
              else f"{run.images_per_second:.0f} images/s")
     print(f"final training loss {run.final_loss:.4f} | {speed} | wall {run.wall_seconds:.0f} s")
-    print(f"wrote {output}/: encoder.keras, metrics.json, eval/report.md, checkpoint.keras, "
-          "history.jsonl/.csv, tensorboard/")
+    print(f"wrote {output}/: {_run_files(output)}")
     return 0
+
+
+def _run_files(output):
+    """What a run folder holds, as the closing line lists it (no report with `eval.report:
+    false`, no tensorboard/ without TensorFlow)."""
+    names = ("encoder.keras", "metrics.json", "eval/report.md", "checkpoint.keras", "history.jsonl",
+             "tensorboard")
+    held = [name + ("/" if (Path(output) / name).is_dir() else "") for name in names
+            if (Path(output) / name).exists()]
+    return ", ".join(held).replace("history.jsonl", "history.jsonl/.csv")
 
 
 def _results_table(run, data):

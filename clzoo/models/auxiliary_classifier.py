@@ -13,8 +13,10 @@ supervised, whatever the contrastive loss is.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
+from clzoo.steps.parts import ModelPart
 from clzoo.validation.arguments import validate_number, validate_positive_int
 
 AIRBENCH_LOGIT_SCALE = 1 / 9  # airbench94's `scaling_factor` on the head's logits
@@ -123,3 +125,50 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weigh
         weights = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
         losses = losses * ops.repeat(weights, views, axis=0)
     return ops.mean(losses)
+
+
+class AuxiliaryPart(ModelPart):
+    """`ContrastiveModel(auxiliary_classes=C, ...)`: airbench94's classifier on the encoder's
+    features (`auxiliary_head`), its logits a training output, and `weight` times its
+    label-smoothed cross-entropy (`auxiliary_cross_entropy`) added to the contrastive loss.
+
+    Raises:
+        ValueError: as `check_auxiliary`; in `fit`, class ids outside `[0, classes)`.
+
+    Example:
+
+    >>> from clzoo.models.auxiliary_classifier import AuxiliaryPart
+    >>> AuxiliaryPart(10, 1, 0.2).weight
+    1.0
+    """
+
+    makes_outputs = True
+
+    def __init__(self, classes, weight=1.0, label_smoothing=0.2, logit_scale=AIRBENCH_LOGIT_SCALE):
+        self.classes, self.weight, self.label_smoothing, self.logit_scale = check_auxiliary(
+            classes, weight, label_smoothing, logit_scale)
+
+    def attach(self, model):
+        model.auxiliary_classifier = auxiliary_head(self.classes, self.logit_scale)
+
+    def build(self, model, features_shape):
+        if not model.auxiliary_classifier.built:
+            model.auxiliary_classifier.build(features_shape)
+
+    def outputs(self, model, features):
+        return model.auxiliary_classifier(features)
+
+    def added_loss(self, model, x, y, output, sample_weight):
+        return self.weight * auxiliary_cross_entropy(y, output, x.shape[1], self.label_smoothing,
+                                                     sample_weight)
+
+    def check_labels(self, y):
+        """Class ids beyond the classes would train the head toward the smoothing alone (an
+        all-zero one-hot target): refused where the labels are an array."""
+        if not hasattr(y, "shape") or len(y.shape) != 1:
+            return
+        ids = np.asarray(y)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.classes):
+            raise ValueError(f"The auxiliary classifier has {self.classes} classes; labels "
+                             f"must lie in [0, {self.classes}). Received: labels from "
+                             f"{ids.min()} to {ids.max()}")

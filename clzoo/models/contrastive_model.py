@@ -1,31 +1,32 @@
 """Encoder + projection head applied to every view of a multi-view batch."""
 
 import keras
-import numpy as np
 from keras import ops
 
-from clzoo.models.auxiliary_classifier import (
-    AIRBENCH_LOGIT_SCALE,
-    auxiliary_cross_entropy,
-    auxiliary_head,
-    check_auxiliary,
-)
-from clzoo.steps import grad_cache
+from clzoo.models.auxiliary_classifier import AIRBENCH_LOGIT_SCALE, AuxiliaryPart
 from clzoo.steps.fit_labels import check_labels
+from clzoo.steps.grad_cache import GradCacheStep
 from clzoo.steps.jax_step_guard import guard_jax_step
-from clzoo.steps.memory_queue import MemoryQueue
-from clzoo.steps.momentum import MomentumEncoder
 from clzoo.steps.parts import check_parts
-from clzoo.steps.queue_step import contrast_with_queue
-from clzoo.validation.arguments import validate_positive_int
+from clzoo.steps.queue_step import QueuePart
 
 
-def _output_dim(projection_head):
-    dim = getattr(projection_head, "output_dim", None)
-    if dim is None:
-        raise ValueError("`queue_size` needs a projection head with an `output_dim` attribute "
-                         f"(the queue's embedding size). Received: {type(projection_head).__name__}")
-    return dim
+def model_parts(queue_size=None, momentum=None, encoder_chunk_size=None, auxiliary_classes=None,
+                auxiliary=(1.0, 0.2, AIRBENCH_LOGIT_SCALE)):
+    """The parts `ContrastiveModel`'s arguments ask for, each checked by its own class and the
+    rules between them by `check_parts`: a `QueuePart`, a `GradCacheStep`, an `AuxiliaryPart`.
+
+    Example:
+
+    >>> from clzoo.models.contrastive_model import model_parts
+    >>> [type(part).__name__ for part in model_parts(queue_size=64, encoder_chunk_size=8)]
+    ['QueuePart', 'GradCacheStep']
+    """
+    classifier = None if auxiliary_classes is None else AuxiliaryPart(auxiliary_classes, *auxiliary)
+    check_parts(queue_size, momentum, encoder_chunk_size, classifier is not None)
+    parts = (None if queue_size is None else QueuePart(queue_size, momentum),
+             None if encoder_chunk_size is None else GradCacheStep(encoder_chunk_size), classifier)
+    return tuple(part for part in parts if part is not None)
 
 
 def nan_unless_finite(loss, x):
@@ -93,6 +94,13 @@ class ContrastiveModel(keras.Model):
     the batch at once (as the SupCon reference code does by concatenating
     views), then encoded, projected and unfolded. `model.encoder` is the
     network to keep for transfer; the head is dropped after training.
+
+    The optional arguments build the model's parts (`model.parts`, see
+    `model_parts`): the queue (`clzoo.steps.queue_step.QueuePart`), GradCache's
+    step (`clzoo.steps.grad_cache.GradCacheStep`) and the auxiliary classifier
+    (`clzoo.models.auxiliary_classifier.AuxiliaryPart`). Each checks its own
+    settings; `build`, `call`, `fit`, `train_step`, `compute_loss` and
+    `compile` call every part's hooks (`clzoo.steps.parts.ModelPart`).
 
     Args:
         encoder: `keras.Model` mapping `(batch, H, W, C)` images to
@@ -194,35 +202,43 @@ class ContrastiveModel(keras.Model):
                  auxiliary_weight=1.0, auxiliary_label_smoothing=0.2,
                  auxiliary_logit_scale=AIRBENCH_LOGIT_SCALE, **kwargs):
         super().__init__(**kwargs)
-        self.auxiliary_classifier = None
-        auxiliary = (auxiliary_classes, auxiliary_weight, auxiliary_label_smoothing,
-                     auxiliary_logit_scale)
-        if auxiliary_classes is not None:
-            auxiliary = check_auxiliary(*auxiliary)
-        (self.auxiliary_classes, self.auxiliary_weight, self.auxiliary_label_smoothing,
-         self.auxiliary_logit_scale) = auxiliary
-        check_parts(queue_size, momentum, encoder_chunk_size, auxiliary_classes is not None)
-        if auxiliary_classes is not None:
-            self.auxiliary_classifier = auxiliary_head(self.auxiliary_classes,
-                                                       self.auxiliary_logit_scale)
+        self.parts = model_parts(queue_size, momentum, encoder_chunk_size, auxiliary_classes,
+                                 (auxiliary_weight, auxiliary_label_smoothing, auxiliary_logit_scale))
         self.encoder = encoder
         self.projection_head = projection_head
-        self.queue_size = validate_positive_int(queue_size, "queue_size")
-        self.encoder_chunk_size = validate_positive_int(encoder_chunk_size, "encoder_chunk_size")
-        self.memory_queue = None
-        self.momentum_encoder = None
-        if self.queue_size is not None:
-            self.memory_queue = MemoryQueue(self.queue_size, _output_dim(projection_head),
-                                            name="memory_queue")
-        if momentum is not None:
-            self.momentum_encoder = MomentumEncoder(momentum, name="momentum_encoder")
+        self.memory_queue = self.momentum_encoder = self.auxiliary_classifier = None
+        for part in self.parts:
+            part.attach(self)
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
+
+    def _setting(self, kind, name):
+        part = next((part for part in self.parts if isinstance(part, kind)), None)
+        return None if part is None else getattr(part, name)
 
     @property
     def momentum(self):
         """The key encoder's EMA coefficient (validated by `MomentumEncoder`), or None without one."""
         return None if self.momentum_encoder is None else self.momentum_encoder.momentum
+
+    queue_size = property(lambda self: self._setting(QueuePart, "size"), doc="The queue's size K, or None.")
+    auxiliary_classes = property(lambda self: self._setting(AuxiliaryPart, "classes"),
+                                 doc="The auxiliary classifier's classes C, or None.")
+    auxiliary_weight = property(lambda self: self._setting(AuxiliaryPart, "weight"))
+    auxiliary_label_smoothing = property(lambda self: self._setting(AuxiliaryPart, "label_smoothing"))
+    auxiliary_logit_scale = property(lambda self: self._setting(AuxiliaryPart, "logit_scale"))
+
+    @property
+    def encoder_chunk_size(self):
+        """GradCache's images per sub-batch M, or None; settable before `fit` (a step strategy
+        holds no weights)."""
+        return self._setting(GradCacheStep, "chunk_size")
+
+    @encoder_chunk_size.setter
+    def encoder_chunk_size(self, chunk_size):
+        check_parts(self.queue_size, self.momentum, chunk_size, self.auxiliary_classifier is not None)
+        step = () if chunk_size is None else (GradCacheStep(chunk_size),)
+        self.parts = tuple(part for part in self.parts if not isinstance(part, GradCacheStep)) + step
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
@@ -236,10 +252,8 @@ class ContrastiveModel(keras.Model):
                 _check_embedding_rank(features, self.projection_head.compute_output_shape(features),
                                       input_shape)
             self.projection_head.build(features)
-        if self.auxiliary_classifier is not None and not self.auxiliary_classifier.built:
-            self.auxiliary_classifier.build(self.encoder.compute_output_shape(folded))
-        if self.momentum_encoder is not None:
-            self.momentum_encoder.track([self.encoder, self.projection_head])
+        for part in self.parts:
+            part.build(self, self.encoder.compute_output_shape(folded))
 
     def call(self, inputs, training=None):
         _check_multi_view(inputs.shape)
@@ -249,9 +263,10 @@ class ContrastiveModel(keras.Model):
         embeddings = self.projection_head(features, training=training)
         _check_embedding_rank(features.shape, embeddings.shape, inputs.shape)
         embeddings = ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
-        if training and self.auxiliary_classifier is not None:  # for compute_loss only
-            return embeddings, self.auxiliary_classifier(features)
-        return embeddings
+        if not training:
+            return embeddings
+        extra = tuple(part.outputs(self, features) for part in self.parts if part.makes_outputs)
+        return (embeddings, *extra) if extra else embeddings  # the extra outputs: compute_loss's
 
     def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
         """Keras' `fit`; `shuffle` defaults to True for arrays and False for datasets.
@@ -274,7 +289,8 @@ class ContrastiveModel(keras.Model):
                 the steps `fit` asks for; and as `keras.Model.fit`.
         """
         check_labels(x, y, "fit")
-        self._check_auxiliary_labels(y)
+        for part in self.parts:
+            part.check_labels(y)
         if shuffle is None:
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
         if not args and _is_device_stream(x):
@@ -283,27 +299,19 @@ class ContrastiveModel(keras.Model):
             _fit_tf_data_stream(x.clzoo_stream, kwargs)
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
 
-    def _check_auxiliary_labels(self, y):
-        """Class ids beyond the auxiliary head's classes would train it toward the smoothing
-        alone (an all-zero one-hot target): refused where the labels are an array."""
-        if self.auxiliary_classifier is None or not hasattr(y, "shape") or len(y.shape) != 1:
-            return
-        ids = np.asarray(y)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.auxiliary_classes):
-            raise ValueError(f"The auxiliary classifier has {self.auxiliary_classes} classes; labels "
-                             f"must lie in [0, {self.auxiliary_classes}). Received: labels from "
-                             f"{ids.min()} to {ids.max()}")
-
     def evaluate(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.evaluate`, with the label check of `fit`."""
         check_labels(x, y, "evaluate")
         return super().evaluate(x, y, *args, **kwargs)
 
     def train_step(self, *args):
-        """Keras' training step, or GradCache's (`clzoo.steps.grad_cache`) with `encoder_chunk_size`."""
-        if self.encoder_chunk_size is None:
-            return super().train_step(*args)
-        return grad_cache.train_step(self, *args)
+        """Keras' training step, or a part's in its place (GradCache's, `clzoo.steps.grad_cache`,
+        with `encoder_chunk_size`)."""
+        for part in self.parts:
+            logs = part.train_step(self, *args)
+            if logs is not None:
+                return logs
+        return super().train_step(*args)
 
     def make_train_function(self, force=False):
         """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
@@ -327,16 +335,15 @@ class ContrastiveModel(keras.Model):
 
         The loss is NaN when `x` holds NaN or inf (see `nan_unless_finite`).
         """
-        logits = None
+        extra = ()
         if isinstance(y_pred, (tuple, list)):
-            y_pred, logits = y_pred
-        if self.memory_queue is None or not training:
+            y_pred, *extra = y_pred
+        steps = (part.batch_loss(self, x, y, y_pred, sample_weight) for part in self.parts)
+        loss = next((loss for loss in steps if loss is not None), None) if training else None
+        if loss is None:
             loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        else:
-            loss = contrast_with_queue(self, x, y, y_pred, sample_weight)
-        if logits is not None:
-            loss = loss + self.auxiliary_weight * auxiliary_cross_entropy(
-                y, logits, x.shape[1], self.auxiliary_label_smoothing, sample_weight)
+        for part, output in zip([part for part in self.parts if part.makes_outputs], extra):
+            loss = loss + part.added_loss(self, x, y, output, sample_weight)
         return nan_unless_finite(loss, x)
 
     def key_embeddings(self, inputs):
@@ -358,10 +365,8 @@ class ContrastiveModel(keras.Model):
         """
         loss = kwargs.get("loss", args[1] if len(args) > 1 else None)
         loss_weights = kwargs.get("loss_weights", args[2] if len(args) > 2 else None)
-        if self.memory_queue is not None and loss_weights is not None:
-            raise ValueError("A model with a queue (queue_size) calls its one loss with the queue; "
-                             f"scale the loss instead of passing loss_weights. Received: "
-                             f"loss_weights={loss_weights!r}")
+        for part in self.parts:
+            part.check_compile(loss_weights)
         layer = getattr(loss, "temperature_layer", None)
         if layer is not None:
             own = getattr(self, "learnable_temperature", None)

@@ -63,17 +63,25 @@ def get_encoder(architecture, input_shape=(32, 32, 3), **kwargs):
     return as_image_encoder(ENCODERS.get(architecture)(input_shape=tuple(input_shape), **kwargs))
 
 
-def check_encoder_options(architecture, options):
+def check_encoder_options(architecture, options, section="encoder_options"):
     """Refuse builder keyword arguments that `architecture` does not take, or of another type.
 
     `options` are the extra keyword arguments of `get_encoder` (a recipe's
     `model.encoder_options`), e.g. `{"num_layers": 2}` for `"vit_small_patch4"`;
     `input_shape` and `name` are set by the caller, never options. A value must have its
     default's type (an int where the default is an int; a float default takes an int too, a
-    tuple default a list); values themselves are checked by the builder.
+    tuple default a list), and an integer whose default is positive (a size or a count: a
+    ViT's `num_layers`, `num_heads`, `patch_size`) must be positive; other values are checked
+    by the builder.
+
+    Args:
+        architecture: a `list_encoders()` name.
+        options: `{argument: value}`.
+        section: what the messages call the options (`"encoder"` for a recipe's
+            `model.encoder: {name, **options}`). Defaults to `"encoder_options"`.
 
     Raises:
-        ValueError: naming `encoder_options`, the option, the architecture and what it takes.
+        ValueError: naming the section, the option, the architecture and what it takes.
 
     Example:
 
@@ -85,13 +93,16 @@ def check_encoder_options(architecture, options):
     ValueError: unknown encoder_options argument 'depth' of resnet20; known: mean, std.
     """
     builder = ENCODERS.get(architecture)
-    check_kwargs(builder, options, "encoder_options", owner=architecture, skip=("input_shape", "name"))
+    check_kwargs(builder, options, section, owner=architecture, skip=("input_shape", "name"))
     params = inspect.signature(builder).parameters
     for key, value in options.items():
         default = params[key].default
         if not _same_kind(value, default):
-            raise ValueError(f"encoder_options {key!r} of {architecture} takes a value like its "
+            raise ValueError(f"{section} {key!r} of {architecture} takes a value like its "
                              f"default {default!r}, not {value!r}.")
+        if type(default) is int and default > 0 and value <= 0:
+            raise ValueError(f"{section} {key!r} of {architecture} is a size or a count: a positive "
+                             f"integer like its default {default!r}, not {value!r}.")
 
 
 def _same_kind(value, default):

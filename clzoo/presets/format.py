@@ -270,7 +270,7 @@ def run_records(run_dir, eval_dir=None):
 
     run = Path(run_dir)
     report_dir = Path(eval_dir) if eval_dir is not None else run / "eval"
-    recipe, result = load_recipe(run / "recipe.yaml"), read_run(run)
+    recipe, result = load_recipe(run / "recipe.yaml", stored=True), read_run(run)
     return recipe, result, read_eval(report_dir) if (report_dir / "metrics.json").is_file() else None
 
 

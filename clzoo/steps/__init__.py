@@ -5,7 +5,9 @@
 - `queue_step`: a step's loss over batch + queue, then the keys enqueued;
 - `grad_cache`: GradCache's chunked step (Gao et al. 2021);
 - `jax_step_guard`, `fit_labels`: the label and sample-weight checks of `fit`'s step;
-- `parts`: the rules between the optional parts, checked once for the model and the recipe.
+- `parts`: `ModelPart`, the hooks `ContrastiveModel` calls on each of its parts (the queue's
+  `QueuePart`, GradCache's `GradCacheStep`, the auxiliary classifier's `AuxiliaryPart`), and
+  the rules between the parts, checked once for the model and the recipe.
 
 Architectures, heads and the encoder registry stay in `clzoo.models`, which composes these
 parts into `ContrastiveModel` (as keras-hub keeps backbones apart from the tasks built on them).
@@ -13,6 +15,6 @@ parts into `ContrastiveModel` (as keras-hub keeps backbones apart from the tasks
 
 from clzoo.steps.memory_queue import MemoryQueue
 from clzoo.steps.momentum import MomentumEncoder
-from clzoo.steps.parts import check_parts
+from clzoo.steps.parts import ModelPart, check_parts
 
-__all__ = ["MemoryQueue", "MomentumEncoder", "check_parts"]
+__all__ = ["MemoryQueue", "ModelPart", "MomentumEncoder", "check_parts"]

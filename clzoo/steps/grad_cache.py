@@ -27,6 +27,8 @@ import keras
 from keras import ops
 
 from clzoo import compat
+from clzoo.steps.parts import ModelPart
+from clzoo.validation.arguments import validate_positive_int
 
 
 def chunk_bounds(total, chunk_size):
@@ -77,6 +79,27 @@ def _unfold(x, parts):
 def _add(total, part):
     """Gradient sums where `None` means zero (TensorFlow's unconnected gradients)."""
     return [a if b is None else (b if a is None else a + b) for a, b in zip(total, part)]
+
+
+class GradCacheStep(ModelPart):
+    """`ContrastiveModel(encoder_chunk_size=M)`: GradCache's step in place of Keras'
+    (`train_step`), embedding the batch's images M at a time.
+
+    Raises:
+        ValueError: `chunk_size` not a positive integer.
+
+    Example:
+
+    >>> from clzoo.steps.grad_cache import GradCacheStep
+    >>> GradCacheStep(128).chunk_size
+    128
+    """
+
+    def __init__(self, chunk_size):
+        self.chunk_size = validate_positive_int(chunk_size, "encoder_chunk_size", allow_none=False)
+
+    def train_step(self, model, *args):
+        return train_step(model, *args)
 
 
 def train_step(model, *args):

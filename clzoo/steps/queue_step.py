@@ -5,8 +5,61 @@ from keras import ops
 from clzoo.compat import added_losses
 from clzoo.losses import distributed
 from clzoo.losses.base import ContrastiveLoss
+from clzoo.steps.memory_queue import MemoryQueue
+from clzoo.steps.momentum import MomentumEncoder
+from clzoo.steps.parts import ModelPart
 from clzoo.validation import checks as K
+from clzoo.validation.arguments import validate_positive_int
 from clzoo.validation.labels import standardize_labels
+
+
+class QueuePart(ModelPart):
+    """`ContrastiveModel(queue_size=K, momentum=m)`: a memory of the last K keys and labels
+    (`MemoryQueue`), filled by a momentum key encoder (`MomentumEncoder`) or, with `momentum`
+    None, by the model's own embeddings; `fit`'s loss is over batch + queue
+    (`contrast_with_queue`).
+
+    Raises:
+        ValueError: `size` not a positive integer, `momentum` outside `[0, 1)`.
+
+    Example:
+
+    >>> from clzoo.steps.queue_step import QueuePart
+    >>> QueuePart(4096, 0.99).size
+    4096
+    """
+
+    def __init__(self, size, momentum=None):
+        self.size = validate_positive_int(size, "queue_size", allow_none=False)
+        self.momentum = momentum
+
+    def attach(self, model):
+        model.memory_queue = MemoryQueue(self.size, _output_dim(model.projection_head),
+                                         name="memory_queue")
+        if self.momentum is not None:
+            model.momentum_encoder = MomentumEncoder(self.momentum, name="momentum_encoder")
+
+    def build(self, model, features_shape):
+        if model.momentum_encoder is not None:
+            model.momentum_encoder.track([model.encoder, model.projection_head])
+
+    def batch_loss(self, model, x, y, y_pred, sample_weight):
+        return contrast_with_queue(model, x, y, y_pred, sample_weight)
+
+    def check_compile(self, loss_weights):
+        if loss_weights is not None:
+            raise ValueError("A model with a queue (queue_size) calls its one loss with the queue; "
+                             f"scale the loss instead of passing loss_weights. Received: "
+                             f"loss_weights={loss_weights!r}")
+
+
+def _output_dim(projection_head):
+    dim = getattr(projection_head, "output_dim", None)
+    if dim is None:
+        raise ValueError("`queue_size` needs a projection head with an `output_dim` attribute "
+                         "(the queue's embedding size). Received: "
+                         f"{type(projection_head).__name__}")
+    return dim
 
 
 def contrast_with_queue(model, x, y, y_pred, sample_weight=None):

@@ -55,9 +55,21 @@ def _soft_target_cross_entropy(label_smoothing=0.0, reduction="sum_over_batch_si
 
 def build_encoder(recipe, size):
     """The recipe's untrained encoder (`model.encoder`: its name and builder arguments) for
-    `(size, size, 3)` images in [0, 1], named "encoder"."""
+    `(size, size, 3)` images in [0, 1], named "encoder".
+
+    Raises:
+        ValueError: one line naming `model.encoder` when the builder refuses its options (a
+            ViT whose `hidden_dim` its `num_heads` do not divide, a batch-norm momentum over 1):
+            the recipe checks each option's name and type, the builder their values together.
+    """
     encoder = recipe.model.encoder
-    return get_encoder(encoder.name, input_shape=(size, size, 3), name="encoder", **encoder.options)
+    try:
+        return get_encoder(encoder.name, input_shape=(size, size, 3), name="encoder", **encoder.options)
+    except (ValueError, TypeError, ArithmeticError, IndexError, KeyError) as error:
+        reason = " ".join(str(error).split())[:300] or type(error).__name__
+        written = {"name": encoder.name, **encoder.options}
+        raise ValueError(f"model.encoder = {written}: {encoder.name} refuses these options "
+                         f"({type(error).__name__}: {reason})") from None
 
 
 def build_loss(recipe):

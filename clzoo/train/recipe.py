@@ -8,6 +8,7 @@ Loss and view keyword arguments are passed on only when the recipe gives
 them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
+import contextlib
 import inspect
 import math
 import os
@@ -42,6 +43,7 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_K
     flat_default,
     float32_positive,
     move_flat_keys,
+    reading_stored_recipe,
 )
 from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
     MODEL_FLAT_KEYS,
@@ -308,13 +310,17 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-def load_recipe(path=None, overrides=()):
+def load_recipe(path=None, overrides=(), stored=False):
     """Read a recipe YAML, apply `section.key=value` overrides, and validate the whole.
 
     Args:
         path: the recipe file, or None for the defaults alone.
         overrides: strings such as `"training.epochs=5"` (values are YAML), or
             `(key, value)` pairs whose value is used as given (`("training.epochs", 5)`).
+        stored: `path` is a run's own `recipe.yaml` (resuming it, building a preset from it):
+            the earlier flat keys that did nothing in the run (a setting of a part that was
+            off, of an optimizer that does not take it) are dropped instead of refused.
+            Defaults to `False`.
 
     Returns:
         a validated `Recipe` (attribute access: `recipe.training.epochs`).
@@ -343,16 +349,17 @@ def load_recipe(path=None, overrides=()):
     source = "<defaults>" if path is None else str(path)
     raw = _read(path, source)
     overridden = _apply_overrides(raw, overrides, source)
-    return validate_recipe(raw, source, overridden)
+    return validate_recipe(raw, source, overridden, stored)
 
 
-def validate_recipe(sections, source="<recipe>", overridden=()):
+def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     """A `Recipe` from a dict of recipe sections (what `load_recipe` reads from YAML).
 
     Args:
         sections: dict such as `{"training": {"epochs": 3}}`; missing keys take the defaults.
         source: what error lines name as the recipe's origin.
         overridden: dotted keys that came from overrides, for the error lines.
+        stored: a run's stored recipe (see `load_recipe`).
 
     Raises:
         RecipeError: every problem, one line each (see `load_recipe`).
@@ -364,7 +371,8 @@ def validate_recipe(sections, source="<recipe>", overridden=()):
         raise RecipeError(lines)
     written = _flat_keys_written(sections)
     try:
-        recipe = Recipe.model_validate(sections)
+        with reading_stored_recipe() if stored else contextlib.nullcontext():
+            recipe = Recipe.model_validate(sections)
     except ValidationError as error:
         raise RecipeError([spelled_as_written(line, written["model"]) for line in
                            _explain(error, source, overridden, written["training"])]) from None
@@ -484,7 +492,7 @@ def _apply_overrides(raw, overrides, source):
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
-    done = set()
+    done, spelled = set(), {}
     for item in overrides:
         if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
             (key, value), sep, typed = item, "=", True  # already typed: never re-parsed as YAML
@@ -494,11 +502,17 @@ def _apply_overrides(raw, overrides, source):
         if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
                                f"Received: {_short(item)}"])
+        other = spelled.setdefault(canonical_key(key), key)
+        if other != key:
+            raise RecipeError([f"{source}: overrides {other} and {key} set the same key "
+                               f"({canonical_key(key)}); give it once"])
         routed = _section_key(raw, key, source)
         *parents, leaf = routed.split(".")
         node = raw
         for i, part in enumerate(parents):
-            node = node.setdefault(part, {})
+            if node.get(part) is None:  # absent, or a part written null (off): set turns it on
+                node[part] = {}
+            node = node[part]
             if not isinstance(node, dict):
                 raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
@@ -509,6 +523,27 @@ def _apply_overrides(raw, overrides, source):
             node[leaf] = value
         done.update({key, routed})
     return done
+
+
+def canonical_key(key):
+    """The key an override sets, in the section spelling (two spellings of one key given at
+    once are refused).
+
+    Example:
+
+    >>> from clzoo.train.recipe import canonical_key
+    >>> canonical_key("model.queue_size"), canonical_key("training.momentum")
+    ('model.queue.size', 'training.optimizer.momentum')
+    >>> canonical_key("model.encoder_options.whitening"), canonical_key("model.test_time_flip")
+    ('model.encoder.whitening', 'model.test_time')
+    """
+    parts = key.split(".")
+    if parts[0] == "model" and len(parts) > 1 and parts[1] in MODEL_FLAT_KEYS:
+        section, setting = MODEL_FLAT_KEYS[parts[1]]
+        return ".".join(["model", section, *([setting] if setting else []), *parts[2:]])
+    if parts[0] == "training" and len(parts) == 2 and parts[1] in FLAT_KEYS:
+        return f"training.{FLAT_KEYS[parts[1]]}.{parts[1]}"
+    return key
 
 
 def _section_key(raw, key, source="<recipe>"):

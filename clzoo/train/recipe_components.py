@@ -11,6 +11,8 @@ there. A flat key set to its default for an optimizer that does not take it was 
 before and is dropped; set to another value, it is refused.
 """
 
+import contextlib
+import contextvars
 import inspect
 import math
 from typing import ClassVar
@@ -20,6 +22,27 @@ from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 from clzoo.registry import check_kwargs, did_you_mean
 
 FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
+
+
+# A run's stored recipe.yaml is read leniently: earlier versions stored flat keys that did
+# nothing in the run (a setting of a part that was off, of an optimizer without it), which a
+# written recipe is refused for; the run they record must still resume.
+_STORED = contextvars.ContextVar("stored_recipe", default=False)
+
+
+@contextlib.contextmanager
+def reading_stored_recipe():
+    """Inside it, the earlier flat keys that did nothing in a run are dropped, not refused."""
+    token = _STORED.set(True)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
+
+
+def inert_key_dropped():
+    """True where an inert flat key is dropped (a stored recipe) rather than refused."""
+    return _STORED.get()
 
 
 def float32_positive(value, key=None):
@@ -144,7 +167,8 @@ def _with_flat(section, given, flat):
             raise ValueError(f"{key} is given twice, as training.{key} and training.{section}.{key}")
         if taken is None or key in taken:
             target[key] = value
-        elif value != defaults.get(key) and value not in _NEUTRAL.get(key, ()):
+        elif value != defaults.get(key) and value not in _NEUTRAL.get(key, ()) \
+                and not inert_key_dropped():
             if (section, name) in _IGNORES:
                 raise ValueError(f"{key} = {value!r}: {_IGNORES[section, name]}")
             owned = owners(registry)[key]

@@ -6,8 +6,7 @@ model:
   encoder: {name: airbench, whitening: true}   # a clzoo.models encoder and its builder's arguments
   embedding_dim: 128
   queue: {size: 4096, momentum: 0.99}          # absent or null: the part is off
-  grad_cache: {chunk_size: 64}
-  auxiliary: {weight: 0.5}
+  auxiliary: {weight: 0.5}                     # (not with grad_cache: {chunk_size: 64})
   test_time: {translate: 2}
 ```
 
@@ -15,8 +14,9 @@ Recipes written before the sections (flat keys such as `model.queue_size`) still
 `MODEL_FLAT_KEYS` says where each flat key now lives, and `move_model_flat_keys` moves it
 there. A part's switch at its "off" value (`queue_size: null`, `auxiliary_cross_entropy_weight:
 0`, `test_time_flip: false`) leaves the part out; its other flat keys must then be at their
-defaults (they did nothing), else they are refused. Error lines name a key as the recipe wrote
-it (`spelled_as_written`).
+defaults (they did nothing), else they are refused, except in a run's stored `recipe.yaml`
+(`load_recipe(..., stored=True)`), which earlier versions wrote with them and which must still
+resume. Error lines name a key as the recipe wrote it (`spelled_as_written`).
 """
 
 import re
@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from clzoo.registry import did_you_mean
-from clzoo.train.recipe_components import Section, as_section, floats_in
+from clzoo.train.recipe_components import Section, as_section, floats_in, inert_key_dropped
 
 
 class EncoderSpec(BaseModel):
@@ -60,7 +60,7 @@ class EncoderSpec(BaseModel):
     def _options_fit_the_encoder(self):
         from clzoo.models.registry import check_encoder_options
 
-        check_encoder_options(self.name, self.options)
+        check_encoder_options(self.name, self.options, "encoder")
         floats_in(self.options, "encoder")
         return self
 
@@ -131,7 +131,8 @@ class ModelSpec(Section):
         from clzoo.steps.parts import check_parts
 
         check_parts(encoder_chunk_size=self.encoder_chunk_size, auxiliary=self.auxiliary is not None,
-                    names={"encoder_chunk_size": "model.grad_cache", "auxiliary": "model.auxiliary"})
+                    names={"encoder_chunk_size": "model.grad_cache", "auxiliary": "model.auxiliary"},
+                    received={"encoder_chunk_size": "model.grad_cache.chunk_size"})
         return self
 
 
@@ -256,7 +257,7 @@ def _move_part(model, section, part, given):
         model[section] = {part.settings[key]: value for key, value in given.items() if key in part.settings}
         return
     fields = _SPECS[section].model_fields
-    for key, value in given.items():
+    for key, value in given.items() if not inert_key_dropped() else ():
         if key != part.switch and value is not None and value != fields[part.settings[key]].default:
             raise ValueError(_off_message(section, key, value))
 

@@ -29,7 +29,7 @@ def _with_defaults(saved):
     from clzoo.train.recipe import RecipeError, validate_recipe
 
     try:
-        return validate_recipe(saved).to_dict()
+        return validate_recipe(saved, stored=True).to_dict()
     except RecipeError:
         return saved
 

@@ -189,10 +189,12 @@ def test_queue_recipe_validates_and_builds_the_model():
     recipe = load_recipe(path)
     assert (recipe.model.queue_size, recipe.model.momentum, recipe.training.batch_size) == (4096, 0.99, 32)
     for override, message in (("model.momentum=1.0", "less than 1"), ("model.queue_size=0", "greater than 0"),
-                              ("model.queue_size=null", "needs a queue"),
+                              # queue_size=null alone turns the whole queue off (momentum with it)
+                              ("model.queue_size=null,model.momentum=0.9", "needs a queue"),
                               ("loss.name=SoftTargetInfoNCELoss", "embedding loss")):
         with pytest.raises(RecipeError, match=message):
-            load_recipe(path, [override])
+            load_recipe(path, override.split(","))
+    assert load_recipe(path, ["model.queue_size=null"]).model.queue is None
     model = build_model(load_recipe(path, ["model.queue_size=64", "model.embedding_dim=8"]))
     assert model.memory_queue.size == 64 and model.memory_queue.dim == 8
     assert model.momentum_encoder.momentum == 0.99

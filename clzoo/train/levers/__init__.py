@@ -32,13 +32,18 @@ def build_levers(specs, **run):
 
     Raises:
         ValueError: an item that is not a mapping with a `name`, an unknown name (listing
-            the known ones), a setting the lever does not take, or a value it refuses.
+            the known ones), a lever named twice (both would set the same thing; the last
+            would win), a setting the lever does not take, or a value it refuses.
     """
-    levers = []
+    levers, named = [], {}
     for index, spec in enumerate(specs):
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
             raise ValueError(f"levers[{index}] must be a mapping with a `name` (one of "
                              f"{', '.join(LEVERS.list())}). Received: {spec!r}")
+        if spec["name"] in named:
+            raise ValueError(f"levers[{index}]: {spec['name']} is already levers[{named[spec['name']]}]; "
+                             "give each lever once")
+        named[spec["name"]] = index
         settings = {key: value for key, value in spec.items() if key != "name"}
         factory = LEVERS.get(spec["name"])
         check_kwargs(factory, settings, f"levers[{index}]", owner=spec["name"],

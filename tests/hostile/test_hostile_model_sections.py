@@ -1,0 +1,97 @@
+"""A hostile user against the recipe's sections (stop 66's review): parts written null turned on
+by a setting, one key given in two spellings, run folders recorded by earlier versions, levers
+named twice, encoder options the builder refuses, and errors naming keys as written."""
+
+import pytest
+import yaml
+
+from clzoo import cli
+from clzoo.train import RecipeError, load_recipe, validate_recipe
+from clzoo.train.builders import build_encoder
+from clzoo.train.run_folder import _with_defaults
+
+
+def _write(tmp_path, model, training=None):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "model": model, "training": training or {}}))
+    return path
+
+
+@pytest.mark.parametrize("override, check", [
+    ("model.grad_cache.chunk_size=16", lambda m: m.grad_cache.chunk_size == 16),
+    ("model.queue.size=8", lambda m: m.queue.size == 8 and m.queue.momentum is None),
+    ("model.auxiliary.weight=1", lambda m: m.auxiliary.weight == 1.0),
+    ("model.test_time.translate=1", lambda m: m.test_time.translate == 1),
+])
+def test_a_part_written_null_is_turned_on_by_one_of_its_settings(tmp_path, override, check):
+    """A run's stored recipe writes every part it had off as null."""
+    path = _write(tmp_path, {"queue": None, "grad_cache": None, "auxiliary": None, "test_time": None})
+    assert check(load_recipe(path, [override]).model)
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["model.queue.size=8", "model.queue_size=9"], "model.queue.size"),
+    (["training.momentum=0.8", "training.optimizer.momentum=0.7"], "training.optimizer.momentum"),
+    (["model.architecture=resnet8", "model.encoder.name=resnet20"], "model.encoder.name"),
+    (["model.encoder_options.whitening=true", "model.encoder.whitening=false"], "model.encoder.whitening"),
+])
+def test_one_key_in_two_spellings_is_refused(overrides, key):
+    with pytest.raises(RecipeError, match=f"set the same key \\({key}\\); give it once"):
+        load_recipe(None, overrides)
+
+
+def test_a_stored_recipe_with_settings_that_did_nothing_still_loads(tmp_path):
+    """Earlier versions stored such keys (auxiliary off with a smoothing, AdamW with a momentum);
+    a written recipe is refused for them, the run folder's own recipe.yaml resumes."""
+    path = _write(tmp_path, {"architecture": "resnet8", "auxiliary_cross_entropy_weight": 0,
+                             "auxiliary_label_smoothing": 0.3},
+                  {"optimizer": "adamw", "momentum": 0.8})
+    with pytest.raises(RecipeError, match="auxiliary part is off"):
+        load_recipe(path)
+    recipe = load_recipe(path, stored=True)
+    assert recipe.model.auxiliary is None and "momentum" not in recipe.to_dict()["training"]["optimizer"]
+    assert _with_defaults(yaml.safe_load(path.read_text())) == recipe.to_dict()  # the resume check
+
+
+def test_a_lever_named_twice_is_refused():
+    with pytest.raises(RecipeError, match=r"levers\[1\]: ema is already levers\[0\]"):
+        load_recipe(None, ["training.levers=[{name: ema}, {name: ema, momentum: 0.5}]"])
+
+
+@pytest.mark.parametrize("model, words", [
+    ({"grad_cache": {"chunk_size": 8}, "auxiliary": {"weight": 1}},
+     "unset model.grad_cache. Received: model.grad_cache.chunk_size=8"),
+    ({"encoder_chunk_size": 8, "auxiliary_cross_entropy_weight": 1},
+     "unset model.encoder_chunk_size. Received: model.encoder_chunk_size=8"),
+    ({"encoder": {"name": "resnet20", "widht": 2}}, "model.encoder: unknown encoder argument 'widht'"),
+    ({"encoder": {"name": "vit_small_patch4", "num_heads": 0}}, "'num_heads' of vit_small_patch4 is a size"),
+    ({"encoder": {"name": "vit_small_patch4", "num_layers": -2}},
+     "'num_layers' of vit_small_patch4 is a size"),
+])
+def test_errors_name_the_key_as_written(model, words):
+    with pytest.raises(RecipeError) as info:
+        validate_recipe({"model": model})
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("encoder, words", [
+    ({"name": "airbench", "batch_norm_momentum": 5.0}, "`batch_norm_momentum` must be in [0, 1)"),
+    ({"name": "resnet20", "mean": [[0.5], 0.5, 0.5]}, "inhomogeneous"),
+])
+def test_options_the_builder_refuses_give_one_line_naming_the_encoder(encoder, words):
+    recipe = validate_recipe({"model": {"encoder": encoder}})
+    with pytest.raises(ValueError) as info:
+        build_encoder(recipe, 32)
+    message = str(info.value)
+    assert message.startswith(f"model.encoder = {encoder}: {encoder['name']} refuses these options")
+    assert words in message and "\n" not in message
+
+
+def test_the_closing_line_lists_only_what_the_run_wrote(tmp_path):
+    for name in ("encoder.keras", "metrics.json", "checkpoint.keras", "history.jsonl"):
+        (tmp_path / name).write_text("x")
+    assert cli._run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl/.csv"
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "report.md").write_text("x")
+    (tmp_path / "tensorboard").mkdir()
+    assert "eval/report.md" in cli._run_files(tmp_path) and cli._run_files(tmp_path).endswith("tensorboard/")
