@@ -134,7 +134,8 @@ def _run_files(output):
              "tensorboard")
     held = [name + ("/" if (Path(output) / name).is_dir() else "") for name in names
             if (Path(output) / name).exists()]
-    return ", ".join(held).replace("history.jsonl", "history.jsonl/.csv")
+    both = (Path(output) / "history.csv").is_file()
+    return ", ".join(held).replace("history.jsonl", "history.jsonl/.csv" if both else "history.jsonl")
 
 
 def _results_table(run, data):

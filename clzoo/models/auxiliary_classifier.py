@@ -143,6 +143,7 @@ class AuxiliaryPart(ModelPart):
     """
 
     makes_outputs = True
+    attach_first = True  # before the encoder, as in every checkpoint written with it so far
 
     def __init__(self, classes, weight=1.0, label_smoothing=0.2, logit_scale=AIRBENCH_LOGIT_SCALE):
         self.classes, self.weight, self.label_smoothing, self.logit_scale = check_auxiliary(

@@ -202,19 +202,24 @@ class ContrastiveModel(keras.Model):
                  auxiliary_weight=1.0, auxiliary_label_smoothing=0.2,
                  auxiliary_logit_scale=AIRBENCH_LOGIT_SCALE, **kwargs):
         super().__init__(**kwargs)
+        self._auxiliary_given = (auxiliary_weight, auxiliary_label_smoothing, auxiliary_logit_scale)
         self.parts = model_parts(queue_size, momentum, encoder_chunk_size, auxiliary_classes,
-                                 (auxiliary_weight, auxiliary_label_smoothing, auxiliary_logit_scale))
-        self.encoder = encoder
-        self.projection_head = projection_head
+                                 self._auxiliary_given)
         self.memory_queue = self.momentum_encoder = self.auxiliary_classifier = None
         for part in self.parts:
-            part.attach(self)
+            if part.attach_first:
+                part.attach(self)
+        self.encoder = encoder
+        self.projection_head = projection_head
+        for part in self.parts:
+            if not part.attach_first:
+                part.attach(self)
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
 
-    def _setting(self, kind, name):
+    def _setting(self, kind, name, default=None):
         part = next((part for part in self.parts if isinstance(part, kind)), None)
-        return None if part is None else getattr(part, name)
+        return default if part is None else getattr(part, name)
 
     @property
     def momentum(self):
@@ -224,9 +229,12 @@ class ContrastiveModel(keras.Model):
     queue_size = property(lambda self: self._setting(QueuePart, "size"), doc="The queue's size K, or None.")
     auxiliary_classes = property(lambda self: self._setting(AuxiliaryPart, "classes"),
                                  doc="The auxiliary classifier's classes C, or None.")
-    auxiliary_weight = property(lambda self: self._setting(AuxiliaryPart, "weight"))
-    auxiliary_label_smoothing = property(lambda self: self._setting(AuxiliaryPart, "label_smoothing"))
-    auxiliary_logit_scale = property(lambda self: self._setting(AuxiliaryPart, "logit_scale"))
+    # as given (unchecked) when the classifier is off
+    auxiliary_weight = property(lambda self: self._setting(AuxiliaryPart, "weight", self._auxiliary_given[0]))
+    auxiliary_label_smoothing = property(
+        lambda self: self._setting(AuxiliaryPart, "label_smoothing", self._auxiliary_given[1]))
+    auxiliary_logit_scale = property(
+        lambda self: self._setting(AuxiliaryPart, "logit_scale", self._auxiliary_given[2]))
 
     @property
     def encoder_chunk_size(self):

@@ -12,6 +12,14 @@ def _copy_of(variable):
     return lambda shape, dtype=None: ops.copy(ops.cast(variable.value, dtype or variable.dtype))
 
 
+def check_momentum(momentum):
+    """MoCo's EMA coefficient as a float in `[0, 1)`, else a `ValueError` naming `momentum`."""
+    value = validate_number(momentum, "momentum", low=0.0, high=1.0, what="a number in [0, 1)")
+    if value >= 1.0:
+        raise ValueError(f"`momentum` must be a number in [0, 1). Received: momentum={momentum!r}")
+    return value
+
+
 class MomentumEncoder(keras.layers.Layer):
     """Exponential moving average of other layers' trainable weights, and keys computed with it.
 
@@ -57,10 +65,7 @@ class MomentumEncoder(keras.layers.Layer):
 
     def __init__(self, momentum=0.999, **kwargs):
         super().__init__(**kwargs)
-        self.momentum = validate_number(momentum, "momentum", low=0.0, high=1.0,
-                                          what="a number in [0, 1)")
-        if self.momentum >= 1.0:
-            raise ValueError(f"`momentum` must be a number in [0, 1). Received: momentum={momentum!r}")
+        self.momentum = check_momentum(momentum)
         self.shadows = []
 
     def track(self, layers):

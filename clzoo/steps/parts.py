@@ -55,7 +55,8 @@ class ModelPart:
     hook does nothing here; a part overrides the ones it needs:
 
     - `attach(model)`: create the part's layers as attributes of the model (tracked and saved
-      under the attribute's name);
+      under the attribute's name), before the encoder's for parts with `attach_first = True`
+      (Keras lists weights, and saves optimizer slots, in the order layers were assigned);
     - `build(model, features_shape)`: build them once the encoder's output shape is known;
     - `outputs(model, features)`: a training output computed from the encoder's features
       (parts with `makes_outputs = True`: the auxiliary classifier's logits);
@@ -78,6 +79,7 @@ class ModelPart:
     """
 
     makes_outputs = False
+    attach_first = False
 
     def __repr__(self):
         settings = ", ".join(f"{key}={value!r}" for key, value in vars(self).items())

@@ -6,7 +6,7 @@ from clzoo.compat import added_losses
 from clzoo.losses import distributed
 from clzoo.losses.base import ContrastiveLoss
 from clzoo.steps.memory_queue import MemoryQueue
-from clzoo.steps.momentum import MomentumEncoder
+from clzoo.steps.momentum import MomentumEncoder, check_momentum
 from clzoo.steps.parts import ModelPart
 from clzoo.validation import checks as K
 from clzoo.validation.arguments import validate_positive_int
@@ -31,7 +31,7 @@ class QueuePart(ModelPart):
 
     def __init__(self, size, momentum=None):
         self.size = validate_positive_int(size, "queue_size", allow_none=False)
-        self.momentum = momentum
+        self.momentum = None if momentum is None else check_momentum(momentum)
 
     def attach(self, model):
         model.memory_queue = MemoryQueue(self.size, _output_dim(model.projection_head),

@@ -58,9 +58,9 @@ def build_encoder(recipe, size):
     `(size, size, 3)` images in [0, 1], named "encoder".
 
     Raises:
-        ValueError: one line naming `model.encoder` when the builder refuses its options (a
-            ViT whose `hidden_dim` its `num_heads` do not divide, a batch-norm momentum over 1):
-            the recipe checks each option's name and type, the builder their values together.
+        ValueError: one line naming `model.encoder` and the image size when the builder
+            refuses them (a batch-norm momentum over 1, a ViT patch that does not divide the
+            image): the recipe checks each option's name and type, the builder their values.
     """
     encoder = recipe.model.encoder
     try:
@@ -68,8 +68,9 @@ def build_encoder(recipe, size):
     except (ValueError, TypeError, ArithmeticError, IndexError, KeyError) as error:
         reason = " ".join(str(error).split())[:300] or type(error).__name__
         written = {"name": encoder.name, **encoder.options}
-        raise ValueError(f"model.encoder = {written}: {encoder.name} refuses these options "
-                         f"({type(error).__name__}: {reason})") from None
+        options = " with these options" if encoder.options else ""
+        raise ValueError(f"model.encoder = {written}: {encoder.name} cannot be built for {size}x{size} "
+                         f"images{options} ({type(error).__name__}: {reason})") from error
 
 
 def build_loss(recipe):

@@ -319,8 +319,8 @@ def load_recipe(path=None, overrides=(), stored=False):
             `(key, value)` pairs whose value is used as given (`("training.epochs", 5)`).
         stored: `path` is a run's own `recipe.yaml` (resuming it, building a preset from it):
             the earlier flat keys that did nothing in the run (a setting of a part that was
-            off, of an optimizer that does not take it) are dropped instead of refused.
-            Defaults to `False`.
+            off, of an optimizer that does not take it) are dropped from the file instead of
+            refused; `overrides` are checked as always. Defaults to `False`.
 
     Returns:
         a validated `Recipe` (attribute access: `recipe.training.epochs`).
@@ -333,7 +333,9 @@ def load_recipe(path=None, overrides=(), stored=False):
             unknown loss, encoder, optimizer, metric or view argument, a
             `model.queue_size` over half the available memory; an empty
             file; YAML over the limits (`parse_yaml`) or with a key given
-            twice.
+            twice; overrides that set one key in two spellings (`model.queue_size`
+            and `model.queue.size`), or a section after one of its own keys (the
+            section would discard it).
 
     Example:
 
@@ -348,8 +350,10 @@ def load_recipe(path=None, overrides=(), stored=False):
     """
     source = "<defaults>" if path is None else str(path)
     raw = _read(path, source)
+    if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
+        raw = validate_recipe(raw, source, stored=True).to_dict()
     overridden = _apply_overrides(raw, overrides, source)
-    return validate_recipe(raw, source, overridden, stored)
+    return validate_recipe(raw, source, overridden)
 
 
 def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
@@ -487,7 +491,8 @@ def _override_value(key, value, source):
 def _apply_overrides(raw, overrides, source):
     """Set each `a.b=value` in `raw`; returns the dotted keys that came from overrides.
 
-    A key given twice takes its last value (the command line refuses that itself).
+    A key given twice takes its last value (the command line refuses that itself); one key in
+    two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
 
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
@@ -502,10 +507,7 @@ def _apply_overrides(raw, overrides, source):
         if not sep or not key:
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
                                f"Received: {_short(item)}"])
-        other = spelled.setdefault(canonical_key(key), key)
-        if other != key:
-            raise RecipeError([f"{source}: overrides {other} and {key} set the same key "
-                               f"({canonical_key(key)}); give it once"])
+        _refuse_overlap(spelled, key, source)
         routed = _section_key(raw, key, source)
         *parents, leaf = routed.split(".")
         node = raw
@@ -525,6 +527,20 @@ def _apply_overrides(raw, overrides, source):
     return done
 
 
+def _refuse_overlap(spelled, key, source):
+    """Record override `key` in `spelled` (`{canonical key: as given}`), refusing one key in two
+    spellings and a section given after one of its own keys (it would silently replace it)."""
+    canonical = canonical_key(key)
+    other = spelled.setdefault(canonical, key)
+    if other != key:
+        raise RecipeError([f"{source}: overrides {other} and {key} set the same key ({canonical}); "
+                           "give it once"])
+    inner = next((given for earlier, given in spelled.items() if earlier.startswith(canonical + ".")), None)
+    if inner is not None:
+        raise RecipeError([f"{source}: override {key} replaces the whole section, discarding the "
+                           f"earlier {inner}: give {key} first, or {inner} inside it"])
+
+
 def canonical_key(key):
     """The key an override sets, in the section spelling (two spellings of one key given at
     once are refused).
@@ -538,6 +554,8 @@ def canonical_key(key):
     ('model.encoder.whitening', 'model.test_time')
     """
     parts = key.split(".")
+    if parts[:2] == ["model", "encoder_options"] and len(parts) == 2:
+        return key  # the options as a whole: not the encoder's name with them
     if parts[0] == "model" and len(parts) > 1 and parts[1] in MODEL_FLAT_KEYS:
         section, setting = MODEL_FLAT_KEYS[parts[1]]
         return ".".join(["model", section, *([setting] if setting else []), *parts[2:]])
@@ -557,6 +575,8 @@ def _section_key(raw, key, source="<recipe>"):
             raw["model"] = _model_spelling(raw["model"], parts[1])
         except ValueError as error:
             raise RecipeError([f"{source}: override {key}: {error}"]) from None
+        if parts[1] == "encoder" and len(parts) > 2 and isinstance(raw["model"].get("encoder"), str):
+            raw["model"]["encoder"] = {"name": raw["model"]["encoder"]}
         return key
     training = raw.get("training")
     if parts[0] != "training" or len(parts) not in (2, 3) or not isinstance(training, dict):

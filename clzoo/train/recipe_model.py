@@ -267,7 +267,8 @@ def _off_message(section, key, value):
         from clzoo.steps.parts import check_parts
 
         check_parts(queue_size=None, momentum=value,
-                    names={"queue_size": "model.queue_size", "momentum": "model.momentum"})
+                    names={"queue_size": "model.queue_size", "momentum": "model.momentum"},
+                    received={"momentum": "model.momentum"})
     if section == "test_time":
         return f"model.test_time_translate = {value!r}: shifts average mirrored pairs; set test_time_flip too"
     switch = PARTS[section].switch

@@ -40,6 +40,28 @@ def test_one_key_in_two_spellings_is_refused(overrides, key):
         load_recipe(None, overrides)
 
 
+@pytest.mark.parametrize("overrides", [
+    ["model.queue_size=64", "model.queue={size: 128}"],
+    ["training.optimizer.weight_decay=0.1", "training.optimizer=adamw"],
+    ["model.test_time.translate=1", "model.test_time_flip=false"],
+])
+def test_a_section_after_one_of_its_own_keys_is_refused(overrides):
+    with pytest.raises(RecipeError, match=f"override {overrides[1].split('=')[0]} replaces the whole "
+                                          f"section, discarding the earlier {overrides[0].split('=')[0]}"):
+        load_recipe(None, overrides)
+
+
+@pytest.mark.parametrize("overrides, check", [
+    (["model.encoder=airbench", "model.encoder_options={whitening: true}"],
+     lambda r: r.model.encoder.options),
+    (["model.encoder=airbench", "model.encoder.whitening=true"], lambda r: r.model.encoder.options),
+    (["training.optimizer=adamw", "training.optimizer.weight_decay=0.1"],
+     lambda r: r.to_dict()["training"]["optimizer"] == {"name": "adamw", "weight_decay": 0.1}),
+])
+def test_a_section_then_one_of_its_keys_is_taken(overrides, check):
+    assert check(load_recipe(None, overrides))
+
+
 def test_a_stored_recipe_with_settings_that_did_nothing_still_loads(tmp_path):
     """Earlier versions stored such keys (auxiliary off with a smoothing, AdamW with a momentum);
     a written recipe is refused for them, the run folder's own recipe.yaml resumes."""
@@ -51,6 +73,8 @@ def test_a_stored_recipe_with_settings_that_did_nothing_still_loads(tmp_path):
     recipe = load_recipe(path, stored=True)
     assert recipe.model.auxiliary is None and "momentum" not in recipe.to_dict()["training"]["optimizer"]
     assert _with_defaults(yaml.safe_load(path.read_text())) == recipe.to_dict()  # the resume check
+    with pytest.raises(RecipeError, match="argument 'nesterov' of adamw"):  # overrides: strict
+        load_recipe(path, ["training.nesterov=true"], stored=True)
 
 
 def test_a_lever_named_twice_is_refused():
@@ -83,13 +107,16 @@ def test_options_the_builder_refuses_give_one_line_naming_the_encoder(encoder, w
     with pytest.raises(ValueError) as info:
         build_encoder(recipe, 32)
     message = str(info.value)
-    assert message.startswith(f"model.encoder = {encoder}: {encoder['name']} refuses these options")
-    assert words in message and "\n" not in message
+    assert message.startswith(f"model.encoder = {encoder}: {encoder['name']} cannot be built for "
+                              "32x32 images with these options")
+    assert words in message and "\n" not in message and isinstance(info.value.__cause__, ValueError)
 
 
 def test_the_closing_line_lists_only_what_the_run_wrote(tmp_path):
     for name in ("encoder.keras", "metrics.json", "checkpoint.keras", "history.jsonl"):
         (tmp_path / name).write_text("x")
+    assert cli._run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl"
+    (tmp_path / "history.csv").write_text("x")
     assert cli._run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl/.csv"
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "report.md").write_text("x")

@@ -51,10 +51,21 @@ def test_each_argument_builds_its_part(arguments, kinds):
     ({"auxiliary_classes": 1}, "auxiliary_classes"),
     ({"momentum": 0.9}, "needs a queue"),
     ({"auxiliary_classes": 2, "encoder_chunk_size": 4}, "does not run under GradCache"),
+    ({"queue_size": 8, "momentum": 1.0}, "momentum"),
 ])
 def test_each_part_checks_its_settings_and_the_rules_between_them(arguments, message):
     with pytest.raises(ValueError, match=message):
         model_parts(**arguments)
+
+
+def test_the_weights_keep_their_order():
+    """Keras lists weights, and saves optimizer slots by position, in the order layers were
+    assigned: the auxiliary classifier's kernel first, as in every checkpoint written with it."""
+    model = _model(auxiliary_classes=2, queue_size=8, momentum=0.9)
+    model.build((None,) + SHAPE)
+    owners = [variable.path.split("/")[1].rstrip("_0123456789") for variable in model.trainable_variables]
+    assert owners == ["auxiliary_classifier"] + ["sequential"] * 2 + ["projection_head"] * 4
+    assert model.auxiliary_weight == 1.0 and _model().auxiliary_weight == 1.0  # as given when off
 
 
 class _DoubledLoss(ModelPart):
