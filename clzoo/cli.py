@@ -96,7 +96,7 @@ def _train(args):
     from clzoo.train import RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe, train
 
     try:
-        stored = isinstance(args.resume, str) and args.recipe is None  # the run's own recipe.yaml
+        stored = recipe != args.recipe  # `_train_recipe` took the run's own recipe.yaml
         config = load_recipe(recipe, overrides, stored=stored)
         output = Path(args.resume if isinstance(args.resume, str) else
                       args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -130,12 +130,15 @@ def _train(args):
 def _run_files(output):
     """What a run folder holds, as the closing line lists it (no report with `eval.report:
     false`, no tensorboard/ without TensorFlow)."""
-    names = ("encoder.keras", "metrics.json", "eval/report.md", "checkpoint.keras", "history.jsonl",
-             "tensorboard")
-    held = [name + ("/" if (Path(output) / name).is_dir() else "") for name in names
-            if (Path(output) / name).exists()]
-    both = (Path(output) / "history.csv").is_file()
-    return ", ".join(held).replace("history.jsonl", "history.jsonl/.csv" if both else "history.jsonl")
+    folder = Path(output)
+    held = [name for name in ("encoder.keras", "metrics.json", "eval/report.md", "checkpoint.keras")
+            if (folder / name).is_file()]
+    history = [name for name in ("history.jsonl", "history.csv") if (folder / name).is_file()]
+    if history:
+        held.append("history.jsonl/.csv" if len(history) == 2 else history[0])
+    if (folder / "tensorboard").is_dir():
+        held.append("tensorboard/")
+    return ", ".join(held)
 
 
 def _results_table(run, data):

@@ -16,6 +16,17 @@ def model_parts(queue_size=None, momentum=None, encoder_chunk_size=None, auxilia
     """The parts `ContrastiveModel`'s arguments ask for, each checked by its own class and the
     rules between them by `check_parts`: a `QueuePart`, a `GradCacheStep`, an `AuxiliaryPart`.
 
+    Args:
+        queue_size, momentum, encoder_chunk_size, auxiliary_classes: as `ContrastiveModel`.
+        auxiliary: `(weight, label_smoothing, logit_scale)` of the auxiliary classifier.
+
+    Returns:
+        a tuple of `clzoo.steps.parts.ModelPart`, in that order, without those not asked for.
+
+    Raises:
+        ValueError: a part's own setting out of range (the argument named), or parts that do
+            not combine (`check_parts`).
+
     Example:
 
     >>> from clzoo.models.contrastive_model import model_parts
@@ -217,6 +228,10 @@ class ContrastiveModel(keras.Model):
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
 
+    def _output_parts(self):
+        """The parts whose training output follows the embeddings in `call`, in that order."""
+        return [part for part in self.parts if part.makes_outputs]
+
     def _setting(self, kind, name, default=None):
         part = next((part for part in self.parts if isinstance(part, kind)), None)
         return default if part is None else getattr(part, name)
@@ -273,7 +288,7 @@ class ContrastiveModel(keras.Model):
         embeddings = ops.reshape(embeddings, (-1, views, embeddings.shape[-1]))
         if not training:
             return embeddings
-        extra = tuple(part.outputs(self, features) for part in self.parts if part.makes_outputs)
+        extra = tuple(part.outputs(self, features) for part in self._output_parts())
         return (embeddings, *extra) if extra else embeddings  # the extra outputs: compute_loss's
 
     def fit(self, x=None, y=None, *args, shuffle=None, **kwargs):
@@ -350,7 +365,7 @@ class ContrastiveModel(keras.Model):
         loss = next((loss for loss in steps if loss is not None), None) if training else None
         if loss is None:
             loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        for part, output in zip([part for part in self.parts if part.makes_outputs], extra):
+        for part, output in zip(self._output_parts(), extra):
             loss = loss + part.added_loss(self, x, y, output, sample_weight)
         return nan_unless_finite(loss, x)
 

@@ -93,6 +93,10 @@ class GradCacheStep(ModelPart):
     >>> from clzoo.steps.grad_cache import GradCacheStep
     >>> GradCacheStep(128).chunk_size
     128
+
+    Reference:
+    - [Gao et al., Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup,
+      2021, sec. 3 (gradient cache)](https://arxiv.org/abs/2101.06983)
     """
 
     def __init__(self, chunk_size):

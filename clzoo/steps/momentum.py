@@ -13,7 +13,17 @@ def _copy_of(variable):
 
 
 def check_momentum(momentum):
-    """MoCo's EMA coefficient as a float in `[0, 1)`, else a `ValueError` naming `momentum`."""
+    """MoCo's EMA coefficient m (He et al. 2020, eq. 2) as a float in `[0, 1)`.
+
+    Raises:
+        ValueError: naming `momentum`, for a value that is not a finite number in `[0, 1)`.
+
+    Example:
+
+    >>> from clzoo.steps.momentum import check_momentum
+    >>> check_momentum(0.99)
+    0.99
+    """
     value = validate_number(momentum, "momentum", low=0.0, high=1.0, what="a number in [0, 1)")
     if value >= 1.0:
         raise ValueError(f"`momentum` must be a number in [0, 1). Received: momentum={momentum!r}")

@@ -68,6 +68,10 @@ class ModelPart:
       leaves Keras' step;
     - `check_labels(y)`, `check_compile(loss_weights)`: refusals before any work.
 
+    Shapes: `x` float `(batch, views, H, W, C)`; `y` the labels as the loss takes them (or
+    None); `y_pred` float `(batch, views, dim)`; `features` float `(batch * views, features)`,
+    views folded into the batch sample-major; a loss is a float32 scalar.
+
     `check_parts` holds the rules between parts. Parts hold settings only: the layers are the
     model's, so saved weights keep their paths.
 

@@ -27,6 +27,12 @@ class QueuePart(ModelPart):
     >>> from clzoo.steps.queue_step import QueuePart
     >>> QueuePart(4096, 0.99).size
     4096
+
+    Reference:
+    - [He et al., Momentum Contrast (MoCo), 2020, sec. 3.2 (queue) and eq. 2 (momentum
+      update)](https://arxiv.org/abs/1911.05722)
+    - [Wang et al., Cross-Batch Memory for Embedding Learning, 2020, eq. 6 (the model's own
+      embeddings as memory)](https://arxiv.org/abs/1912.06798)
     """
 
     def __init__(self, size, momentum=None):

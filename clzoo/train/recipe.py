@@ -519,8 +519,9 @@ def _apply_overrides(raw, overrides, source):
                 raise RecipeError([f"{source}: override {_short(item)}: "
                                    f"{'.'.join(parents[:i + 1])} is not a section"])
         value = value if typed else _override_value(key, value, source)
-        if parents == ["model"] and part_turned_off(raw["model"], leaf, value) is not None:
-            raw["model"] = part_turned_off(raw["model"], leaf, value)
+        without_part = part_turned_off(raw["model"], leaf, value) if parents == ["model"] else None
+        if without_part is not None:
+            raw["model"] = without_part
         else:
             node[leaf] = value
         done.update({key, routed})

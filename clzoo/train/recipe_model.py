@@ -183,10 +183,12 @@ def part_turned_off(model, key, value):
     return None
 
 
-def _is_off(value, off):
-    if value is None or off is None or isinstance(value, bool) != isinstance(off, bool):
-        return value is off
-    return isinstance(value, (int, float)) and value == off
+def _is_off(switch, off):
+    """Whether a part's flat switch holds its "off" value (a bool is no number: `true` is not 1,
+    `false` not 0; the section's type check names it)."""
+    if off is None or off is False:
+        return switch is off
+    return type(switch) in (int, float) and switch == off
 
 
 def part_spec(section):
@@ -249,15 +251,13 @@ def _move_part(model, section, part, given):
     switch = given.get(part.switch, part.off)
     if part.off is False and not isinstance(switch, bool):
         raise ValueError(f"model.{part.switch} = {switch!r}: must be true or false")
-    if part.off is None or part.off is False:
-        off = switch is part.off
-    else:  # a number: 0 (a bool is no number; the section's type check names it)
-        off = type(switch) in (int, float) and switch == part.off
-    if not off:
+    if not _is_off(switch, part.off):
         model[section] = {part.settings[key]: value for key, value in given.items() if key in part.settings}
         return
+    if inert_key_dropped():  # a run's stored recipe: what did nothing in the run goes
+        return
     fields = _SPECS[section].model_fields
-    for key, value in given.items() if not inert_key_dropped() else ():
+    for key, value in given.items():
         if key != part.switch and value is not None and value != fields[part.settings[key]].default:
             raise ValueError(_off_message(section, key, value))
 
