@@ -1,23 +1,42 @@
-"""Check the README quickstart's output: baselines shown and beaten, no backend chatter, the wheel used."""
+"""Check the README quickstart's output: baselines shown and beaten, its kNN inside the README
+figures' range by drift (benchmarks/readme_figures.py), no backend chatter, the wheel used."""
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import readme_figures  # noqa: E402  (benchmarks/readme_figures.py: the figures and their drift band)
+
 CHATTER = re.compile(r"^(WARNING: All log messages|[IWEF]\d{4} |.*(oneDNN|cuda|absl|cpu_feature_guard|"
                      r"build\(\) was called))", re.M)
 
 
-def main(log_path, clone):
-    log = Path(log_path).read_text()
+def knn_rows(log):
+    """(k, trained, raw pixels, random init) in percent from `clzoo train`'s closing table."""
+    k = re.search(r"^kNN top-1 \(k=(\d+),", log, re.M)
     row = {name: re.search(rf"^  {name}\s+(\d+\.\d+)%", log, re.M)
            for name in ("trained encoder", "raw pixels", r"random init \(untrained\)")}
-    missing = [name for name, match in row.items() if match is None]
+    missing = [name for name, match in row.items() if match is None] + ([] if k else ["kNN header"])
     assert not missing, f"quickstart printed no {missing} row:\n{log[-3000:]}"
-    trained, raw, random = (float(m.group(1)) for m in row.values())
-    print(f"   kNN: trained {trained}%, raw pixels {raw}%, random init {random}%")
+    return (int(k.group(1)), *(float(m.group(1)) for m in row.values()))
+
+
+def main(log_path, clone):
+    log = Path(log_path).read_text()
+    k, trained, raw, random = knn_rows(log)
+    print(f"   kNN (k={k}): trained {trained}%, raw pixels {raw}%, random init {random}%")
     assert trained > raw, "the trained encoder does not beat raw pixels"
+    figures = json.loads((ROOT / "benchmarks" / "readme_figures.json").read_text())
+    problem = readme_figures.drift(trained, k, figures)
+    if problem:
+        sys.exit(f"error: {problem}")
+    low, high = readme_figures.drift_band(figures)
+    print(f"   inside the README figures' range by drift: {low:.2f}% - {high:.2f}%")
     train_output = log.split("Successfully installed")[-1].split("\n", 1)[-1]  # after pip's lines
     chatter = CHATTER.findall(train_output)
     assert not chatter, f"backend log lines in the output: {chatter[:3]}"

@@ -1,19 +1,22 @@
 """Measure the figures in README.md and write them there: the only source of those numbers.
 
-    python benchmarks/readme_figures.py               # 3 seeds of the quickstart recipe (~6-9 min)
-    python benchmarks/readme_figures.py --check       # exit 1 if README or the code changed since
+    python benchmarks/readme_figures.py               # 3 seeds of the quickstart recipe (~25 min)
+    python benchmarks/readme_figures.py --check       # exit 1 if README's table differs from the JSON
 
 Runs `clzoo train recipes/sincere_digits.yaml --set seed=S` as a user would
 (the installed `clzoo` command), reads each run's `metrics.json`, and writes
-`benchmarks/readme_figures.json` (every seed, the mean, the command, the
-machine and a fingerprint of the code the numbers depend on) and the table
-between the `readme-figures` markers in README.md. `tests/test_readme_figures.py`
-fails when the README table differs from the JSON or the code's fingerprint
-changed: re-run this script then.
+`benchmarks/readme_figures.json` (every seed, the mean, the command and the
+machine) and the table between the `readme-figures` markers in README.md.
+
+The figures are checked by drift, not by a fingerprint of the code: CI's own quickstart run
+(`.ci/run` step 1, seed 0) must print a trained-encoder kNN inside [lowest seed - 1 point,
+highest seed + 1 point] (`drift`), else it fails naming this script. The figures move with the
+machine as well as the code (seed 0 gave 99.72% here and 98.89% on another 2-core machine), so the
+band is the seeds' spread plus a point. `tests/test_readme_figures.py` fails when the README table
+differs from the JSON.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -29,20 +32,27 @@ RECIPE = "recipes/sincere_digits.yaml"
 FIGURES = ROOT / "benchmarks" / "readme_figures.json"
 README = ROOT / "README.md"
 START, END = "<!-- readme-figures:start -->", "<!-- readme-figures:end -->"
-# The numbers depend on these; presets, the CLI's wording and docs do not change them.
-DEPENDS_ON = ("clzoo/compat.py", "clzoo/data", "clzoo/eval", "clzoo/losses", "clzoo/validation",
-              "clzoo/models", "clzoo/steps", "clzoo/optimizers", "clzoo/train", RECIPE)
+DRIFT_POINTS = 1.0  # percentage points either side of the seeds' range that CI's run may fall
 
 
-def fingerprint(root=ROOT):
-    """SHA-256 over the recipe and the sources the quickstart's metrics depend on."""
-    digest = hashlib.sha256()
-    for entry in DEPENDS_ON:
-        path = root / entry
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
-            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()
+def drift_band(figures):
+    """(low, high) in percent: the trained encoder's kNN over the seeds, widened by DRIFT_POINTS."""
+    knn = figures["summary"]["trained"]["knn"]
+    return 100 * knn["min"] - DRIFT_POINTS, 100 * knn["max"] + DRIFT_POINTS
+
+
+def drift(knn_percent, k, figures):
+    """The problem with a quickstart run's trained-encoder kNN (percent, at `k`) against the
+    figures, or None when it lies inside `drift_band`."""
+    want_k = figures["rows"][0]["knn_k"]
+    if k != want_k:
+        return f"the quickstart printed kNN at k={k}, the README's figures are at k={want_k}"
+    low, high = drift_band(figures)
+    if low <= knn_percent <= high:
+        return None
+    return (f"the quickstart's kNN {knn_percent:.2f}% is outside the README figures' range "
+            f"{low:.2f}% - {high:.2f}% (seeds' lowest - 1 point, highest + 1 point): the code moved "
+            "the result; re-measure with python benchmarks/readme_figures.py")
 
 
 def run_seed(seed, folder):
@@ -118,8 +128,6 @@ def check():
     text = README.read_text()
     if f"{START}\n{render(figures)}\n{END}" not in text:
         problems.append("README.md's figures differ from benchmarks/readme_figures.json")
-    if figures["fingerprint"] != fingerprint():
-        problems.append("the code behind the figures changed since they were measured")
     return problems
 
 
@@ -140,7 +148,7 @@ def main(argv=None):
     for seed in args.seeds:
         rows.append(run_seed(seed, folder))
         print(json.dumps(rows[-1]), flush=True)
-    figures = {"command": f"clzoo train {RECIPE}", "fingerprint": fingerprint(),
+    figures = {"command": f"clzoo train {RECIPE}",
                "date": time.strftime("%Y-%m-%d"),
                "machine": f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})",
                "rows": rows, "summary": summarize(rows)}

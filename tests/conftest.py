@@ -91,16 +91,23 @@ BACKENDS = ("tensorflow", "jax", "torch")
 LANE = keras.backend.backend()
 
 
+TIERS = ("large", "slow")
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-large", action="store_true", default=False,
                      help="also run the tests marked large (the large tier; `-m large` runs only them)")
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (the slow tier; `-m slow` runs only them)")
 
 
-def runs_large(config):
-    """Two tiers, as keras-hub's `--run_large`: large tests run with `--run-large` or when the
-    `-m` expression names them (`-m large` is the large tier alone); otherwise they are deselected."""
+def runs_tier(config, tier):
+    """Three tiers, as keras-hub's `--run_large`: a `large` or `slow` test runs with `--run-large` /
+    `--run-slow` or when the `-m` expression names its tier (`-m large` is the large tier alone);
+    otherwise it is deselected. CI runs the default and large tiers, not the slow one."""
     expression = config.option.markexpr or ""
-    return config.getoption("run_large") or ("large" in expression and "not large" not in expression)
+    named = tier in expression and f"not {tier}" not in expression
+    return config.getoption(f"run_{tier}") or named
 
 
 def _named(config):
@@ -120,8 +127,8 @@ def pytest_report_header(config):
     return [f"clzoo {clzoo.__version__} from {CLZOO_FROM} ({kind})",
             f"lane: KERAS_BACKEND={LANE} (tests marked backends(..., {LANE!r}, ...)"
             + (" and all unmarked tests)" if LANE == "tensorflow" else " only)"),
-            "tier: " + ("large tests included (--run-large or -m)" if runs_large(config)
-                        else "default (large tests deselected; --run-large or -m large runs them)")]
+            "tiers: default" + "".join(f", {tier}" for tier in TIERS if runs_tier(config, tier))
+            + " (--run-large / --run-slow or -m large / -m slow add the others)"]
 
 
 def backends_of(item):
@@ -149,10 +156,10 @@ def _check_groups_hold(config, items):
 @pytest.hookimpl(trylast=True)  # after folder rules (tests/losses/conftest.py) have marked their items
 def pytest_collection_modifyitems(config, items):
     _check_groups_hold(config, items)
-    large, named = runs_large(config), _named(config)
+    tiers, named = {tier for tier in TIERS if runs_tier(config, tier)}, _named(config)
     kept, dropped = [], []
     for item in items:
-        chosen = large or item.get_closest_marker("large") is None or any(
+        chosen = all(tier in tiers or item.get_closest_marker(tier) is None for tier in TIERS) or any(
             item.nodeid == name or item.nodeid.startswith(name + "[") for name in named)
         wanted = LANE in backends_of(item) and chosen
         (kept if wanted else dropped).append(item)
@@ -160,7 +167,20 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=dropped)
     # Large tests first (a stable sort: each module's order holds): xdist then hands out the long
     # runs while there is short work left to balance them, instead of one worker finishing alone.
-    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("large") is None)
+    items[:] = sorted(kept, key=lambda item: not any(item.get_closest_marker(tier) for tier in TIERS))
+
+
+def pytest_runtest_logreport(report):
+    """With `CLZOO_TEST_DURATIONS=<file>`, each test phase's seconds are appended there as a JSON
+    line (lane, test, phase, seconds), by the controller alone under xdist: `.ci/slowest.py` prints
+    the slowest tests of a whole CI run, across its lanes and tiers."""
+    target = os.environ.get("CLZOO_TEST_DURATIONS")
+    if not target or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    line = {"lane": LANE, "test": report.nodeid.split("@")[0], "phase": report.when,
+            "seconds": round(report.duration, 3)}
+    with open(target, "a") as file:
+        file.write(json.dumps(line) + "\n")
 
 
 @pytest.fixture(autouse=True)

@@ -40,17 +40,12 @@ def _run(args, **kwargs):
                           timeout=600, **kwargs)
 
 
-def test_help_is_fast():
+def test_help_prints_usage_alone():
+    """Help is quick because the parser imports no TensorFlow (the next test); no wall-time verdict."""
     for args in (["--help"], ["train", "--help"], ["eval", "--help"]):
-        walls = []
-        for _ in range(3):
-            start = time.perf_counter()
-            result = _run(args)
-            walls.append(time.perf_counter() - start)
-            assert result.returncode == 0, result.stderr
-            assert "usage: clzoo" in result.stdout and not result.stderr
-        # About 0.05 s here (5.5 s when the parser imported TensorFlow); slack for a loaded machine.
-        assert min(walls) < 4.0, (args, walls)
+        result = _run(args)
+        assert result.returncode == 0, result.stderr
+        assert "usage: clzoo" in result.stdout and not result.stderr
 
 
 def test_parser_and_light_commands_import_no_tensorflow():

@@ -9,7 +9,6 @@ overwritten without --overwrite, 10 P x K beyond a class's images, 11 a queue la
 """
 
 import os
-import time
 
 import keras
 import numpy as np
@@ -57,10 +56,8 @@ def _refused(text, tmp_path, *fragments, overrides=()):
     """Load `text` as a recipe file; it must be refused fast, each line short, naming `fragments`."""
     path = tmp_path / "r.yaml"
     path.write_text(text)
-    started = time.perf_counter()
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(RecipeError) as info:  # an expanded document would hang: the module's timeout
         load_recipe(path, overrides)
-    assert time.perf_counter() - started < 20, "the check must not expand the document"
     joined = "\n".join(info.value.lines)
     assert all(len(line) <= 500 for line in info.value.lines), joined[:2000]
     for fragment in fragments:
@@ -141,9 +138,8 @@ def test_errors_never_print_a_huge_value(text, key, tmp_path):
 
 def test_the_cli_prints_a_bomb_in_one_short_line(tmp_path, capsys):
     (tmp_path / "bomb.yaml").write_text(_laughs(9, 10))
-    started = time.perf_counter()
     code, _, err = _main(["train", tmp_path / "bomb.yaml", "--output", tmp_path / "run"], capsys)
-    assert code == 2 and time.perf_counter() - started < 30
+    assert code == 2
     _one_line(err, "values once aliases are expanded")
     assert not (tmp_path / "run").exists()
 
@@ -601,11 +597,10 @@ def test_pk_batches_at_the_limit_have_distinct_images():
     ({"queue_size": 1_000_000, "embedding_dim": 1_000_000, "momentum": 0.99}, {}),
 ])
 def test_a_queue_over_the_memory_is_refused_at_the_check(model, training):
-    started = time.perf_counter()
     with pytest.raises(RecipeError, match=f"model.queue_size = {model['queue_size']}") as info:
         validate_recipe({"data": "digits", "loss": {"name": "SupConLoss"}, "model": model,
                          "training": training})
-    assert "GiB available" in str(info.value) and time.perf_counter() - started < 10
+    assert "GiB available" in str(info.value)
 
 
 def test_the_queue_check_uses_the_available_memory(monkeypatch):
