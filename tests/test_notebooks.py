@@ -80,9 +80,14 @@ def test_notebook_opens_in_colab_and_installs_without_a_clone(path):
     assert build.colab_url(path.stem) in readme
 
 
-@pytest.mark.large
+def _tier(path):
+    """CI runs the quickstart notebook (the large tier); the others run in the slow tier, after
+    touching a notebook or what it calls (docs/development.md)."""
+    return pytest.param(path, marks=pytest.mark.large if path.stem == "quickstart" else pytest.mark.slow)
+
+
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [_tier(path) for path in PATHS], ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path, monkeypatch):
     """Every cell on an IPython kernel of this Python: the install cell skips, plots are drawn."""
     pytest.importorskip("nbclient")

@@ -107,8 +107,22 @@ def test_compared_recipes_differ_only_in_the_loss(a, b, training_keys):
     assert left == right
 
 
-@pytest.mark.large
-@pytest.mark.parametrize("path", RECIPES, ids=lambda p: f"{p.parent.name}/{p.name}")
+# CI trains one recipe per task (the large tier); every recipe trains in the slow tier, to run
+# after touching a recipe, a builder or a task (docs/development.md).
+ONE_PER_TASK = ("supcon/cifar10_aux_ce_airbench.yaml", "soft_target/cifar10_cross_entropy_fast.yaml")
+
+
+def _tier(path):
+    name = f"{path.parent.name}/{path.name}"
+    return pytest.param(path, marks=pytest.mark.large if name in ONE_PER_TASK else pytest.mark.slow)
+
+
+def test_ci_trains_one_recipe_of_each_task():
+    tasks = {load_recipe(ROOT / name).task for name in ONE_PER_TASK}
+    assert tasks == set(TASKS.list()) and all((ROOT / name).is_file() for name in ONE_PER_TASK)
+
+
+@pytest.mark.parametrize("path", [_tier(path) for path in RECIPES], ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_recipe_trains_one_step(path):
     """Issue 60's acceptance: every recipe trains a step with its own model, loss, optimizer and
     view pipeline, built as the runner builds them (8 random images at its view size, 4 classes):
