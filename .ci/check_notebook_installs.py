@@ -18,14 +18,18 @@ def install_spec(notebook):
 
 
 def main(root, python, target):
+    """Install each distinct install line once (notebooks sharing a line share the install)."""
+    specs = {}
     for notebook in sorted(Path(root, "notebooks").glob("*.ipynb")):
         spec = install_spec(notebook).replace(URL, f"git+file://localhost{root}")  # a host: PEP 508
-        where = Path(target) / notebook.stem
+        specs.setdefault(spec, []).append(notebook.name)
+    for number, (spec, notebooks) in enumerate(specs.items()):
+        where = Path(target) / str(number)
         subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(where),
                         spec], check=True)
         for needed in ("clzoo/optimizers/__init__.py", "clzoo/presets/builtin/registry.json"):
-            assert (where / needed).is_file(), f"{notebook.name}: {spec} installs no {needed}"
-        print(f"   {notebook.name}: {spec} -> complete package")
+            assert (where / needed).is_file(), f"{', '.join(notebooks)}: {spec} installs no {needed}"
+        print(f"   {', '.join(notebooks)}: {spec} -> complete package")
 
 
 if __name__ == "__main__":
