@@ -1,10 +1,14 @@
 """Command line: `clzoo train | eval | embed | export | compare | show-views | push | transfer | presets`."""
 
+import _thread
 import argparse
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -880,9 +884,56 @@ def build_parser():
     return parser
 
 
+@contextlib.contextmanager
+def interrupts_delivered():
+    """Deliver again a Ctrl-C that Python dropped, for the time of the block.
+
+    A KeyboardInterrupt raised inside a garbage-collector callback or a `__del__` is "unraisable":
+    Python prints it and goes on. JAX registers such a callback, and TensorFlow imports JAX when both
+    are installed, so a Ctrl-C while a command started was printed as a traceback and the command
+    then finished with status 0. The hook sends the interrupt to the main thread again
+    (`_thread.interrupt_main`, from a thread once the hook has returned), where it ends the command
+    as any Ctrl-C does (or reaches the training run's own SIGINT handler)."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.exc_type is KeyboardInterrupt:
+            threading.Thread(target=_interrupt_main_soon, daemon=True).start()
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _interrupt_main_soon():
+    time.sleep(0.01)  # after the hook has returned: an interrupt raised inside it is dropped again
+    _thread.interrupt_main(signal.SIGINT)
+
+
 def main(argv=None):
     """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
     args = build_parser().parse_args(argv)
+    with interrupts_delivered():
+        return _run(args)
+
+
+def console_main():
+    """The `clzoo` console script: `main`, and after a Ctrl-C an exit that skips the interpreter's
+    teardown (os._exit), which can crash (SIGSEGV, seen once under load) over a TensorFlow import
+    the interrupt cut short. Every file was closed or removed by then (`main` has returned)."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return code
+
+
+def _run(args):
     try:  # TensorFlow's import too: a Ctrl-C during it ends in one line as well
         if args.command in _CHECKS:
             _CHECKS[args.command](args)
@@ -910,4 +961,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

@@ -441,6 +441,33 @@ def test_ctrl_c_while_a_command_starts_ends_in_one_line(tmp_path, after):
     assert not (tmp_path / "v.png").exists()
 
 
+class _InterruptedWhenCollected:
+    """A Ctrl-C inside a finaliser, as JAX's garbage-collector callback takes one: "unraisable"."""
+
+    def __del__(self):
+        raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_python_drops_in_a_finaliser_still_stops_the_command(monkeypatch, capsys):
+    """A Ctrl-C landing in JAX's gc callback (TensorFlow imports JAX) was printed and dropped, and
+    `show-views` went on to write its file with status 0; now it ends the command as any Ctrl-C."""
+    previous = sys.unraisablehook
+
+    def command_interrupted(args):
+        _InterruptedWhenCollected()  # collected at once; its KeyboardInterrupt is unraisable
+        deadline = time.monotonic() + 60  # a hang guard: the interrupt arrives within milliseconds
+        while time.monotonic() < deadline:
+            time.sleep(0.005)
+        return 0
+
+    args = cli.build_parser().parse_args(["presets"])
+    args.func = command_interrupted
+    monkeypatch.setattr(cli, "build_parser", lambda: type("P", (), {"parse_args": lambda self, a: args})())
+    assert cli.main(["presets"]) == 130
+    assert "interrupted (Ctrl-C)" in capsys.readouterr().err
+    assert sys.unraisablehook is previous  # the hook is the command's only
+
+
 def test_a_mistyped_model_gets_the_closest_preset_or_run(tmp_path, capsys, monkeypatch):
     """Issue 57 item 7: `clzoo eval runs/typo` named neither presets nor the run meant."""
     (tmp_path / "runs" / "sincere_digits").mkdir(parents=True)

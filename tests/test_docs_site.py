@@ -26,6 +26,7 @@ def site(tmp_path_factory):
 
 
 @pytest.mark.large
+@pytest.mark.xdist_group("docs_site")  # one build of the site, not one per worker
 @pytest.mark.parametrize("name", SUBPACKAGES)
 def test_api_pages_list_every_public_name(site, name):
     module = importlib.import_module(f"clzoo.{name}")
@@ -37,6 +38,7 @@ def test_api_pages_list_every_public_name(site, name):
 
 
 @pytest.mark.large
+@pytest.mark.xdist_group("docs_site")
 def test_the_front_page_is_the_readme_and_its_links_resolve(site):
     html = (site / "index.html").read_text()
     assert "readme-figures:start" in html  # the README's figures block, not a copy

@@ -304,7 +304,9 @@ def _pair(recipe, output, root, *extra):
 
 
 @pytest.mark.xdist_group(RUNS)
-@pytest.mark.large
+# the slow tier: CI keeps kill -9 + resume (tests/train/test_resume.py and the device stream's)
+# and two processes (the tests above)
+@pytest.mark.slow
 def test_two_processes_killed_and_resumed_end_as_one_process(runs, tmp_path):
     """kill -9 of both processes after the first checkpoint, then `--resume` on both (one run
     folder that both read): the same losses and weights as the uninterrupted single process."""
