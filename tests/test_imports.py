@@ -51,8 +51,9 @@ def test_a_script_given_the_arguments_m_clzoo_still_registers_the_keras_classes(
     assert result.stdout.split()[-1] == "True"
 
 
-@pytest.mark.large
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+# CI runs the jax case; torch's takes the same lazy imports (the slow tier runs it)
+@pytest.mark.parametrize("backend", [pytest.param("jax", marks=pytest.mark.large),
+                                     pytest.param("torch", marks=pytest.mark.slow)])
 def test_import_clzoo_and_clzoo_losses_load_no_tensorflow_or_sklearn(backend):
     pytest.importorskip(backend)
     with_keras, with_losses, with_clzoo = _loaded_after(
@@ -125,7 +126,7 @@ def test_clzoo_models_encoder_names_its_new_home():
         clzoo.models.Encoder  # noqa: B018
 
 
-@pytest.mark.large
+@pytest.mark.slow  # after touching code that reads docstrings (the recipe reference, shared docs)
 def test_clzoo_imports_under_python_OO():
     """Docstrings are stripped under -OO; the shared-docstring code must not need them."""
     import subprocess

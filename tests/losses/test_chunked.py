@@ -11,6 +11,7 @@ lane (the folder rule in `tests/losses/conftest.py`).
 """
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -59,10 +60,21 @@ def _numeric_gradient(name, z, temperature, eps=1e-6):
     return grad
 
 
-# 0.5: the shared-exponential path; 0.02 (2 / t > 80): the row-maximum path.
-@pytest.mark.large
-@pytest.mark.parametrize("temperature", [0.5, 0.02])
-@pytest.mark.parametrize("name", sorted(CASES))
+def half_matrix(*factors):
+    """Every combination of the factors' values, as params: the large tier (CI) keeps those whose
+    value indices sum to an even number, the slow tier the rest. With three or more factors every
+    pair of values of any two factors still meets in CI's half; with two, every value does."""
+    params = []
+    for indices in itertools.product(*(range(len(values)) for values in factors)):
+        tier = pytest.mark.large if sum(indices) % 2 == 0 else pytest.mark.slow
+        params.append(pytest.param(*(values[i] for values, i in zip(factors, indices)), marks=tier))
+    return params
+
+
+TEMPERATURES = (0.5, 0.02)  # 0.5: the shared-exponential path; 0.02 (2 / t > 80): the row-maximum path
+
+
+@pytest.mark.parametrize("name, temperature", half_matrix(sorted(CASES), TEMPERATURES))
 def test_chunked_value_and_gradient_match_reference(name, temperature):
     (cls, kwargs), _ = CASES[name]
     z = _embeddings()
@@ -111,11 +123,9 @@ def _check_chunks(make_loss, call, want, want_grad, temperature, settings):
                                    err_msg=f"chunk_size={chunk_size}")
 
 
-@pytest.mark.large
-@pytest.mark.parametrize("temperature", [0.5, 0.02])
-@pytest.mark.parametrize("rows", sorted(LABEL_ROWS))
-@pytest.mark.parametrize("kind", ["cosine", "jaccard"])
-@pytest.mark.parametrize("name", sorted(WEIGHTED))
+@pytest.mark.parametrize("name, kind, rows, temperature",
+                         half_matrix(sorted(WEIGHTED), ("cosine", "jaccard"), sorted(LABEL_ROWS),
+                                     TEMPERATURES))
 def test_chunked_label_similarity_matches_reference(name, kind, rows, temperature):
     cls, kwargs, ref = WEIGHTED[name]
     y = LABEL_ROWS[rows]
@@ -148,9 +158,7 @@ QUEUED = {
 }
 
 
-@pytest.mark.large
-@pytest.mark.parametrize("temperature", [0.5, 0.02])
-@pytest.mark.parametrize("name", sorted(QUEUED))
+@pytest.mark.parametrize("name, temperature", half_matrix(sorted(QUEUED), TEMPERATURES))
 def test_chunked_memory_columns_match_reference(name, temperature):
     (cls, kwargs), ref_name = QUEUED[name]
 

@@ -150,7 +150,7 @@ def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys
     assert not out.exists()
 
 
-@pytest.mark.large
+@pytest.mark.slow  # a cost, not a result: after touching how the runner reads its data
 def test_each_split_is_read_once_per_run(tmp_path, monkeypatch):
     """Monitor, report, baselines and the soft-target classifier share the runner's splits."""
     import clzoo.data.sources

@@ -83,7 +83,9 @@ def test_two_workers_match_one_process_on_the_same_global_batch(data, mirrored_r
     assert abs(metrics["knn_top1"] - single["knn_top1"]) <= 1 / 60 + 1e-9  # 60 test images
 
 
-@pytest.mark.large
+# The slow tier: CI keeps JAX data parallelism by tests/losses/test_distributed.py (fit's losses and
+# weights over 2 devices) and tests/train/test_jax_multi_process.py (a run over two processes).
+@pytest.mark.slow
 def test_jax_data_parallel_matches_one_device(data, tmp_path):
     pytest.importorskip("jax")
     _finish(_run(["data_parallel", data, tmp_path]))
