@@ -886,39 +886,57 @@ def build_parser():
 
 @contextlib.contextmanager
 def interrupts_delivered():
-    """Deliver again a Ctrl-C that Python dropped, for the time of the block.
+    """Deliver again a Ctrl-C that Python dropped, for the time of the block; yields an Event set
+    when one was dropped.
 
     A KeyboardInterrupt raised inside a garbage-collector callback or a `__del__` is "unraisable":
     Python prints it and goes on. JAX registers such a callback, and TensorFlow imports JAX when both
     are installed, so a Ctrl-C while a command started was printed as a traceback and the command
     then finished with status 0. The hook sends the interrupt to the main thread again
     (`_thread.interrupt_main`, from a thread once the hook has returned), where it ends the command
-    as any Ctrl-C does (or reaches the training run's own SIGINT handler)."""
-    previous = sys.unraisablehook
+    as any Ctrl-C does (or reaches the training run's own SIGINT handler); never after the block."""
+    previous, dropped, lock = sys.unraisablehook, threading.Event(), threading.Lock()
+    active = [True]
+
+    def deliver():
+        time.sleep(0.01)  # after the hook has returned: an interrupt raised inside it is dropped again
+        with lock:
+            if active[0]:
+                _thread.interrupt_main(signal.SIGINT)
 
     def hook(unraisable):
         if unraisable.exc_type is KeyboardInterrupt:
-            threading.Thread(target=_interrupt_main_soon, daemon=True).start()
+            dropped.set()
+            threading.Thread(target=deliver, daemon=True).start()
         else:
             previous(unraisable)
 
     sys.unraisablehook = hook
     try:
-        yield
+        yield dropped
     finally:
+        with lock:
+            active[0] = False
         sys.unraisablehook = previous
 
 
-def _interrupt_main_soon():
-    time.sleep(0.01)  # after the hook has returned: an interrupt raised inside it is dropped again
-    _thread.interrupt_main(signal.SIGINT)
-
-
 def main(argv=None):
-    """Run a `clzoo` command; returns its exit status (2 for a usage or input error)."""
+    """Run a `clzoo` command; returns its exit status (2 for a usage or input error, 130 after a
+    Ctrl-C)."""
     args = build_parser().parse_args(argv)
-    with interrupts_delivered():
-        return _run(args)
+    try:
+        with interrupts_delivered() as dropped:
+            code = _run(args)
+    except KeyboardInterrupt:  # a dropped Ctrl-C delivered again as the command ended
+        code = _interrupted()
+    if code != 130 and dropped.is_set():  # dropped too late to be delivered in time
+        code = _interrupted()
+    return code
+
+
+def _interrupted():
+    _error("interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short")
+    return 130
 
 
 def console_main():
@@ -927,8 +945,11 @@ def console_main():
     the interrupt cut short. Every file was closed or removed by then (`main` has returned)."""
     code = main()
     if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:  # the reader left (`clzoo ... | head`)
+                pass
         os._exit(130)
     return code
 
@@ -954,8 +975,7 @@ def _run(args):
         _error("out of memory: use a smaller --batch-size (or fewer images), or a machine with more memory")
         return 1
     except KeyboardInterrupt:
-        _error("interrupted (Ctrl-C); each file clzoo writes is complete or absent, never cut short")
-        return 130
+        return _interrupted()
     finally:
         console.set_quiet(False)
 

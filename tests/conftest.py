@@ -159,8 +159,9 @@ def pytest_collection_modifyitems(config, items):
     tiers, named = {tier for tier in TIERS if runs_tier(config, tier)}, _named(config)
     kept, dropped = [], []
     for item in items:
+        base = item.nodeid.split("@")[0]  # without the `--dist loadgroup` suffix
         chosen = all(tier in tiers or item.get_closest_marker(tier) is None for tier in TIERS) or any(
-            item.nodeid == name or item.nodeid.startswith(name + "[") for name in named)
+            base == name or base.startswith(name + "[") for name in named)
         wanted = LANE in backends_of(item) and chosen
         (kept if wanted else dropped).append(item)
     if dropped:

@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -463,7 +464,13 @@ def test_a_ctrl_c_python_drops_in_a_finaliser_still_stops_the_command(monkeypatc
     args = cli.build_parser().parse_args(["presets"])
     args.func = command_interrupted
     monkeypatch.setattr(cli, "build_parser", lambda: type("P", (), {"parse_args": lambda self, a: args})())
-    assert cli.main(["presets"]) == 130
+    # Python's own handler, as in a terminal: a suite started in the background (`cmd &`) inherits
+    # SIGINT ignored, and an ignored signal is not delivered (nor does a Ctrl-C arrive there)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert cli.main(["presets"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, handler)
     assert "interrupted (Ctrl-C)" in capsys.readouterr().err
     assert sys.unraisablehook is previous  # the hook is the command's only
 
