@@ -3,9 +3,12 @@
 Standard library only: the command line imports this before Keras or TensorFlow.
 """
 
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
 
 # An absl / TensorFlow C++ INFO or WARNING line, e.g. (before absl logging is initialized)
 # `I0000 00:00:1795382594.463413    6172 port.cc:153] oneDNN custom operations are on. ...`
@@ -123,15 +126,39 @@ def _is_noise(line):
     return bool(_TF_LOG_LINE.match(line)) or line.startswith(_TF_NOISE)
 
 
+@contextlib.contextmanager
+def interrupts_deferred():
+    """Hold a Ctrl-C (SIGINT) until the block ends, then deliver it to the handler it was for.
+
+    A KeyboardInterrupt raised inside TensorFlow's import (about 3 s of a command's start) can crash
+    the process while the half-imported C++ modules are torn down: status -11, nothing printed
+    (`clzoo show-views` under load, 2 of about 35 tries). Held, the Ctrl-C takes effect as soon as
+    the import is done and ends the command in one line. Off the main thread, or where SIGINT is
+    ignored or not Python's to handle, the block runs as it is."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield
+        return
+    held = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
+
+
 def _import_tensorflow_quietly():
-    """Import TensorFlow with file descriptor 2 captured; replay all but its INFO / WARNING lines."""
+    """Import TensorFlow with file descriptor 2 captured; replay all but its INFO / WARNING lines.
+    A Ctrl-C meanwhile is held until the import is done (`interrupts_deferred`)."""
     import tempfile
 
     if "tensorflow" in sys.modules:
         return
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
+    with tempfile.TemporaryFile() as sink, interrupts_deferred():
         os.dup2(sink.fileno(), 2)
         try:
             import tensorflow  # noqa: F401

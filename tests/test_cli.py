@@ -475,6 +475,28 @@ def test_a_ctrl_c_python_drops_in_a_finaliser_still_stops_the_command(monkeypatc
     assert sys.unraisablehook is previous  # the hook is the command's only
 
 
+def test_a_ctrl_c_during_tensorflows_import_is_held_until_the_import_is_done():
+    """A KeyboardInterrupt inside TensorFlow's import could crash the process (status -11, nothing
+    printed): the import holds it and it takes effect once the import is done."""
+    from clzoo import console
+
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    finished = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with console.interrupts_deferred():
+                signal.raise_signal(signal.SIGINT)  # a Ctrl-C in the middle of the block
+                sum(range(10_000))
+                finished.append(True)  # the block ran to its end
+        assert finished == [True]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # ignored stays ignored: nothing held, nothing raised
+        with console.interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def test_a_mistyped_model_gets_the_closest_preset_or_run(tmp_path, capsys, monkeypatch):
     """Issue 57 item 7: `clzoo eval runs/typo` named neither presets nor the run meant."""
     (tmp_path / "runs" / "sincere_digits").mkdir(parents=True)
