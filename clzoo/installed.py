@@ -1,7 +1,9 @@
-"""Where clzoo never writes: the folders of installed Python packages (issue 58 item 2).
+"""Where clzoo never writes: the folders of installed Python packages (issue 58 item 2) and of the
+Python environment itself (issue 72 items 19-20).
 
 An output written into site-packages could replace a package's files (a built-in preset, whose
-checksums then fail on every later load); every writer checks its path here before any work.
+checksums then fail on every later load), one written into the environment's scripts folder its
+`activate` script or `python`; every writer checks its path here before any work.
 """
 
 import contextlib
@@ -41,10 +43,29 @@ def installed_package_folders():
     return tuple(sorted({Path(folder).resolve() for folder in folders if folder and Path(folder).is_dir()}))
 
 
+@functools.cache
+def environment_folders():
+    """`(folder, what)` pairs of this interpreter's environment that hold no user output, existing
+    or not: its scripts (`bin` / `Scripts`: `activate`, `python`), standard library and headers,
+    and the user site-packages and scripts, which Python puts on `sys.path` / `PATH` once they
+    exist (so a folder clzoo created there would change every later interpreter)."""
+    import sysconfig
+
+    names = {"scripts": "scripts", "stdlib": "standard library", "platstdlib": "standard library",
+             "include": "headers", "platinclude": "headers", "purelib": "packages", "platlib": "packages"}
+    schemes = [sysconfig.get_paths()]
+    with contextlib.suppress(KeyError, AttributeError):
+        schemes.append(sysconfig.get_paths(scheme=sysconfig.get_preferred_scheme("user")))
+    pairs = {Path(paths[key]).resolve(): what for paths in schemes for key, what in names.items()
+             if paths.get(key)}
+    return tuple(sorted(pairs.items()))
+
+
 def refuse_installed_packages(path, what="--output"):
     """Raise `ValueError` when `path` lies inside an installed package's folder
     (`installed_package_folders`): an output written there could replace a package's files,
-    e.g. a built-in preset, and break every later import or load.
+    e.g. a built-in preset, and break every later import or load; or inside the environment's
+    scripts, standard library, headers or user site, existing or not (`environment_folders`).
 
     Example:
 
@@ -67,3 +88,10 @@ def refuse_installed_packages(path, what="--output"):
                            if target.parent == BUILTIN_PRESETS else "")  # a preset folder itself
             raise ValueError(f"{what} {target} is inside the installed packages' folder {folder}; "
                              f"clzoo writes no output there: choose another path{maintainers}")
+    here = Path(path).absolute().parent.resolve() / Path(path).name  # a link's own place (`bin/python`)
+    inside = [(len(folder.parts), folder, kind) for folder, kind in environment_folders()
+              if any(place == folder or folder in place.parents for place in (target, here))]
+    if inside:  # the innermost names it: site-packages, not the lib/pythonX.Y around it
+        _, folder, kind = max(inside)
+        raise ValueError(f"{what} {target} is inside the Python environment's {kind} folder "
+                         f"{folder}; clzoo writes no output there: choose another path")

@@ -26,6 +26,32 @@ def test_the_folders_are_site_packages_and_clzoo_itself(tmp_path):
         refuse_installed_packages(link / "x.npz")  # a link is followed
 
 
+def test_the_environments_scripts_and_a_user_site_not_yet_made_are_refused(tmp_path, monkeypatch):
+    """Issue 72 items 19-20: `--output .venv/bin/activate` wrote over the venv's activate script,
+    and a user site-packages that did not exist yet was created (Python then adds it to sys.path)."""
+    import site
+
+    from clzoo import installed
+
+    assert Path(site.getusersitepackages()).resolve() in dict(installed.environment_folders())
+    scripts = Path(sysconfig.get_paths()["scripts"])
+    for target in (scripts / "activate", scripts / "python", scripts / "new.tflite"):
+        with pytest.raises(ValueError, match="inside the Python environment's scripts folder"):
+            refuse_installed_packages(target)
+    user_site = tmp_path / "home" / ".local" / "lib" / "site-packages"  # not made yet
+    monkeypatch.setattr(sysconfig, "get_paths", lambda scheme=None, _paths=sysconfig.get_paths: (
+        {**_paths(), "purelib": str(user_site)} if scheme else _paths()))
+    installed.environment_folders.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="Python environment's packages folder"):
+            refuse_installed_packages(user_site / "run")
+        assert not user_site.exists()
+        refuse_installed_packages(tmp_path / "home" / "runs" / "x")  # beside it: fine
+    finally:
+        monkeypatch.undo()
+        installed.environment_folders.cache_clear()
+
+
 def _refused(capsys, args, target):
     assert cli.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
