@@ -1,7 +1,6 @@
 """Check the README quickstart's output: baselines shown and beaten, its kNN inside the README
 figures' range by drift (benchmarks/readme_figures.py), no backend chatter, the wheel used."""
 
-import json
 import re
 import subprocess
 import sys
@@ -31,7 +30,7 @@ def main(log_path, clone):
     k, trained, raw, random = knn_rows(log)
     print(f"   kNN (k={k}): trained {trained}%, raw pixels {raw}%, random init {random}%")
     assert trained > raw, "the trained encoder does not beat raw pixels"
-    figures = json.loads((ROOT / "benchmarks" / "readme_figures.json").read_text())
+    figures = readme_figures.load_figures()
     problem = readme_figures.drift(trained, k, figures)
     if problem:
         sys.exit(f"error: {problem}")

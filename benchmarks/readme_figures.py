@@ -121,9 +121,14 @@ def write_readme(figures, readme=README):
     readme.write_text(f"{head}{START}\n{render(figures)}\n{END}{tail}")
 
 
+def load_figures():
+    """`benchmarks/readme_figures.json`: the seeds' rows and their summary."""
+    return json.loads(FIGURES.read_text())
+
+
 def check():
     """Problems that make the README's figures stale (empty when they are current)."""
-    figures = json.loads(FIGURES.read_text())
+    figures = load_figures()
     problems = []
     text = README.read_text()
     if f"{START}\n{render(figures)}\n{END}" not in text:

@@ -1,14 +1,10 @@
 """Command line: `clzoo train | eval | embed | export | compare | show-views | push | transfer | presets`."""
 
-import _thread
 import argparse
-import contextlib
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -884,48 +880,12 @@ def build_parser():
     return parser
 
 
-@contextlib.contextmanager
-def interrupts_delivered():
-    """Deliver again a Ctrl-C that Python dropped, for the time of the block; yields an Event set
-    when one was dropped.
-
-    A KeyboardInterrupt raised inside a garbage-collector callback or a `__del__` is "unraisable":
-    Python prints it and goes on. JAX registers such a callback, and TensorFlow imports JAX when both
-    are installed, so a Ctrl-C while a command started was printed as a traceback and the command
-    then finished with status 0. The hook sends the interrupt to the main thread again
-    (`_thread.interrupt_main`, from a thread once the hook has returned), where it ends the command
-    as any Ctrl-C does (or reaches the training run's own SIGINT handler); never after the block."""
-    previous, dropped, lock = sys.unraisablehook, threading.Event(), threading.Lock()
-    active = [True]
-
-    def deliver():
-        time.sleep(0.01)  # after the hook has returned: an interrupt raised inside it is dropped again
-        with lock:
-            if active[0]:
-                _thread.interrupt_main(signal.SIGINT)
-
-    def hook(unraisable):
-        if unraisable.exc_type is KeyboardInterrupt:
-            dropped.set()
-            threading.Thread(target=deliver, daemon=True).start()
-        else:
-            previous(unraisable)
-
-    sys.unraisablehook = hook
-    try:
-        yield dropped
-    finally:
-        with lock:
-            active[0] = False
-        sys.unraisablehook = previous
-
-
 def main(argv=None):
     """Run a `clzoo` command; returns its exit status (2 for a usage or input error, 130 after a
     Ctrl-C)."""
     args = build_parser().parse_args(argv)
     try:
-        with interrupts_delivered() as dropped:
+        with console.interrupts_delivered() as dropped:
             code = _run(args)
     except KeyboardInterrupt:  # a dropped Ctrl-C delivered again as the command ended
         code = _interrupted()
@@ -941,8 +901,10 @@ def _interrupted():
 
 def console_main():
     """The `clzoo` console script: `main`, and after a Ctrl-C an exit that skips the interpreter's
-    teardown (os._exit), which can crash (SIGSEGV, seen once under load) over a TensorFlow import
-    the interrupt cut short. Every file was closed or removed by then (`main` has returned)."""
+    teardown (os._exit) over whatever the interrupt cut short. The SIGSEGV seen (status -11,
+    nothing printed) came from inside TensorFlow's import, which now holds the Ctrl-C
+    (`console.interrupts_deferred`); this exit guards the teardown after one. Every file was closed
+    or removed by then (`main` has returned)."""
     code = main()
     if code == 130:
         for stream in (sys.stdout, sys.stderr):

@@ -1,14 +1,18 @@
-"""Console output of the `clzoo` commands: quiet TensorFlow start-up, plain progress off a terminal.
+"""Console output of the `clzoo` commands: quiet TensorFlow start-up, plain progress off a terminal,
+and a Ctrl-C that ends a command in one line (held during TensorFlow's import, delivered again
+when Python drops it).
 
 Standard library only: the command line imports this before Keras or TensorFlow.
 """
 
+import _thread
 import contextlib
 import os
 import re
 import signal
 import sys
 import threading
+import time
 
 # An absl / TensorFlow C++ INFO or WARNING line, e.g. (before absl logging is initialized)
 # `I0000 00:00:1795382594.463413    6172 port.cc:153] oneDNN custom operations are on. ...`
@@ -124,6 +128,43 @@ def quiet_tensorflow():
 
 def _is_noise(line):
     return bool(_TF_LOG_LINE.match(line)) or line.startswith(_TF_NOISE)
+
+
+@contextlib.contextmanager
+def interrupts_delivered():
+    """Deliver again a Ctrl-C that Python dropped, for the time of the block; yields an Event set
+    when one was dropped.
+
+    A KeyboardInterrupt raised inside a garbage-collector callback or a `__del__` is "unraisable":
+    Python prints it and goes on. JAX registers such a callback, and TensorFlow imports JAX when both
+    are installed, so a Ctrl-C while a command started was printed as a traceback and the command
+    then finished with status 0. The hook sends the interrupt to the main thread again
+    (`_thread.interrupt_main`, from a thread once the hook has returned), where it ends the command
+    as any Ctrl-C does (or reaches the training run's own SIGINT handler); never after the block."""
+    previous, lock = sys.unraisablehook, threading.Lock()
+    dropped, ended = threading.Event(), threading.Event()
+
+    def deliver():
+        time.sleep(0.01)  # after the hook has returned: an interrupt raised inside it is dropped again
+        with lock:
+            if not ended.is_set():
+                _thread.interrupt_main(signal.SIGINT)
+
+    def hook(unraisable):
+        if unraisable.exc_type is KeyboardInterrupt:
+            dropped.set()
+            threading.Thread(target=deliver, daemon=True).start()
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield dropped
+    finally:
+        with lock:
+            ended.set()
+        sys.unraisablehook = previous
+
 
 
 @contextlib.contextmanager

@@ -61,6 +61,10 @@ def environment_folders():
     return tuple(sorted(pairs.items()))
 
 
+def _inside(place, folder):
+    return place == folder or folder in place.parents
+
+
 def refuse_installed_packages(path, what="--output"):
     """Raise `ValueError` when `path` lies inside an installed package's folder
     (`installed_package_folders`): an output written there could replace a package's files,
@@ -82,7 +86,7 @@ def refuse_installed_packages(path, what="--output"):
     if allowed is not None and allowed in target.parents:
         return
     for folder in installed_package_folders():
-        if target == folder or folder in target.parents:
+        if _inside(target, folder):
             maintainers = (" (rebuilding a built-in preset from a source checkout: "
                            "build_preset(..., builtin=True))"
                            if target.parent == BUILTIN_PRESETS else "")  # a preset folder itself
@@ -90,7 +94,7 @@ def refuse_installed_packages(path, what="--output"):
                              f"clzoo writes no output there: choose another path{maintainers}")
     here = Path(path).absolute().parent.resolve() / Path(path).name  # a link's own place (`bin/python`)
     inside = [(len(folder.parts), folder, kind) for folder, kind in environment_folders()
-              if any(place == folder or folder in place.parents for place in (target, here))]
+              if _inside(target, folder) or _inside(here, folder)]
     if inside:  # the innermost names it: site-packages, not the lib/pythonX.Y around it
         _, folder, kind = max(inside)
         raise ValueError(f"{what} {target} is inside the Python environment's {kind} folder "
