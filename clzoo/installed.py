@@ -48,7 +48,20 @@ def environment_folders():
     """`(folder, what)` pairs of this interpreter's environment that hold no user output, existing
     or not: its scripts (`bin` / `Scripts`: `activate`, `python`), standard library and headers,
     and the user site-packages and scripts, which Python puts on `sys.path` / `PATH` once they
-    exist (so a folder clzoo created there would change every later interpreter)."""
+    exist (so a folder clzoo created there would change every later interpreter).
+
+    Returns:
+        A tuple of `(pathlib.Path, str)` pairs, resolved, sorted by path; `str` is one of
+        "scripts", "standard library", "headers", "packages".
+
+    Example:
+
+    >>> import sysconfig
+    >>> from pathlib import Path
+    >>> from clzoo.installed import environment_folders
+    >>> dict(environment_folders())[Path(sysconfig.get_paths()["scripts"]).resolve()]
+    'scripts'
+    """
     import sysconfig
 
     names = {"scripts": "scripts", "stdlib": "standard library", "platstdlib": "standard library",
