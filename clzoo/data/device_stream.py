@@ -156,7 +156,7 @@ class DeviceBatches:
 
     def _steps(self, start, stop):
         return DeviceBatches(self.split, self.batch_size, self.seed, self.views, self.shuffle, start,
-                             stop, self.images)
+                             stop, None if self.from_files else self.images)
 
     @property
     def images(self):
@@ -165,20 +165,41 @@ class DeviceBatches:
             self._images = ops.convert_to_tensor(self.split.images)
         return self._images
 
+    @property
+    def from_files(self):
+        """True when the split's images stay in their files (`FileImages`): each batch is decoded on
+        the host, a few batches ahead of the step, and only that batch goes to the device."""
+        return hasattr(self.split.images, "subset")
+
     def __iter__(self):
         labels = np.asarray(self.split.labels, dtype=np.int32)
-        compute = _compiled(self.views, self.images.shape[1], self.images.shape[2])
+        height, width = self.split.images.shape[1:3]
+        compute = _compiled(self.views, height, width)
+        steps = self._indices(len(labels))
+        if not self.from_files:
+            for epoch, position, index in steps:
+                draws = self._draws(epoch, position, index, len(labels))
+                yield compute(self.images, ops.convert_to_tensor(index.astype(np.int32)), draws), \
+                    ops.convert_to_tensor(labels[index])
+            return
+        for (epoch, position, index), pixels in _decoded_ahead(self.split.images, steps):
+            draws = self._draws(epoch, position, index, len(labels))
+            every = ops.convert_to_tensor(np.arange(len(index), dtype=np.int32))
+            yield compute(ops.convert_to_tensor(pixels), every, draws), ops.convert_to_tensor(labels[index])
+
+    def _indices(self, count):
+        """`(epoch, position, image indices)` of each step in `[start, stop)`."""
         epoch, order = None, None
         for step in range(self.start, self.stop):
             if step // self.steps_per_epoch != epoch:
                 epoch = step // self.steps_per_epoch
-                order = view_draws.epoch_order(len(labels), self.seed, epoch, self.shuffle)
+                order = view_draws.epoch_order(count, self.seed, epoch, self.shuffle)
             position = (step % self.steps_per_epoch) * self.batch_size
-            index = order[position:position + self.batch_size]
-            draws = _draws(self.views, self.seed, epoch, position, index, self.split.images.shape,
-                           self._coins(len(labels)))
-            yield compute(self.images, ops.convert_to_tensor(index.astype(np.int32)), draws), \
-                ops.convert_to_tensor(labels[index])
+            yield epoch, position, order[position:position + self.batch_size]
+
+    def _draws(self, epoch, position, index, count):
+        return _draws(self.views, self.seed, epoch, position, index, self.split.images.shape,
+                      self._coins(count))
 
     def _coins(self, count):
         if not isinstance(self.views, BatchViewConfig):
@@ -186,6 +207,27 @@ class DeviceBatches:
         if getattr(self, "_coin_cache", None) is None:
             self._coin_cache = view_draws.image_coins(count, self.seed)
         return self._coin_cache
+
+
+AHEAD = 3  # batches decoded ahead of the step on the host (a file-backed split)
+
+
+def _decoded_ahead(images, steps):
+    """`(step, uint8 pixels)` for each `(epoch, position, index)` of `steps`, the pixels decoded
+    `AHEAD` batches ahead in a background thread (each batch's files in parallel: `FileImages`)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="clzoo-ahead") as ahead:
+        pending = deque()
+        for step in steps:
+            pending.append((step, ahead.submit(images.__getitem__, step[2])))
+            if len(pending) > AHEAD:
+                done, pixels = pending.popleft()
+                yield done, pixels.result()
+        while pending:
+            done, pixels = pending.popleft()
+            yield done, pixels.result()
 
 
 def _draws(views, seed, epoch, position, index, shape, coins):

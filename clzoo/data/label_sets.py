@@ -58,7 +58,8 @@ def derive_label_set(split, name):
         keep = [names.index("cat"), names.index("dog")]
         rows = np.isin(labels, keep)
         coarse = np.searchsorted(keep, labels[rows])
-        return Split(split.images[rows], coarse.astype(np.int32), ["cat", "dog"],
+        images = split.images.subset(rows) if hasattr(split.images, "subset") else split.images[rows]
+        return Split(images, coarse.astype(np.int32), ["cat", "dog"],
                      fine_labels=labels[rows], fine_class_names=names)
     coarse_names = sorted(set(CIFAR10_COARSE.values()))
     lookup = np.array([coarse_names.index(CIFAR10_COARSE[c]) for c in names])

@@ -12,7 +12,8 @@ def eval_dataset(images, size=None, batch_size=512, pad=False):
     """Batches of float32 images in [0, 1] (resized to `size` if given), no labels.
 
     Args:
-        images: uint8 `(N, H, W, 3)` (or float in [0, 1]).
+        images: uint8 `(N, H, W, 3)` (or float in [0, 1]), or a file-backed
+            `clzoo.data.file_images.FileImages` (decoded one batch at a time).
         size: resize to `size x size`. Defaults to `None` (as is).
         batch_size: images per batch. Defaults to `512`.
         pad: append black images so that every batch holds `batch_size`
@@ -26,6 +27,8 @@ def eval_dataset(images, size=None, batch_size=512, pad=False):
     """
     from clzoo.data.device_stream import tensorflow_installed
 
+    if hasattr(images, "subset"):  # a file-backed split (`FileImages`): decoded batch by batch
+        return _ArrayBatches(images, size, batch_size, pad)
     images = np.asarray(images)
     if not tensorflow_installed():
         return _ArrayBatches(images, size, batch_size, pad)

@@ -28,11 +28,11 @@ from clzoo.files import atomic_write
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 EMBEDDED = ("digits",)
 ALPHA_BACKGROUND = (255, 255, 255)  # transparent pixels are composited on white
-CACHE_FORMAT = 3  # bump when the cached arrays, their key or the decoding change (3: EXIF orientation)
+CACHE_FORMAT = 4  # bump when the cached arrays, their key or the decoding change (4: JPEG draft)
 CACHE_SAMPLE = 4096  # bytes hashed from the start and from the end of each image file
 
 
-def load_split(data, split="train", on_unreadable="error"):
+def load_split(data, split="train", on_unreadable="error", stream=False):
     """Load a split of a dataset given by a spec string (or a `DataSource` resolved from one).
 
     Args:
@@ -56,6 +56,11 @@ def load_split(data, split="train", on_unreadable="error"):
             converted, not refused: 16-bit scaled to 8-bit, alpha composited
             on `ALPHA_BACKGROUND` (white), palette/1-bit/grey/CMYK to RGB; an
             EXIF orientation tag is applied (`PIL.ImageOps.exif_transpose`).
+        stream: for image folders, keep the images in their files: the split's
+            `images` is a `clzoo.data.file_images.FileImages`, decoded batch by
+            batch when indexed (data larger than memory); the listing checks
+            are the same, an unreadable file is met when its batch decodes it.
+            Defaults to `False` (decode all, cached as `.npz`).
 
     Returns:
         `Split` with uint8 images `(N, H, W, 3)` and int32 labels `(N,)`.
@@ -72,7 +77,7 @@ def load_split(data, split="train", on_unreadable="error"):
     >>> train.images.shape[1:], train.images.dtype
     ((32, 32, 3), dtype('uint8'))
     """
-    return data_source(data).load(split, on_unreadable)
+    return data_source(data).load(split, on_unreadable, stream)
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ class DataSource:
             return None
         return Path(self.source.removeprefix("folder:"))
 
-    def load(self, split="train", on_unreadable="error"):
+    def load(self, split="train", on_unreadable="error", stream=False):
         """The `Split` named `split` (`"train"` or `"test"`); arguments and errors as `load_split`."""
         if split not in ("train", "test"):
             raise ValueError(f"`split` must be 'train' or 'test'. Received: split={split!r}")
@@ -116,15 +121,40 @@ class DataSource:
         size = self.image_size
         if self.label_set == "cifar100_coarse":
             return _load_tfds("cifar100", split, coarse_key="coarse_label", image_size=size)
+        if stream and self.folder is None:
+            raise ValueError(f"streaming from files reads image folders; {self.source} is held in "
+                             "memory (data_loading: memory or auto)")
         if self.label_set is not None:
-            whole = data_source(self.source, image_size=size).load(split, on_unreadable)
+            whole = data_source(self.source, image_size=size).load(split, on_unreadable, stream)
             return derive_label_set(whole, self.label_set)
         if self.source in EMBEDDED:
             digits = _load_digits(split)
             return digits if size is None else _resized(digits, size)
         if self.source.startswith("tfds:"):
             return _load_tfds(self.source[len("tfds:"):], split, image_size=size)
+        if stream:
+            return _open_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
         return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
+
+    def decoded_bytes(self, count, split="train"):
+        """Bytes `count` images of `split` take decoded (uint8 RGB) at the size they would be held:
+        `image_size`, else the first listed image's own size (read from its header); None for
+        digits and tfds datasets (held in memory)."""
+        if self.folder is None:
+            return None
+        if self.image_size is not None:
+            return count * self.image_size ** 2 * 3
+        from PIL import Image
+
+        root = _folder_root(self.folder)
+        first = class_folders(root, split)[0]
+        found = _image_files(root / split / first)[0]
+        try:
+            with Image.open(found[0][0]) as image:
+                width, height = image.size
+        except (OSError, IndexError, ValueError):
+            return None  # the decode names the file
+        return count * width * height * 3
 
 
 def data_source(data, image_size=None):
@@ -489,6 +519,9 @@ def _decode(path, skip=False, size=None):
 
     try:
         with Image.open(path) as image:
+            if size is not None and image.format == "JPEG":
+                # decode at the smallest DCT scale (1/2, 1/4, 1/8) still at least size x size
+                image.draft(None, (size, size))
             # Phone photos store pixels as the sensor read them and the rotation in EXIF.
             pixels = _to_rgb(ImageOps.exif_transpose(image))
             return pixels if size is None else resize_image(pixels, size)
@@ -579,6 +612,16 @@ def _readable_prefix(name, limit=64):
     """The start of a folder's name for a cache file name: at most `limit` UTF-8 bytes, since a
     file name holds 255 (the cache key, a hash, keeps names of long folders apart)."""
     return name.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
+def _open_folder(path, split, on_unreadable="error", image_size=None):
+    """The split of an image folder with its images left in their files (`FileImages`)."""
+    from clzoo.data.file_images import FileImages
+
+    root = _folder_root(path)
+    files, _, labels, classes = _list_folder(root, split, on_unreadable)
+    images = FileImages(files, image_size, on_unreadable)
+    return Split(images, labels, classes, paths=images.paths)
 
 
 def _load_folder(path, split, on_unreadable="error", image_size=None):

@@ -92,11 +92,11 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
                          samples_per_class)
     else:
         positions = _positions(len(split), batch_size, seed, epochs, start_step, shuffle)
-        images = tf.constant(split.images)
+        images = image_gather(split.images)
         labels = tf.constant(np.asarray(split.labels, dtype=np.int32))
         if isinstance(views, BatchViewConfig):  # augmented batch by batch
             data = positions.batch(batch_size, drop_remainder=True).map(
-                _batch_view_loader(images, labels, views, seed),
+                _batch_view_loader(images, labels, views, seed, len(split)),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         else:
             if kind == "views":
@@ -140,19 +140,39 @@ def _positions(n, batch_size, seed, epochs, start_step, shuffle):
             .skip(offset * batch_size))
 
 
+def image_gather(images):
+    """`gather(index) -> uint8 images` of an int64 index (a scalar or a vector) into `images`: held as
+    one constant, or for a file-backed split (`clzoo.data.file_images.FileImages`) decoded in the
+    map's threads (Pillow releases the GIL), the same pixels either way."""
+    if not hasattr(images, "subset"):
+        held = tf.constant(images)
+        return lambda index: tf.gather(held, index)
+    shape = tf.TensorShape(images.shape[1:])
+
+    def decode(index):
+        return images[int(index)] if index.ndim == 0 else images[index]
+
+    def gather(index):
+        pixels = tf.numpy_function(decode, [index], tf.uint8, stateful=False)
+        pixels.set_shape(index.shape.concatenate(shape))
+        return pixels
+
+    return gather
+
+
 def _view_loader(images, labels, views, seed):
     def load(epoch, position, index):
         view_seed = tf.stack([epoch * _EPOCH_STRIDE + seed, position])
-        return multi_view(tf.gather(images, index), view_seed, views), tf.gather(labels, index)
+        return multi_view(images(index), view_seed, views), tf.gather(labels, index)
 
     return load
 
 
-def _batch_view_loader(images, labels, views, seed):
-    coins = image_coins(int(images.shape[0]), seed)
+def _batch_view_loader(images, labels, views, seed, count):
+    coins = image_coins(count, seed)
 
     def load(epoch, position, index):
-        batch = batch_views(tf.gather(images, index), tf.constant(int(seed), tf.int64), epoch[0],
+        batch = batch_views(images(index), tf.constant(int(seed), tf.int64), epoch[0],
                             position[0], tf.gather(coins, index), views)
         return batch, tf.gather(labels, index)
 
@@ -161,7 +181,7 @@ def _batch_view_loader(images, labels, views, seed):
 
 def _image_loader(images, labels, views, seed):
     def load(epoch, position, index):
-        image = tf.gather(images, index)
+        image = images(index)
         if views is None:
             image = tf.image.convert_image_dtype(image, tf.float32)
         else:
@@ -173,14 +193,14 @@ def _image_loader(images, labels, views, seed):
 
 def _balanced(split, views, batch_size, seed, start_step, total, samples_per_class):
     """P x K batches of views: classes and images from `(seed, step)`, views from `(seed + 1, step)`."""
-    images = tf.constant(split.images)
+    images = image_gather(split.images)
     labels = tf.constant(np.asarray(split.labels, dtype=np.int32))
     spec = tf.TensorSpec((views.views, views.size, views.size, 3), tf.float32)
 
     def load(step, indices):
         image_seeds = tf.random.experimental.stateless_split(
             tf.stack([tf.cast(seed, tf.int64) + 1, step]), tf.shape(indices)[0])
-        batch = tf.map_fn(lambda pair: multi_view(tf.gather(images, pair[0]), pair[1], views),
+        batch = tf.map_fn(lambda pair: multi_view(images(pair[0]), pair[1], views),
                           (indices, image_seeds), fn_output_signature=spec)
         return batch, tf.gather(labels, indices)
 

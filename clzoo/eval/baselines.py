@@ -17,7 +17,7 @@ def raw_pixel_features(images, size=None):
     """Flattened pixels in [0, 1] as features.
 
     Args:
-        images: uint8 `(N, H, W, C)`.
+        images: uint8 `(N, H, W, C)`, or a file-backed `FileImages`.
         size: resize to `size x size` first (the encoder's input size), or None.
 
     Returns:
@@ -29,11 +29,12 @@ def raw_pixel_features(images, size=None):
     >>> clzoo.eval.raw_pixel_features(np.full((2, 4, 4, 3), 255, np.uint8)).shape
     (2, 48)
     """
-    images = np.asarray(images)
+    streamed = hasattr(images, "subset")  # a file-backed split: decoded batch by batch
+    images = images if streamed else np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"`images` must be uint8 (N, H, W, C). Received: dtype={images.dtype}, "
                          f"shape={images.shape}")
-    if size is not None and tuple(images.shape[1:3]) != (size, size):
+    if streamed or size is not None and tuple(images.shape[1:3]) != (size, size):
         from clzoo.data.pipeline import eval_dataset
 
         batches = eval_dataset(images, size=size)

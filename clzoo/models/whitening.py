@@ -145,7 +145,8 @@ def adapt_whitening(encoder, images, limit=5000, seed=0):
     if not layers:
         return 0
     chosen = np.random.default_rng(seed).permutation(len(images))[:limit]
-    images = np.asarray(images)[np.sort(chosen)]
+    rows = np.sort(chosen)  # a file-backed split (`FileImages`) decodes only these
+    images = np.asarray(images[rows] if hasattr(images, "subset") else np.asarray(images)[rows])
     images = images.astype("float32") / 255.0 if images.dtype == np.uint8 else images.astype("float32")
     for layer in layers:
         before = keras.Model(encoder.input, layer.input)

@@ -220,6 +220,10 @@ class Recipe(_Section):
     data: str = Field("digits", min_length=1, max_length=4096)
     # resize every image to image_size x image_size on load (image sets of mixed sizes); None keeps them
     image_size: PositiveInt | None = Field(None, le=4096)
+    # image folders: memory = decode all before step 1; stream = decode each batch from the files
+    # (data larger than memory); auto = stream when the decoded training split exceeds half the
+    # memory this process may use (a cgroup limit counts; env CLZOO_MEMORY_BUDGET overrides)
+    data_loading: Literal["auto", "memory", "stream"] = "auto"
     # contrastive: encoder + head on multi-view batches; soft_target: a classifier on MixUp / CutMix
     task: Literal["contrastive", "soft_target"] = "contrastive"
     model: ModelSpec = Field(default_factory=ModelSpec)

@@ -77,14 +77,15 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     """
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
-    source = _check_before_work(recipe, place, run.path)
+    source, loading = _check_before_work(recipe, place, run.path)
     with run.owned(enabled=place.is_chief):
-        summary = _run(recipe, run, place, source, verbose, resume, _pipeline(recipe, place))
+        summary = _run(recipe, run, place, (source, loading), verbose, resume, _pipeline(recipe, place))
     return None if summary is None else read_run(run.path)
 
 
-def _run(recipe, run, place, source, verbose, resume, pipeline):
-    """`train` once this process owns the run folder."""
+def _run(recipe, run, place, data, verbose, resume, pipeline):
+    """`train` once this process owns the run folder; `data` is `(DataSource, (loading, why))`."""
+    source, (loading, loaded_why) = data
     if run.guard(recipe, resume) == "finished":
         if verbose:
             print(f"{run.path} is finished (metrics.json); nothing to resume.")
@@ -96,7 +97,7 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split, test_split = _load_data(source)
+    train_split, test_split = _load_data(source, stream=loading == "stream")
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
     levers = build_levers(recipe.training.levers, total_steps=plan.epochs * plan.steps)
@@ -107,11 +108,14 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     if place.is_chief:  # the first write: everything above may still refuse the run
-        run.prepare(recipe, {**environment(place), "pipeline": pipeline, **_data_record(train_split, plan)},
+        run.prepare(recipe, {**environment(place), "pipeline": pipeline, "data_loading": loading,
+                             "data_loading_why": loaded_why, **_data_record(train_split, plan)},
                     resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
+        print(f"data: {'streamed from its files' if loading == 'stream' else 'held in memory'} "
+              f"({loaded_why})")
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline),
                            run, plan, place, verbose,
                            _knn_monitor(recipe, train_split, test_split, place, encoder), levers)
@@ -127,7 +131,7 @@ def _run(recipe, run, place, source, verbose, resume, pipeline):
         metrics.update(task.extra_metrics(model, recipe, views, test_split))
         metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
                                   done if resuming else None))
-        metrics["pipeline"] = pipeline
+        metrics["pipeline"], metrics["data_loading"] = pipeline, loading
         run.write_metrics(metrics)
     return metrics
 
@@ -216,7 +220,8 @@ def _kept_pipeline(run, recorded, recipe, place, pipeline, verbose):
 def _check_before_work(recipe, place, output):
     """The checks that need the data spec, the strategy or the output; nothing is decoded or written.
 
-    Returns the spec resolved to a `DataSource`, which the run reads its splits from."""
+    Returns the spec resolved to a `DataSource`, which the run reads its splits from, and
+    `(loading, why)`: `"memory"` or `"stream"` (`clzoo.data.memory_budget.choose_loading`)."""
     refuse_installed_packages(output)
     try:
         source = data_source(recipe.data, image_size=recipe.image_size)
@@ -234,7 +239,24 @@ def _check_before_work(recipe, place, output):
     if data.train_images is not None and batch > data.train_images:
         raise _batch_too_large(batch, data.train_images, recipe.data)
     _check_against_data(recipe, data, source, output)
-    return source
+    return source, _loading(recipe, source, data)
+
+
+def _loading(recipe, source, data):
+    """Whether the run holds its splits in memory or streams them from their files, and why."""
+    from clzoo.data.memory_budget import choose_loading, memory_budget
+
+    wanted = recipe.data_loading
+    if wanted == "stream" and source.folder is None:
+        raise RecipeError([f"data_loading = stream: streaming reads image folders; {recipe.data} is "
+                           "held in memory (data_loading: memory or auto)"])
+    try:
+        budget = memory_budget() if wanted == "auto" else (None, "")
+    except ValueError as error:
+        raise RecipeError([str(error)]) from None
+    count = data.train_images
+    size = None if count is None or wanted != "auto" else source.decoded_bytes(count)
+    return choose_loading(wanted, size, budget)
 
 
 def _check_against_data(recipe, data, source, output):
@@ -273,10 +295,11 @@ def _inside(path, folder):
         return False
 
 
-def _load_data(source):
-    """Both splits of a `DataSource`; one that cannot be read is a `RecipeError` naming the spec."""
+def _load_data(source, stream=False):
+    """Both splits of a `DataSource` (left in their files when `stream`); one that cannot be read is
+    a `RecipeError` naming the spec."""
     try:
-        return source.load("train"), source.load("test")
+        return source.load("train", stream=stream), source.load("test", stream=stream)
     except ValueError as error:
         raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
 

@@ -1,0 +1,147 @@
+"""Images that stay in their files: an array-like `(N, S, S, 3)` uint8 decoded on access.
+
+A folder larger than memory is read this way (`clzoo.data.load_split(..., stream=True)`):
+the split lists its files and labels, and each batch decodes its own images, in a
+thread pool (Pillow releases the GIL while it decodes and resizes), shrinking JPEGs at
+decode time (`PIL.Image.draft`) when the load size is well below theirs. Indexing gives
+the same pixels as the in-memory path (`clzoo.data.sources`) at the same `image_size`,
+so every stream over these images yields the batches of the in-memory one.
+"""
+
+import os
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+_POOL_LOCK = threading.Lock()
+_POOLS = {}
+
+
+def _pool():
+    """One decode pool per process (a forked child makes its own)."""
+    with _POOL_LOCK:
+        pid = os.getpid()
+        if pid not in _POOLS:
+            _POOLS[pid] = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
+                                             thread_name_prefix="clzoo-decode")
+        return _POOLS[pid]
+
+
+class FileImages:
+    """uint8 images `(N, size, size, 3)` of `paths`, decoded when indexed.
+
+    Supports `len`, `shape`, `dtype`, `ndim`, `nbytes` (the decoded size) and
+    NumPy-style indexing by an int, a slice or an integer array, which returns
+    decoded pixels (`np.asarray` decodes everything: what streaming avoids).
+
+    Args:
+        paths: image files, str `(N,)`.
+        size: the square side every image is resized to on decode, in pixels;
+            None takes the first image's own (upright) size, and then an image
+            of another size is refused when decoded, naming both files.
+        on_unreadable: `"error"` (default): an image that cannot be decoded stops
+            with one line naming it; `"skip"`: the next readable file in the list
+            takes its place (a batch keeps its size), counted in `skipped` and
+            warned about once per file.
+
+    Example:
+
+    >>> import numpy as np, tempfile, os
+    >>> from PIL import Image
+    >>> from clzoo.data.file_images import FileImages
+    >>> folder = tempfile.mkdtemp()
+    >>> paths = [os.path.join(folder, f"{i}.png") for i in range(3)]
+    >>> for p in paths: Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(p)
+    >>> images = FileImages(paths, size=16)
+    >>> images.shape, images[[0, 2]].shape, images[1].dtype
+    ((3, 16, 16, 3), (2, 16, 16, 3), dtype('uint8'))
+    """
+
+    dtype = np.dtype(np.uint8)
+    ndim = 4
+
+    def __init__(self, paths, size=None, on_unreadable="error"):
+        if on_unreadable not in ("error", "skip"):
+            raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
+        if not len(paths):
+            raise ValueError("`paths` must name at least one image file.")
+        self.paths = [str(p) for p in paths]
+        self.on_unreadable = on_unreadable
+        self.skipped = set()
+        self._lock = threading.Lock()
+        self._resize = size  # None: every image must have the first one's size
+        self._side = None
+        first = self._decode_one(0) if size is None else None
+        self._side = (size, size) if size is not None else first.shape[:2]
+
+    @property
+    def shape(self):
+        return (len(self.paths), *self._side, 3)
+
+    @property
+    def nbytes(self):
+        """Bytes the decoded images would take in memory (uint8)."""
+        return int(np.prod(self.shape))
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __repr__(self):
+        return f"FileImages({len(self)} files, shape={self.shape})"
+
+    def subset(self, rows):
+        """The images of `rows` (an int array, or a boolean mask), still in their files."""
+        rows = np.asarray(rows)
+        rows = np.flatnonzero(rows) if rows.dtype == bool else rows
+        part = FileImages.__new__(FileImages)
+        part.__dict__.update(self.__dict__)
+        part.paths = [self.paths[i] for i in rows.tolist()]
+        return part
+
+    def __array__(self, dtype=None, copy=None):
+        whole = self[np.arange(len(self))]
+        return whole if dtype is None else whole.astype(dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self._decode_one(int(key))
+        index = np.arange(len(self))[key] if isinstance(key, slice) else np.asarray(key)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        if index.ndim != 1 or index.dtype.kind not in "iu":
+            raise IndexError(f"FileImages takes an int, a slice or a 1-D integer array. Received: {key!r}")
+        if not len(index):
+            return np.zeros((0, *self.shape[1:]), np.uint8)
+        return np.stack(list(_pool().map(self._decode_one, index.tolist())))
+
+    def _decode_one(self, index):
+        """The pixels of file `index`, or under `"skip"` of the next readable file after it."""
+        from clzoo.data.sources import _decode
+
+        index = index % len(self) if index < 0 else index
+        for offset in range(len(self)):
+            at = (index + offset) % len(self)
+            pixels = _decode(self.paths[at], skip=self.on_unreadable == "skip", size=self._resize)
+            if pixels is not None:
+                return self._checked_size(pixels, at)
+            self._note_skipped(self.paths[at])
+        raise ValueError(f"None of the {len(self)} image files could be read (e.g. {self.paths[index]}).")
+
+    def _checked_size(self, pixels, at):
+        """`pixels`, or (images kept at their own size) a refusal when their size is not the first's."""
+        if self._side is not None and pixels.shape[:2] != tuple(self._side):
+            first, (height, width) = self._side, pixels.shape[:2]
+            raise ValueError(f"Images differ in size: {self.paths[0]} is {first[1]}x{first[0]}, "
+                             f"{self.paths[at]} is {width}x{height} (width x height). Resize them "
+                             "on load with --image-size N (recipe key image_size).")
+        return pixels
+
+    def _note_skipped(self, path):
+        with self._lock:
+            if path in self.skipped:
+                return
+            self.skipped.add(path)
+        warnings.warn(f"Skipped unreadable image {path} ({len(self.skipped)} so far); the next "
+                      "readable file takes its place in the batch.", stacklevel=2)

@@ -1,0 +1,127 @@
+"""How much memory a training split may take when held decoded, and whether to stream it instead.
+
+The budget is half of the memory this process may use: the smaller of the machine's
+`MemAvailable` and a cgroup limit (a container or a Slurm job is killed at its cgroup's
+limit while `/proc/meminfo` shows the host's), or the environment variable
+`CLZOO_MEMORY_BUDGET` (bytes, or with a unit: `512MB`, `2GB`, `1.5GiB`). `data_loading:
+auto` holds a split in memory when its decoded size fits the budget and streams it from
+its files otherwise (`choose_loading`).
+"""
+
+import os
+import re
+from pathlib import Path
+
+BUDGET_FRACTION = 0.5  # of the memory the process may use; the rest: decoding, the model, the step
+LOADINGS = ("auto", "memory", "stream")
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_NO_LIMIT = 2**60  # cgroup v1 writes a huge number for "no limit"
+
+
+def parse_bytes(text, name="CLZOO_MEMORY_BUDGET"):
+    """`text` (`"2000000"`, `"512MB"`, `"2GB"`, `"1.5GiB"`; K/M/G are binary) as an int of bytes.
+
+    Raises:
+        ValueError: one line naming `name`, the value and the accepted forms.
+
+    Example:
+
+    >>> from clzoo.data.memory_budget import parse_bytes
+    >>> parse_bytes("512MB"), parse_bytes("2GiB"), parse_bytes("1000")
+    (512000000, 2147483648, 1000)
+    """
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = match and match.group(2).upper()
+    if not match or unit not in _UNITS or float(match.group(1)) * _UNITS[unit] < 1:
+        raise ValueError(f"{name} = {text!r}: expected a positive size in bytes, e.g. 2000000000, "
+                         "512MB, 2GB or 1.5GiB")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def cgroup_limit(root="/sys/fs/cgroup"):
+    """The memory limit of this process's cgroup in bytes (v2 `memory.max`, v1
+    `memory/memory.limit_in_bytes`), or None where there is none or it cannot be read."""
+    root = Path(root)
+    for path in (root / "memory.max", root / "memory" / "memory.limit_in_bytes"):
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < _NO_LIMIT:
+            return int(text)
+        return None  # "max", or v1's "no limit" number
+    return None
+
+
+def available_bytes(meminfo="/proc/meminfo"):
+    """`MemAvailable` in bytes, or None where `/proc/meminfo` does not say (not Linux)."""
+    try:
+        for line in Path(meminfo).read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/meminfo"):
+    """`(bytes, why)`: what a decoded training split may take in memory, and where that came from.
+
+    Args:
+        environ: the environment to read `CLZOO_MEMORY_BUDGET` from. Defaults to `os.environ`.
+        cgroup_root, meminfo: where the limits are read (tests point them at a fake tree).
+
+    Returns:
+        `(int, str)`: the budget in bytes (None when nothing says: the machine is not Linux)
+        and a few words on its source, e.g. `"CLZOO_MEMORY_BUDGET=2GB"` or `"half of the
+        cgroup limit 8.0 GiB"`.
+
+    Raises:
+        ValueError: `CLZOO_MEMORY_BUDGET` is set but not a size.
+
+    Example:
+
+    >>> from clzoo.data.memory_budget import memory_budget
+    >>> memory_budget({"CLZOO_MEMORY_BUDGET": "2GB"})
+    (2000000000, 'CLZOO_MEMORY_BUDGET=2GB')
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("CLZOO_MEMORY_BUDGET", "").strip():
+        text = environ["CLZOO_MEMORY_BUDGET"].strip()
+        return parse_bytes(text), f"CLZOO_MEMORY_BUDGET={text}"
+    limit, available = cgroup_limit(cgroup_root), available_bytes(meminfo)
+    if limit is not None and (available is None or limit < available):
+        return int(limit * BUDGET_FRACTION), f"half of the cgroup limit {limit / 2**30:.1f} GiB"
+    if available is not None:
+        return int(available * BUDGET_FRACTION), f"half of MemAvailable {available / 2**30:.1f} GiB"
+    return None, "no memory figure on this machine"
+
+
+def choose_loading(loading, decoded_bytes, budget):
+    """`(loading, why)`: `"memory"` or `"stream"` for a split of `decoded_bytes`.
+
+    Args:
+        loading: `"auto"`, `"memory"` or `"stream"` (recipe key `data_loading`).
+        decoded_bytes: the training split's size held decoded (uint8), or None when unknown
+            (an embedded or tfds dataset, which is held in memory).
+        budget: `memory_budget()`'s `(bytes, why)`.
+
+    Example:
+
+    >>> from clzoo.data.memory_budget import choose_loading
+    >>> choose_loading("auto", 3 * 10**9, (2 * 10**9, "CLZOO_MEMORY_BUDGET=2GB"))[0]
+    'stream'
+    """
+    if loading not in LOADINGS:
+        raise ValueError(f"data_loading = {loading!r}: must be one of {', '.join(LOADINGS)}")
+    size = "" if decoded_bytes is None else f"{decoded_bytes / 2**30:.2f} GiB decoded"
+    if loading != "auto":
+        return loading, f"data_loading: {loading}" + (f" ({size})" if size else "")
+    limit, source = budget
+    if decoded_bytes is None or limit is None:
+        return "memory", "auto: " + (f"{source}" if limit is None else "size known only once loaded")
+    verb = "fits" if decoded_bytes <= limit else "exceeds"
+    return ("memory" if verb == "fits" else "stream",
+            f"auto: {size} {verb} the budget {limit / 2**30:.2f} GiB ({source})")
