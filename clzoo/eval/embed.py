@@ -30,13 +30,18 @@ def check_encoder_fits(encoder, images, size=None):
             f"of its own shape (channels: {expected[-1]}), or an encoder built for {tuple(shape[1:])}")
 
 
+BATCH_PIXELS = 512 * 64 * 64  # pixels per evaluation batch: 512 images of 64 px, 41 of 224 px
+
+
 def predict_images(model, images, batch_size=512, size=None, verbose=False):
     """`model.predict` over images in fixed-shape batches, so its predict function is not retraced.
 
     Every batch holds the same number of images (the last is padded with
     black images whose outputs are dropped): `batch_size`, or for a set
     smaller than that its size rounded up to a power of two (tiny sets are
-    not padded to 512). Keras' predict function is then traced once per
+    not padded to 512), and at most `BATCH_PIXELS` pixels a side squared per batch (512 images
+    up to 64 px, 41 at ImageNet's 224: the activations of a batch stay bounded; at least 32
+    images). Keras' predict function is then traced once per
     model and batch shape, not again for every last partial batch, and
     repeated calls (train and test sets, a kNN monitor every few epochs)
     reuse it instead of filling the log with TensorFlow retracing warnings.
@@ -64,7 +69,8 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
     n = len(images)
     if n == 0:
         raise ValueError("`images` is empty: nothing to embed.")
-    batch = min(int(batch_size), 1 << (n - 1).bit_length())
+    side = int(size or images.shape[1])
+    batch = min(int(batch_size), max(32, BATCH_PIXELS // side**2), 1 << (n - 1).bit_length())
     dataset = eval_dataset(images, size=size, batch_size=batch, pad=True)
     level = keras_verbose(verbose, plain=0)
     callbacks = []
