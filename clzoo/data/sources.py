@@ -636,22 +636,14 @@ def _load_folder(path, split, on_unreadable="error", image_size=None):
     if split_data is not None:
         return split_data
 
-    from tqdm.auto import tqdm
-
-    from clzoo.console import tqdm_disable
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        decode = functools.partial(_decode, skip=on_unreadable == "skip", size=image_size)
-        images = list(tqdm(pool.map(decode, files, chunksize=256), total=len(files),
-                           desc=f"decoding {root.name}/{split}", unit="img",
-                           disable=tqdm_disable()))
-    unreadable = [f for f, image in zip(files, images) if image is None]
+    images, unreadable = _decode_all(files, on_unreadable, image_size, f"{root.name}/{split}",
+                                     root / split)
     _warn_skipped(unreadable, root / split, stacklevel=4)
     if unreadable:
-        keep = [i for i, image in enumerate(images) if image is not None]
-        files, images, labels = [files[i] for i in keep], [images[i] for i in keep], labels[keep]
+        left_out = set(unreadable)
+        keep = [i for i, f in enumerate(files) if f not in left_out]
+        files, images, labels = [files[i] for i in keep], images[keep], labels[keep]
         _check_every_class(labels, classes, root / split)
-    images = _stack_one_size(images, files, root / split)
 
     def write(tmp):
         with open(tmp, "wb") as handle:
@@ -662,17 +654,45 @@ def _load_folder(path, split, on_unreadable="error", image_size=None):
     return Split(images, labels, classes, paths=[str(f) for f in files])
 
 
-def _stack_one_size(images, files, where):
-    """Stack decoded images; refuse (naming two files) when they differ in size."""
-    shapes = {image.shape for image in images}
-    if len(shapes) > 1:
-        first = images[0].shape
-        odd, odd_shape = next((f, image.shape) for f, image in zip(files, images) if image.shape != first)
-        size = "{1}x{0} (width x height, as PIL's Image.size gives it)".format
-        raise ValueError(
-            f"Images in {where} differ in size: {files[0]} is {size(*first[:2])}, {odd} is "
-            f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key "
-            "image_size; sizes are read after the EXIF orientation tag is applied: a rotated "
-            "photo counts as its upright size)."
-        )
-    return np.stack(images)
+def _decode_all(files, on_unreadable, image_size, what, where):
+    """`(uint8 (N, H, W, 3) images, unreadable paths)`: every file decoded in a thread pool straight
+    into one array (no list of images beside it: the split's size in memory once, not twice); the
+    rows of unreadable files (when skipping) are left black, for the caller to drop.
+
+    Raises:
+        ValueError: images of different sizes (without `image_size`), naming two files.
+    """
+    from tqdm.auto import tqdm
+
+    from clzoo.console import tqdm_disable
+
+    decode = functools.partial(_decode, skip=on_unreadable == "skip", size=image_size)
+    images, first, unreadable = None, None, []
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+    try:
+        decoded = tqdm(pool.map(decode, files), total=len(files), desc=f"decoding {what}",
+                       unit="img", disable=tqdm_disable())
+        for row, (path, pixels) in enumerate(zip(files, decoded)):
+            if pixels is None:
+                unreadable.append(path)
+                continue
+            if images is None:
+                images, first = np.zeros((len(files), *pixels.shape), np.uint8), path
+            if pixels.shape != images.shape[1:]:
+                _refuse_sizes(where, first, images.shape[1:], path, pixels.shape)
+            images[row] = pixels
+    finally:  # an error stops the decoding of the files not yet started
+        pool.shutdown(wait=True, cancel_futures=True)
+    if images is None:  # every file skipped: `_check_every_class` names a class
+        images = np.zeros((len(files), 1, 1, 3), np.uint8)
+    return images, unreadable
+
+
+def _refuse_sizes(where, first, first_shape, odd, odd_shape):
+    size = "{1}x{0} (width x height, as PIL's Image.size gives it)".format
+    raise ValueError(
+        f"Images in {where} differ in size: {first} is {size(*first_shape[:2])}, {odd} is "
+        f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key "
+        "image_size; sizes are read after the EXIF orientation tag is applied: a rotated "
+        "photo counts as its upright size)."
+    )

@@ -39,9 +39,9 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
     Every batch holds the same number of images (the last is padded with
     black images whose outputs are dropped): `batch_size`, or for a set
     smaller than that its size rounded up to a power of two (tiny sets are
-    not padded to 512), and at most `BATCH_PIXELS` pixels a side squared per batch (512 images
-    up to 64 px, 41 at ImageNet's 224: the activations of a batch stay bounded; at least 32
-    images). Keras' predict function is then traced once per
+    not padded to 512), and at most `BATCH_PIXELS` pixels per batch at the larger of the images'
+    and the input's size (512 images up to 64 px, 41 at ImageNet's 224: a batch's pixels and
+    activations stay bounded; at least 32 images). Keras' predict function is then traced once per
     model and batch shape, not again for every last partial batch, and
     repeated calls (train and test sets, a kNN monitor every few epochs)
     reuse it instead of filling the log with TensorFlow retracing warnings.
@@ -69,7 +69,7 @@ def predict_images(model, images, batch_size=512, size=None, verbose=False):
     n = len(images)
     if n == 0:
         raise ValueError("`images` is empty: nothing to embed.")
-    side = int(size or images.shape[1])
+    side = max(int(size or 0), int(images.shape[1]))  # the batch is decoded, then resized
     batch = min(int(batch_size), max(32, BATCH_PIXELS // side**2), 1 << (n - 1).bit_length())
     dataset = eval_dataset(images, size=size, batch_size=batch, pad=True)
     level = keras_verbose(verbose, plain=0)
