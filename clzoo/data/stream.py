@@ -100,10 +100,11 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         else:
             if kind == "views":
-                load = _view_loader(images, labels, views or ViewConfig(), seed)
+                load = _view_loader(labels, views or ViewConfig(), seed)
             else:
-                load = _image_loader(images, labels, views, seed)
-            data = positions.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                load = _image_loader(labels, views, seed)
+            data = _with_images(positions, images, batch_size).map(
+                load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             data = data.batch(batch_size, drop_remainder=True)
         if kind == "soft_targets":
             mixer = soft_target_mixer(mix or MixConfig(), int(num_classes or len(split.class_names)),
@@ -141,29 +142,33 @@ def _positions(n, batch_size, seed, epochs, start_step, shuffle):
 
 
 def image_gather(images):
-    """`gather(index) -> uint8 images` of an int64 index (a scalar or a vector) into `images`: held as
-    one constant, or for a file-backed split (`clzoo.data.file_images.FileImages`) decoded in the
-    map's threads (Pillow releases the GIL), the same pixels either way."""
-    if not hasattr(images, "subset"):
-        held = tf.constant(images)
-        return lambda index: tf.gather(held, index)
+    """`gather(index) -> uint8 images` of an int64 index vector into `images`, read by NumPy: a held
+    array is indexed where it lies (TensorFlow holding a copy of the split, and copying it again when
+    an iterator starts, tripled the memory of a run), a file-backed split
+    (`clzoo.data.file_images.FileImages`) decodes the batch's files in its thread pool."""
     shape = tf.TensorShape(images.shape[1:])
 
-    def decode(index):
-        return images[int(index)] if index.ndim == 0 else images[index]
-
     def gather(index):
-        pixels = tf.numpy_function(decode, [index], tf.uint8, stateful=False)
+        pixels = tf.numpy_function(lambda rows: images[rows], [index], tf.uint8, stateful=False)
         pixels.set_shape(index.shape.concatenate(shape))
         return pixels
 
     return gather
 
 
-def _view_loader(images, labels, views, seed):
-    def load(epoch, position, index):
+def _with_images(positions, gather, batch_size):
+    """`(epoch, position, index)` elements with each one's image, gathered a batch at a time."""
+    def attach(epoch, position, index):
+        return epoch, position, index, gather(index)
+
+    return (positions.batch(batch_size, drop_remainder=True)
+            .map(attach, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch())
+
+
+def _view_loader(labels, views, seed):
+    def load(epoch, position, index, image):
         view_seed = tf.stack([epoch * _EPOCH_STRIDE + seed, position])
-        return multi_view(images(index), view_seed, views), tf.gather(labels, index)
+        return multi_view(image, view_seed, views), tf.gather(labels, index)
 
     return load
 
@@ -179,9 +184,8 @@ def _batch_view_loader(images, labels, views, seed, count):
     return load
 
 
-def _image_loader(images, labels, views, seed):
-    def load(epoch, position, index):
-        image = images(index)
+def _image_loader(labels, views, seed):
+    def load(epoch, position, index, image):
         if views is None:
             image = tf.image.convert_image_dtype(image, tf.float32)
         else:
@@ -200,8 +204,8 @@ def _balanced(split, views, batch_size, seed, start_step, total, samples_per_cla
     def load(step, indices):
         image_seeds = tf.random.experimental.stateless_split(
             tf.stack([tf.cast(seed, tf.int64) + 1, step]), tf.shape(indices)[0])
-        batch = tf.map_fn(lambda pair: multi_view(images(pair[0]), pair[1], views),
-                          (indices, image_seeds), fn_output_signature=spec)
+        batch = tf.map_fn(lambda pair: multi_view(pair[0], pair[1], views),
+                          (images(indices), image_seeds), fn_output_signature=spec)
         return batch, tf.gather(labels, indices)
 
     indices = class_balanced_indices(split.labels, batch_size // samples_per_class,
