@@ -404,7 +404,7 @@ def _compare_into(out, args, metrics, targets):
 
     source = _source(args)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
-    train, test = source.load("train"), source.load("test")
+    train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
     rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
     print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
           + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
@@ -499,7 +499,7 @@ def _transfer_into(args):
     encoder = _bare(encoder, args.preset) if args.bare_encoder else encoder
     if args.bare_encoder:
         print(f"{args.preset}{BARE}: one pass per image; not the preset's result", flush=True)
-    train, test = source.load("train"), source.load("test")
+    train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
     check_input_size(encoder, train, args.data)  # before the plan and the first fit
     print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
                         list(args.learning_rates), args.epochs), flush=True)

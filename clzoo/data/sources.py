@@ -60,7 +60,10 @@ def load_split(data, split="train", on_unreadable="error", stream=False):
             `images` is a `clzoo.data.file_images.FileImages`, decoded batch by
             batch when indexed (data larger than memory); the listing checks
             are the same, an unreadable file is met when its batch decodes it.
-            Defaults to `False` (decode all, cached as `.npz`).
+            `"auto"`: stream when the split, decoded, exceeds the memory budget
+            (`clzoo.data.memory_budget.memory_budget`: `CLZOO_MEMORY_BUDGET`, or
+            half of the cgroup limit or `MemAvailable`). Defaults to `False`
+            (decode all, cached as `.npz`).
 
     Returns:
         `Split` with uint8 images `(N, H, W, 3)` and int32 labels `(N,)`.
@@ -121,6 +124,8 @@ class DataSource:
         size = self.image_size
         if self.label_set == "cifar100_coarse":
             return _load_tfds("cifar100", split, coarse_key="coarse_label", image_size=size)
+        if stream == "auto":
+            stream = self._over_budget(split, on_unreadable)
         if stream and self.folder is None:
             raise ValueError(f"streaming from files reads image folders; {self.source} is held in "
                              "memory (data_loading: memory or auto)")
@@ -135,6 +140,17 @@ class DataSource:
         if stream:
             return _open_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
         return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
+
+    def _over_budget(self, split, on_unreadable):
+        """True for an image folder whose split, decoded, exceeds the memory budget
+        (`clzoo.data.memory_budget`): listed, not decoded."""
+        from clzoo.data.memory_budget import choose_loading, memory_budget
+
+        if self.folder is None:
+            return False
+        listed = _list_folder(_folder_root(self.folder), split, on_unreadable)[0]
+        chosen, _ = choose_loading("auto", self.decoded_bytes(len(listed), split), memory_budget())
+        return chosen == "stream"
 
     def decoded_bytes(self, count, split="train"):
         """Bytes `count` images of `split` take decoded (uint8 RGB) at the size they would be held:

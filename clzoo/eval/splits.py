@@ -93,8 +93,8 @@ def resolve_data(data, train=None, class_names=None):
 
     if isinstance(data, (str, Path, DataSource)):
         source = data_source(str(data) if isinstance(data, Path) else data)
-        train = _as_split(train, "train") if train is not None else source.load("train")
-        return train, source.load("test"), str(source)
+        train = _as_split(train, "train") if train is not None else source.load("train", stream="auto")
+        return train, source.load("test", stream="auto"), str(source)
     if isinstance(data, Split) or _is_arrays(data):
         if train is None:
             raise ValueError("`data` is one set of images: pass the training set as `train=`, or "

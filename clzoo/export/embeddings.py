@@ -60,7 +60,7 @@ def embed_splits(encoder, data, splits=("train", "test"), normalize=False, batch
     source = data_source(data)
     parts = []
     for name in splits:
-        split = source.load(name)
+        split = source.load(name, stream="auto")
         _say(verbose, f"[clzoo embed] {name}: {len(split):,} images ...")
         started = time.perf_counter()
         features = embed(encoder, split.images, batch_size=batch_size, size=encoder.input_shape[1],

@@ -160,3 +160,13 @@ def test_auto_streams_over_the_budget_and_holds_within_it():
     assert choose_loading("stream", 1, budget)[0] == "stream"
     with pytest.raises(ValueError, match="data_loading = 'disk'"):
         choose_loading("disk", 1, budget)
+
+
+def test_auto_loading_streams_a_split_over_the_budget_and_holds_one_within_it(tmp_path, monkeypatch):
+    source = data_source(str(_jpeg_folder(tmp_path / "data")), image_size=32)  # 18 x 3 KiB decoded
+    monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "10KB")
+    assert isinstance(source.load("test", stream="auto").images, FileImages)
+    monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "1MB")
+    held = source.load("test", stream="auto").images
+    assert isinstance(held, np.ndarray) and held.shape == (18, 32, 32, 3)
+    assert data_source("digits").load("test", stream="auto").images.shape == (360, 32, 32, 3)
