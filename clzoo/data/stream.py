@@ -29,7 +29,7 @@ _EPOCH_STRIDE = 1_000_003  # view seed of (epoch, position): (epoch * stride + s
 
 
 def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0, *, views=None,
-            mix=None, num_classes=None, samples_per_class=None, shuffle=True):
+            mix=None, num_classes=None, samples_per_class=None, shuffle=True, shard=None):
     """The whole training run as one stream of batches, resumable at any step.
 
     Epoch `e` visits the images in an order fixed by `(seed, e)` (or in
@@ -58,6 +58,12 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
             be a multiple of it (P = `batch_size // K`, at most the classes present).
         shuffle: reshuffle each epoch (`False`: in order; not for `"balanced"`).
             Defaults to `True`.
+        shard: `(index, count)`: this process's part of every global batch, rows
+            `[index * B / count, (index + 1) * B / count)`, the only images it reads and
+            decodes (several processes: `jax.process_index()`, `jax.process_count()`);
+            the union of the shards is the one-process batch. `"views"` with a
+            `ViewConfig` only (the others draw across the whole batch). Defaults to
+            None (the whole batch).
 
     Returns:
         `tf.data.Dataset` of `epochs * (N // batch_size) - start_step` batches. `"views"` and
@@ -87,6 +93,7 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
     """
     total = check_stream(split, kind, batch_size, seed, epochs, start_step, views, mix, num_classes,
                          samples_per_class, shuffle)
+    index, count = _check_shard(shard, kind, views, batch_size)
     if kind == "balanced":
         data = _balanced(split, views or ViewConfig(), batch_size, seed, start_step, total,
                          samples_per_class)
@@ -103,9 +110,12 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
                 load = _view_loader(labels, views or ViewConfig(), seed)
             else:
                 load = _image_loader(labels, views, seed)
-            data = _with_images(positions, images, batch_size).map(
+            local = batch_size // count
+            if count > 1:
+                positions = _shard_rows(positions, batch_size, index * local, local)
+            data = _with_images(positions, images, local).map(
                 load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            data = data.batch(batch_size, drop_remainder=True)
+            data = data.batch(local, drop_remainder=True)
         if kind == "soft_targets":
             mixer = soft_target_mixer(mix or MixConfig(), int(num_classes or len(split.class_names)),
                                       seed)
@@ -114,8 +124,11 @@ def batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0,
                 mixer, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data = data.apply(tf.data.experimental.assert_cardinality(total))
     options = tf.data.Options()
-    # Each worker keeps its slice of every global batch (MultiWorkerMirroredStrategy).
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    # Each worker keeps its slice of every global batch (MultiWorkerMirroredStrategy); a sharded
+    # stream already holds only its own.
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.OFF if count > 1 else
+        tf.data.experimental.AutoShardPolicy.DATA)
     data = data.with_options(options).prefetch(tf.data.AUTOTUNE)
     # read by ContrastiveModel.fit: a fit of several epochs takes one of the stream's per epoch
     data.clzoo_stream = {"steps_per_epoch": (start_step + total) // epochs, "batches": total,
@@ -139,6 +152,33 @@ def _positions(n, batch_size, seed, epochs, start_step, shuffle):
 
     return (tf.data.Dataset.range(first_epoch, int(epochs)).flat_map(epoch_order)
             .skip(offset * batch_size))
+
+
+def _check_shard(shard, kind, views, batch_size):
+    """`(index, count)` of a valid `shard` (`(0, 1)` for None), or a ValueError naming it."""
+    if shard is None:
+        return 0, 1
+    try:
+        index, count = (int(v) for v in shard)
+        valid = [int(v) for v in shard] == list(shard) and 0 <= index < count
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ValueError(f"`shard` must be (index, count) with 0 <= index < count. Received: {shard!r}")
+    if count > 1 and (kind != "views" or isinstance(views, BatchViewConfig)):
+        raise ValueError(f"`shard` applies to kind 'views' with per-image views (a ViewConfig); "
+                         f"kind {kind!r} with {type(views).__name__} draws across the whole batch")
+    if batch_size % count:
+        raise ValueError(f"`shard` count {count} must divide batch_size {batch_size}")
+    return index, count
+
+
+def _shard_rows(positions, batch_size, first, local):
+    """The `(epoch, position, index)` of rows `[first, first + local)` of every global batch."""
+    def rows(epoch, position, index):
+        return epoch[first:first + local], position[first:first + local], index[first:first + local]
+
+    return positions.batch(batch_size, drop_remainder=True).map(rows).unbatch()
 
 
 def image_gather(images):

@@ -107,16 +107,18 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     encoder = task.encoder(model)
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
+    shard = _data_shard(place, task, views, pipeline)
     if place.is_chief:  # the first write: everything above may still refuse the run
         run.prepare(recipe, {**environment(place), "pipeline": pipeline, "data_loading": loading,
-                             "data_loading_why": loaded_why, **_data_record(train_split, plan)},
-                    resuming)
+                             "data_loading_why": loaded_why, "data_shards": shard[1] if shard else 1,
+                             **_data_record(train_split, plan)}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
-        print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline))
-        print(f"data: {'streamed from its files' if loading == 'stream' else 'held in memory'} "
-              f"({loaded_why})")
-    fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline),
+        print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline)
+              + f"\ndata: {'streamed from its files' if loading == 'stream' else 'held in memory'} "
+              f"({loaded_why})" + (f"; each of {shard[1]} processes reads its rows" if shard else ""))
+    fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline,
+                                                            shard),
                            run, plan, place, verbose,
                            _knn_monitor(recipe, train_split, test_split, place, encoder), levers)
     _save_encoder(run, encoder, recipe, model, place)
@@ -157,6 +159,21 @@ def _pipeline(recipe, place):
                                 TASKS.get(recipe.task).kind, views_from_config(recipe.views))
     except ValueError as error:
         raise RecipeError([str(error)]) from None
+
+
+def _data_shard(place, task, views, pipeline):
+    """`(process index, process count)` when each JAX process reads only its rows of every global
+    batch (per-image views on tf.data; Keras then takes each process's batch as its own, not
+    sharding the whole stream after every process decoded all of it); None otherwise."""
+    from clzoo.data.configs import ViewConfig
+
+    if (place.processes < 2 or keras.backend.backend() != "jax" or pipeline != "tf_data"
+            or task.kind != "views" or not isinstance(views, ViewConfig)):
+        return None
+    import jax
+
+    keras.distribution.distribution().auto_shard_dataset = False
+    return jax.process_index(), jax.process_count()
 
 
 def _check_device_placement(pipeline, place):

@@ -45,9 +45,10 @@ class ContrastiveTask:
 
     kind = "views"
 
-    def batches(self, split, recipe, views, start_step, pipeline="tf_data"):
+    def batches(self, split, recipe, views, start_step, pipeline="tf_data", shard=None):
         """The run's stream from `start_step`: `pipeline` "device" (`clzoo.data.device_batches`)
-        or "tf_data" (`clzoo.data.batches`), as `resolve_pipeline` chose."""
+        or "tf_data" (`clzoo.data.batches`), as `resolve_pipeline` chose; `shard` `(index, count)`:
+        this process's rows of every global batch (tf.data only)."""
         spec = recipe.training
         if pipeline == "device":
             from clzoo.data.device_stream import device_batches
@@ -57,7 +58,7 @@ class ContrastiveTask:
         from clzoo.data.stream import batches
 
         return batches(split, "views", spec.batch_size, recipe.seed, spec.epochs, start_step,
-                       views=views)
+                       views=views, shard=shard)
 
     def extra_metrics(self, model, recipe, views, test):
         return {}
@@ -75,7 +76,7 @@ class SoftTargetTask:
 
     kind = "soft_targets"
 
-    def batches(self, split, recipe, views, start_step, pipeline="tf_data"):
+    def batches(self, split, recipe, views, start_step, pipeline="tf_data", shard=None):
         from clzoo.data.stream import batches
 
         spec = recipe.training

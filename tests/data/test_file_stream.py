@@ -170,3 +170,24 @@ def test_auto_loading_streams_a_split_over_the_budget_and_holds_one_within_it(tm
     held = source.load("test", stream="auto").images
     assert isinstance(held, np.ndarray) and held.shape == (18, 32, 32, 3)
     assert data_source("digits").load("test", stream="auto").images.shape == (360, 32, 32, 3)
+
+
+@pytest.mark.backends("tensorflow")
+@pytest.mark.parametrize("stream", [False, True], ids=["held", "files"])
+def test_the_shards_of_every_batch_make_the_one_process_batch(tmp_path, stream):
+    from clzoo.data.stream import batches
+
+    split = data_source(str(_jpeg_folder(tmp_path / "data")), image_size=32).load("train", stream=stream)
+    views = ViewConfig(size=24)
+    whole = _arrays(batches(split, "views", 6, 3, 2, 1, views=views))
+    parts = [_arrays(batches(split, "views", 6, 3, 2, 1, views=views, shard=(i, 3))) for i in range(3)]
+    assert [len(p) for p in parts] == [len(whole)] * 3 and parts[0][0][0].shape[0] == 2
+    for step, (x, y) in enumerate(whole):
+        np.testing.assert_array_equal(np.concatenate([p[step][0] for p in parts]), x)
+        np.testing.assert_array_equal(np.concatenate([p[step][1] for p in parts]), y)
+    for shard, match in (((3, 3), "0 <= index < count"), ((0, 4), "must divide batch_size 6"),
+                         ((0.5, 2), "index, count")):
+        with pytest.raises(ValueError, match=match):
+            batches(split, "views", 6, views=views, shard=shard)
+    with pytest.raises(ValueError, match="per-image views"):
+        batches(split, "soft_targets", 6, views=ViewConfig(size=24, views=1), shard=(0, 2))

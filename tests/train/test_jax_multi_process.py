@@ -30,6 +30,7 @@ CLZOO = str(Path(sys.executable).with_name("clzoo"))  # the installed console sc
 RECIPE = """\
 name: jax_processes
 data: {data}
+data_loading: stream  # each process decodes only its rows of every global batch from the files
 model: {{architecture: vit_small_patch4, embedding_dim: 16, queue_size: 48,
         encoder_options: {{num_layers: 1, hidden_dim: 48, mlp_dim: 96}}}}
 loss: {{name: InfoNCELoss}}
@@ -136,6 +137,7 @@ def test_both_processes_succeed_and_the_run_is_written_once(runs):
     assert (environment["strategy"], environment["replicas"], environment["processes"]) == (
         "data_parallel", 2, 2)
     assert len(environment["devices"]) == 2
+    assert environment["data_loading"] == "stream" and environment["data_shards"] == 2
 
 
 @pytest.mark.xdist_group(RUNS)
