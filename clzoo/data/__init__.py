@@ -19,7 +19,8 @@ _HOMES = {
     "DataSource": "sources", "data_source": "sources", "load_split": "sources",
     "Split": "split", "from_arrays": "split",
     "KINDS": "stream", "batches": "stream",
-    "PIPELINES": "device_stream", "device_batches": "device_stream",
+    "device_batches": "device_stream",
+    "PIPELINES": "streams", "STREAMS": "streams", "choose_stream": "streams",
     "augment_view": "views", "multi_view": "views",
 }
 

@@ -10,9 +10,8 @@ random numbers: same epochs, same order rule (each epoch from the seed), same
 views and ranges, resumable by step; the draws are NumPy's, so the JAX and the
 torch streams give the same batches (up to float rounding) and tf.data's differ.
 
-`pipeline` (recipe key `training.pipeline`) chooses between the two streams:
-`"device"`, `"tf_data"`, or `"auto"`: the device stream on JAX and PyTorch when
-the kind and views have a device form, tf.data otherwise (`resolve_pipeline`).
+Which stream a run uses (recipe key `training.pipeline`) is chosen from one table,
+`clzoo.data.streams.STREAMS`.
 """
 
 import dataclasses
@@ -25,8 +24,6 @@ from clzoo.data import view_draws
 from clzoo.data.configs import BatchViewConfig, ViewConfig
 from clzoo.data.device_views import per_image_view, sample, why_no_device_form
 from clzoo.data.stream_checks import check_stream
-
-PIPELINES = ("auto", "device", "tf_data")
 
 
 def device_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0, *,
@@ -90,33 +87,6 @@ def device_form_missing(kind, views):
     return why_no_device_form(views) if views is not None else None
 
 
-def resolve_pipeline(pipeline, kind, views, backend=None):
-    """The stream a run uses: `"device"` or `"tf_data"` for `pipeline` `"auto"|"device"|"tf_data"`.
-
-    `"auto"` takes the device stream on the JAX and torch backends when `kind` and
-    `views` have a device form, and tf.data otherwise.
-
-    Raises:
-        ValueError: one line: an unknown `pipeline`; `"device"` for batches without a
-            device form; tf.data where TensorFlow is not installed.
-    """
-    if pipeline not in PIPELINES:
-        raise ValueError(f"training.pipeline = {pipeline!r}: must be one of {', '.join(PIPELINES)}")
-    backend = backend or keras.backend.backend()
-    reason = device_form_missing(kind, views)
-    if pipeline == "device" and reason:
-        raise ValueError(f"training.pipeline = device: {reason}; use tf_data (or auto)")
-    asked = pipeline
-    if pipeline == "auto":
-        pipeline = "device" if backend in ("jax", "torch") and not reason else "tf_data"
-    if pipeline == "tf_data" and not tensorflow_installed():
-        chose = "" if asked == "tf_data" else " (auto chose it" + (f": {reason})" if reason else ")")
-        raise ValueError(f"training.pipeline = {asked}: the tf.data stream{chose} needs TensorFlow, "
-                         "which is not installed here; pip install tensorflow, or train on the "
-                         "device stream (training.pipeline: device) with views it covers")
-    return pipeline
-
-
 def tensorflow_installed():
     """True when `import tensorflow` would find TensorFlow (it is not imported here)."""
     import importlib.util
@@ -141,6 +111,12 @@ class DeviceBatches:
 
     def __len__(self):
         return self.stop - self.start
+
+    @property
+    def clzoo_stream(self):
+        """What `ContrastiveModel.fit` reads of a clzoo stream: a generator of batches for `fit`."""
+        return {"steps_per_epoch": self.steps_per_epoch, "batches": len(self),
+                "start_step": self.start, "generator": True}
 
     def cardinality(self):
         """Batches left, as `tf.data.Dataset.cardinality` (an int here)."""

@@ -316,10 +316,11 @@ class ContrastiveModel(keras.Model):
             part.check_labels(y)
         if shuffle is None:
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
-        if not args and _is_device_stream(x):
+        stream = getattr(x, "clzoo_stream", None)  # a clzoo training stream (`clzoo.data.streams`)
+        if not args and isinstance(stream, dict) and stream.get("generator"):
             x = _fit_device_stream(x, kwargs)
-        elif not args and isinstance(getattr(x, "clzoo_stream", None), dict):
-            _fit_tf_data_stream(x.clzoo_stream, kwargs)
+        elif not args and isinstance(stream, dict):
+            _fit_tf_data_stream(stream, kwargs)
         return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
@@ -447,12 +448,6 @@ class ContrastiveModel(keras.Model):
         return cls(**config)
 
 
-def _is_device_stream(x):
-    """`clzoo.data.device_batches`' stream (not imported here: data sits above models)."""
-    return (type(x).__name__ == "DeviceBatches" and hasattr(x, "steps_per_epoch")
-            and callable(getattr(x, "take", None)))
-
-
 def _fit_tf_data_stream(stream, kwargs):
     """`steps_per_epoch` for a `clzoo.data.batches` stream fitted for several epochs; a fit
     longer than the stream refused with the `epochs` to build it with."""
@@ -470,14 +465,15 @@ def _fit_tf_data_stream(stream, kwargs):
 def _fit_device_stream(stream, kwargs):
     """The stream's generator for `fit`, `steps_per_epoch` defaulting to one of its epochs; a fit
     longer than the stream is refused here (Keras would stop with a warning when it runs dry)."""
+    facts = stream.clzoo_stream
     if kwargs.get("steps_per_epoch") is None:
-        kwargs["steps_per_epoch"] = stream.steps_per_epoch
+        kwargs["steps_per_epoch"] = facts["steps_per_epoch"]
     steps = kwargs["steps_per_epoch"]
     wanted = (kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)) * steps
-    if wanted > len(stream):
-        epochs = -(-(stream.start + wanted) // stream.steps_per_epoch)
+    if wanted > facts["batches"]:
+        epochs = -(-(facts["start_step"] + wanted) // facts["steps_per_epoch"])
         raise ValueError(f"fit asks for {wanted} steps ({kwargs.get('epochs', 1)} epochs of {steps}) but "
-                         f"the stream holds {len(stream)} batches: build it with "
+                         f"the stream holds {facts['batches']} batches: build it with "
                          f"device_batches(..., epochs={epochs})")
     return iter(stream)
 

@@ -148,17 +148,24 @@ def _save_encoder(run, encoder, recipe, model, place):
 
 
 def _pipeline(recipe, place):
-    """The stream the run trains on, `"device"` or `"tf_data"` (`resolve_pipeline`), checked before
-    any data is decoded: the device stream runs on one process, and on TensorFlow on one device."""
-    from clzoo.data.device_stream import resolve_pipeline
+    """The stream the run trains on, a name of `clzoo.data.streams.STREAMS` (`choose_stream`), checked
+    before any data is decoded."""
+    from clzoo.data.streams import choose_stream
 
-    wanted, several = recipe.training.pipeline, place.processes > 1 or place.name == "multi_worker"
-    _check_device_placement(wanted, place)
     try:
-        return resolve_pipeline("tf_data" if wanted == "auto" and several else wanted,
-                                TASKS.get(recipe.task).kind, views_from_config(recipe.views))
+        return choose_stream(recipe.training.pipeline, _run_shape(recipe, place))
     except ValueError as error:
         raise RecipeError([str(error)]) from None
+
+
+def _run_shape(recipe, place):
+    """What the run asks of its stream (`clzoo.data.streams.RunShape`); `place` None: one device."""
+    from clzoo.data.streams import RunShape
+
+    placed = {} if place is None else dict(processes=place.processes, replicas=place.replicas,
+                                           strategy=place.name)
+    return RunShape(TASKS.get(recipe.task).kind, views_from_config(recipe.views),
+                    keras.backend.backend(), **placed)
 
 
 def _data_shard(place, task, views, pipeline):
@@ -174,14 +181,6 @@ def _data_shard(place, task, views, pipeline):
 
     keras.distribution.distribution().auto_shard_dataset = False
     return jax.process_index(), jax.process_count()
-
-
-def _check_device_placement(pipeline, place):
-    """The device stream feeds one process on one device (TensorFlow) or JAX's DataParallel."""
-    several = place.processes > 1 or place.name == "multi_worker"
-    if pipeline == "device" and (several or place.strategy is not None and place.replicas > 1):
-        raise RecipeError([f"training.pipeline = device: not under strategy {place.name} "
-                           f"({place.processes} processes, {place.replicas} replicas); use tf_data"])
 
 
 def _recorded_environment(run):
@@ -213,18 +212,10 @@ def _kept_pipeline(run, recorded, recipe, place, pipeline, verbose):
     started_on = recorded.get("pipeline", "tf_data")
     if started_on == pipeline or recipe.training.pipeline != "auto":
         return pipeline
-    from clzoo.data.device_stream import resolve_pipeline
-
-    if started_on == "device" and place is not None:
-        try:
-            _check_device_placement("device", place)
-        except RecipeError:
-            raise RecipeError([f"{run.path} started on the device stream, which cannot run under "
-                               f"strategy {place.name} ({place.processes} processes, "
-                               f"{place.replicas} replicas); resume it on one device"]) from None
+    from clzoo.data.streams import choose_stream
 
     try:
-        kept = resolve_pipeline(started_on, TASKS.get(recipe.task).kind, views_from_config(recipe.views))
+        kept = choose_stream(started_on, _run_shape(recipe, place))
     except ValueError as error:
         raise RecipeError([f"{run.path} started on the {started_on} stream, which cannot run "
                            f"here: {error}"]) from None

@@ -46,19 +46,13 @@ class ContrastiveTask:
     kind = "views"
 
     def batches(self, split, recipe, views, start_step, pipeline="tf_data", shard=None):
-        """The run's stream from `start_step`: `pipeline` "device" (`clzoo.data.device_batches`)
-        or "tf_data" (`clzoo.data.batches`), as `resolve_pipeline` chose; `shard` `(index, count)`:
-        this process's rows of every global batch (tf.data only)."""
+        """The run's stream from `start_step`, built by `clzoo.data.streams.STREAMS[pipeline]`;
+        `shard` `(index, count)`: this process's rows of every global batch (tf.data)."""
+        from clzoo.data.streams import STREAMS
+
         spec = recipe.training
-        if pipeline == "device":
-            from clzoo.data.device_stream import device_batches
-
-            return device_batches(split, "views", spec.batch_size, recipe.seed, spec.epochs,
-                                  start_step, views=views)
-        from clzoo.data.stream import batches
-
-        return batches(split, "views", spec.batch_size, recipe.seed, spec.epochs, start_step,
-                       views=views, shard=shard)
+        return STREAMS[pipeline].build(split, "views", spec.batch_size, recipe.seed, spec.epochs,
+                                       start_step, views=views, shard=shard)
 
     def extra_metrics(self, model, recipe, views, test):
         return {}
@@ -77,11 +71,12 @@ class SoftTargetTask:
     kind = "soft_targets"
 
     def batches(self, split, recipe, views, start_step, pipeline="tf_data", shard=None):
-        from clzoo.data.stream import batches
+        from clzoo.data.streams import STREAMS
 
         spec = recipe.training
-        return batches(split, "soft_targets", spec.batch_size, recipe.seed, spec.epochs,
-                       start_step, views=views, mix=MixConfig(**recipe.mix))
+        return STREAMS[pipeline].build(split, "soft_targets", spec.batch_size, recipe.seed,
+                                       spec.epochs, start_step, views=views,
+                                       mix=MixConfig(**recipe.mix), shard=shard)
 
     def extra_metrics(self, model, recipe, views, test):
         """The trained classifier itself on the `test` split: top-1 and ECE (15 bins)."""

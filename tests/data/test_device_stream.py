@@ -9,8 +9,8 @@ import pytest
 
 from clzoo.data import BatchViewConfig, ViewConfig, device_batches, from_arrays
 from clzoo.data import view_draws as draws
-from clzoo.data.device_stream import resolve_pipeline
 from clzoo.data.device_views import _adjust, sample
+from clzoo.data.streams import resolve_pipeline
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
 
@@ -189,7 +189,8 @@ def test_auto_chooses_the_device_stream_off_tensorflow(monkeypatch):
     with pytest.raises(ValueError, match="training.pipeline = device: views.randaugment_ops"):
         resolve_pipeline("device", "views", ViewConfig(randaugment_ops=1), "jax")
     monkeypatch.setattr("clzoo.data.device_stream.tensorflow_installed", lambda: False)
-    with pytest.raises(ValueError, match="auto: the tf.data stream .auto chose it: views.blur_p"):
+    with pytest.raises(ValueError, match="auto: no stream can serve this run .device: views.blur_p.*"
+                                         "tf_data: it needs TensorFlow"):
         resolve_pipeline("auto", "views", ViewConfig(blur_p=0.5), "jax")
 
 
