@@ -442,7 +442,9 @@ def _show_views(args):
     from clzoo.files import locked_output
 
     with locked_output(args.output, args.overwrite):
-        split = _source(args).load("train")
+        source = _source(args)
+        # a folder stays in its files: only the images shown are decoded
+        split = source.load("train", stream=source.folder is not None)
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
                           views=args.views, seed=args.seed)
     print(f"wrote {path}")

@@ -191,3 +191,17 @@ def test_the_shards_of_every_batch_make_the_one_process_batch(tmp_path, stream):
             batches(split, "views", 6, views=views, shard=shard)
     with pytest.raises(ValueError, match="per-image views"):
         batches(split, "soft_targets", 6, views=ViewConfig(size=24, views=1), shard=(0, 2))
+
+
+@pytest.mark.backends("tensorflow")
+def test_show_views_decodes_only_the_images_it_shows(tmp_path, monkeypatch):
+    from clzoo import cli
+    from clzoo.data import sources
+
+    root = _jpeg_folder(tmp_path / "data", classes=3, per_class=20)
+    decoded, decode = [], sources._decode
+    monkeypatch.setattr(sources, "_decode", lambda path, **kw: decoded.append(path) or decode(path, **kw))
+    out = tmp_path / "views.png"
+    assert cli.main(["show-views", "--data", str(root), "--image-size", "32", "--images", "3",
+                     "--output", str(out)]) == 0
+    assert out.is_file() and 0 < len(set(decoded)) <= 4  # of 60 (the first sets the size)
