@@ -47,11 +47,30 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"
-               r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
-    list("-+0123456789."))
+_FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"
+                    r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML that quotes every string `_Loader` would read as something else (`1e-3`)."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def dump_yaml(data):
+    """`data` as YAML text that `parse_yaml` reads back equal: a string such as `"1e-3"` (a run named
+    so, a folder `1e5`) stays a string, where PyYAML's own dumper leaves it bare to be read as 0.001.
+
+    Example:
+
+    >>> from clzoo.train.recipe_yaml import dump_yaml, parse_yaml
+    >>> text = dump_yaml({"name": "1e-3", "learning_rate": 0.001})
+    >>> text, parse_yaml(text)
+    ("name: '1e-3'\nlearning_rate: 0.001\n", {'name': '1e-3', 'learning_rate': 0.001})
+    """
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def _children(node):

@@ -10,6 +10,7 @@ import yaml
 from clzoo.file_lock import output_lock
 from clzoo.files import SYSTEM_FILES, atomic_write_text, write_json
 from clzoo.train import run_lock
+from clzoo.train.recipe_yaml import dump_yaml
 
 # Every name a run writes at the top of its folder; anything else there is the user's.
 RUN_FILES = frozenset({"recipe.yaml", "recipe.sha256", "environment.json", "checkpoint.keras",
@@ -131,7 +132,7 @@ class RunFolder:
             if _ours(stale.name) and stale.is_file():
                 stale.unlink()
         if not resuming or not (self.path / "recipe.yaml").is_file():
-            text = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
+            text = dump_yaml(recipe.to_dict())  # strings stay strings: `name: 1e-3` resumes
             # The stamp first: it marks the folder as a run's before recipe.yaml is written.
             atomic_write_text(self.path / "recipe.sha256",
                               f"{fingerprint(yaml.safe_load(text))}  resolved recipe.yaml\n")

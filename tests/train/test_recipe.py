@@ -212,3 +212,17 @@ def test_encoder_options_reach_the_encoder_and_its_random_init_baseline(monkeypa
     split = from_arrays(np.zeros((4, 8, 8, 3), np.uint8), np.arange(4) % 2)
     baselines(recipe, split, split, 8, probe=False, verbose=0)
     assert seen[0].count_params() == small
+
+
+def test_strings_that_read_as_numbers_stay_strings_in_a_runs_recipe_yaml(tmp_path):
+    from clzoo.train.run_folder import RunFolder
+
+    folder = tmp_path / "1e5"  # a data folder named like a number
+    write_image_folder(folder)
+    recipe = load_recipe(None, [("name", "1e-3"), ("data", str(folder)), ("training.learning_rate", 1e-3)])
+    run = RunFolder(tmp_path / "run")
+    run.prepare(recipe, {}, resuming=False)
+    text = (tmp_path / "run" / "recipe.yaml").read_text()
+    assert "name: '1e-3'" in text and "learning_rate: 0.001" in text
+    stored = load_recipe(tmp_path / "run" / "recipe.yaml", stored=True)
+    assert (stored.name, stored.data, stored.training.learning_rate) == ("1e-3", str(folder), 1e-3)
