@@ -156,17 +156,27 @@ class RunFolder:
         return json.loads(self.metrics.read_text())
 
     def truncate_csv(self, epochs):
-        """Drop `history.csv` rows of epochs past the checkpoint's `epochs` (numbered from 1)."""
-        path = self.path / "history.csv"
+        """Drop `history.csv` rows of epochs past the checkpoint's `epochs` (numbered from 1): the CSV
+        is rebuilt from `history.jsonl` (already truncated, and what it mirrors), so a damaged CSV
+        row cannot stop a resume; without the JSON lines, its rows are cut, a damaged one named."""
+        path, history = self.path / "history.csv", self.path / "history.jsonl"
+        if history.exists():
+            from clzoo.train.callbacks import write_history_csv
+
+            write_history_csv(path, history)
+            return
         if not path.exists():
             return
         lines = path.read_text().splitlines()
         rows = [line for line in lines[1:] if line]
+        bad = next((row for row in rows if not row.split(",")[0].strip().isdigit()), None)
+        if bad is not None:
+            raise ValueError(f"{path} is damaged (a row that is not an epoch's: {bad[:60]!r}); "
+                             "delete that row, or the file, and resume again")
         shift = 1 if rows and rows[0].split(",")[0] == "0" else 0  # written 0-based until 2026-11-27
         rows = [f"{int(row.split(',')[0]) + shift},{row.partition(',')[2]}" for row in rows]
         kept = lines[:1] + [row for row in rows if int(row.split(",")[0]) <= epochs]
         atomic_write_text(path, "".join(line + "\n" for line in kept))
-
 
 
 def fingerprint(recipe):

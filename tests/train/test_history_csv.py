@@ -94,3 +94,20 @@ def test_a_damaged_history_is_named_on_resume(tmp_path):
     path.write_text('{"epoch": 1, "loss": 4.0}\n{"epoch": 2, "loss": 3.0}\n')
     JSONLinesHistory(path).truncate(1)
     assert path.read_text() == '{"epoch": 1, "loss": 4.0}\n'
+
+
+def test_a_damaged_csv_row_cannot_stop_a_resume(tmp_path):
+    import json
+
+    import pytest
+
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps({"epoch": e, "loss": 5.0 - e}) + "\n"
+                                                    for e in (1, 2)))
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,loss\n1,4.0\ngarbage\n3,3.0\n")
+    RunFolder(tmp_path).truncate_csv(2)  # rebuilt from history.jsonl, which it mirrors
+    assert path.read_text() == "epoch,loss\n1,4.0\n2,3.0\n"
+    (tmp_path / "history.jsonl").unlink()  # a run from before history.jsonl: the row is named
+    path.write_text("epoch,loss\n1,4.0\ngarbage\n")
+    with pytest.raises(ValueError, match=r"history.csv is damaged .*'garbage'"):
+        RunFolder(tmp_path).truncate_csv(1)
