@@ -17,6 +17,9 @@ def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+SEEDS = 2**32  # seeds are 0 .. 2**32 - 1, as NumPy's and Keras' `set_random_seed` take them
+
+
 def check_stream(split, kind, batch_size, seed, epochs, start_step, views, mix, num_classes,
                  samples_per_class, shuffle):
     """Batches left to yield from `start_step`; raises for every argument `batches` refuses."""
@@ -34,10 +37,10 @@ def check_stream(split, kind, batch_size, seed, epochs, start_step, views, mix, 
     if not _is_int(batch_size) or not 1 <= batch_size <= n:
         raise ValueError(f"`batch_size` must be an int between 1 and the {n} training images. "
                          f"Received: batch_size={batch_size!r}")
-    for name, value, low in (("seed", seed, None), ("epochs", epochs, 1)):
-        if not _is_int(value) or (low is not None and value < low):
-            raise ValueError(f"`{name}` must be an int{'' if low is None else f' >= {low}'}. "
-                             f"Received: {name}={value!r}")
+    if not _is_int(seed) or not 0 <= seed < SEEDS:  # NumPy's seeds; the device stream's draws
+        raise ValueError(f"`seed` must be an int in [0, 2**32). Received: seed={seed!r}")
+    if not _is_int(epochs) or epochs < 1:
+        raise ValueError(f"`epochs` must be an int >= 1. Received: epochs={epochs!r}")
     total = int(epochs) * (n // batch_size)
     if not _is_int(start_step) or not 0 <= start_step <= total:
         raise ValueError(f"`start_step` must be an int in [0, {total}] ({epochs} epochs of "

@@ -215,7 +215,8 @@ class Recipe(_Section):
     """
 
     name: str = "run"  # the default run folder is runs/<name>-<time>
-    seed: NonNegativeInt = 0  # weights, data order and views: the same seed gives the same run (CPU)
+    # weights, data order and views: the same seed gives the same run (CPU); 0 .. 2**32 - 1
+    seed: NonNegativeInt = Field(0, lt=2**32)
     # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
     data: str = Field("digits", min_length=1, max_length=4096)
     # resize every image to image_size x image_size on load (image sets of mixed sizes); None keeps them

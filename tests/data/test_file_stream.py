@@ -205,3 +205,17 @@ def test_show_views_decodes_only_the_images_it_shows(tmp_path, monkeypatch):
     assert cli.main(["show-views", "--data", str(root), "--image-size", "32", "--images", "3",
                      "--output", str(out)]) == 0
     assert out.is_file() and 0 < len(set(decoded)) <= 4  # of 60 (the first sets the size)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**63, 1.0])
+def test_a_seed_outside_numpys_range_is_refused_by_both_streams(seed):
+    from clzoo.data import device_batches, from_arrays
+
+    split = from_arrays(np.zeros((8, 8, 8, 3), np.uint8), np.arange(8) % 2)
+    with pytest.raises(ValueError, match=r"`seed` must be an int in \[0, 2\*\*32\)"):
+        device_batches(split, batch_size=4, seed=seed, views=ViewConfig(size=8))
+    if keras.backend.backend() == "tensorflow":
+        from clzoo.data.stream import batches
+
+        with pytest.raises(ValueError, match=r"`seed` must be an int in \[0, 2\*\*32\)"):
+            batches(split, batch_size=4, seed=seed, views=ViewConfig(size=8))

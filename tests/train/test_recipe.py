@@ -84,6 +84,7 @@ BAD = [  # (override, the key the message must name, a fragment of the reason)
     ("mix.alpha=1", "alpha", "unknown mix argument"),
     ("task=soft", "task", "soft_target"),
     ("seed=-1", "seed", "greater than or equal to 0"),
+    ("seed=4294967296", "seed", "less than 4294967296"),  # failed 40 s later naming no key
     ("seed=1.5", "seed", "integer"),
     ("data=[1, 2]", "data", "string"),
 ]
