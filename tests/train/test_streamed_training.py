@@ -1,5 +1,6 @@
 """`clzoo train` on an image folder streamed from its files: chosen by the memory budget and recorded,
-the same run as held in memory, and (TensorFlow absent) killed and resumed to the uninterrupted run."""
+the same run as held in memory, and (TensorFlow absent) killed and resumed to the uninterrupted run;
+a resumed checkpoint compiles as a new run on the backend that resumes it (every lane)."""
 
 import json
 import sys
@@ -94,3 +95,15 @@ def test_the_imagenet_recipe_streams_an_imagenet_shaped_folder_at_224_px_to_its_
     peak = int(result.stdout.split("peak_rss_kib")[1].split()[0]) * 1024
     # 9.3 GiB before evaluation batches were capped, 4.7 after
     assert peak < 7 * 2**30, f"peak RSS {peak / 2**30:.1f} GiB"
+
+
+def test_a_resumed_checkpoint_compiles_as_a_new_run_on_this_backend():
+    from clzoo.train.runner import compile_as_new
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)  # as a JAX run saves it
+    fresh = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    fresh.compile(optimizer="sgd", loss="mse")  # "auto" on this backend
+    compile_as_new(model)
+    assert model.jit_compile == fresh.jit_compile
+    assert model.jit_compile is (keras.backend.backend() == "jax")  # torch: eager; TF on a CPU: no XLA
