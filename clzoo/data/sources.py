@@ -277,25 +277,29 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
         raise ValueError(f"tfds dataset {name!r} (split {split!r}) could not be loaded: "
                          f"{type(error).__name__}: {reason}") from None
     image_key, label_key = info.supervised_keys
+    count = _example_count(dataset, info, split)
     if image_size is not None:
-        check_resized_memory(info.splits[split].num_examples, image_size, f"tfds:{name} {split}")
-    images, labels, coarse = [], [], []
-    for example in tfds.as_numpy(dataset):
+        check_resized_memory(count, image_size, f"tfds:{name} {split}")
+    images, labels, coarse = None, [], []
+    for row, example in enumerate(tfds.as_numpy(dataset)):
         image = example[image_key]
         image = np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image
-        images.append(image if image_size is None else resize_image(image.astype(np.uint8), image_size))
+        image = image if image_size is None else resize_image(image.astype(np.uint8), image_size)
+        if images is None:  # one array filled in place: the split in memory once, not twice
+            images = np.zeros((count, *image.shape), np.uint8)
+        if image.shape != images.shape[1:] or row >= count:
+            raise ValueError(
+                f"tfds dataset {name!r} has images of several sizes ({images.shape[1:]}, "
+                f"{image.shape}, ...); resize them on load with --image-size N (recipe key "
+                "image_size)." if row < count else f"tfds dataset {name!r} holds more examples than "
+                f"its {count} in split {split!r}")
+        images[row] = image
         labels.append(example[label_key])
         if coarse_key:
             coarse.append(example[coarse_key])
-    if not images:
+    if images is None or not labels:
         raise ValueError(f"tfds dataset {name!r} has no examples in split {split!r}.")
-    shapes = {image.shape for image in images}
-    if len(shapes) > 1:
-        raise ValueError(
-            f"tfds dataset {name!r} has images of several sizes {sorted(shapes)[:3]}...; "
-            "resize them on load with --image-size N (recipe key image_size)."
-        )
-    images = np.stack(images)
+    images = images[:len(labels)]
     label_feature = info.features[info.supervised_keys[1]]
     names = list(getattr(label_feature, "names", None) or
                  [str(i) for i in range(int(np.max(labels)) + 1)])
@@ -304,6 +308,18 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
         return Split(images.astype(np.uint8), np.asarray(coarse, np.int32), coarse_names,
                      fine_labels=np.asarray(labels, np.int32), fine_class_names=names)
     return Split(images.astype(np.uint8), np.asarray(labels, np.int32), names)
+
+
+def _example_count(dataset, info, split):
+    """Examples in a tfds split: tf.data's cardinality, else the dataset info's count."""
+    count = int(dataset.cardinality())
+    if count >= 0:
+        return count
+    try:
+        return info.splits[split].num_examples
+    except KeyError:
+        raise ValueError(f"tfds dataset {info.name!r} does not say how many examples split "
+                         f"{split!r} holds") from None
 
 
 def _visible(folder):
