@@ -940,6 +940,14 @@ def _run(args):
         return 1
     except KeyboardInterrupt:
         return _interrupted()
+    except Exception as error:  # a file met mid-epoch in tf.data arrives in a TensorFlow op error
+        from clzoo.data.file_images import decode_error_line
+
+        line = decode_error_line(error)
+        if line is None:
+            raise
+        _error(line)
+        return 2
     finally:
         console.set_quiet(False)
 

@@ -9,12 +9,16 @@ so every stream over these images yields the batches of the in-memory one.
 """
 
 import os
+import re
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+# The errors decoding raises, as they read inside a TensorFlow op error (tf.data's map wraps them).
+_DECODE_ERRORS = re.compile(r"Cannot read image .*?leaves such files out\)"
+                            r"|Images differ in size: .*?\(recipe key image_size\)\.", re.DOTALL)
 _POOL_LOCK = threading.Lock()
 _POOLS = {}
 
@@ -93,8 +97,7 @@ class FileImages:
 
     def subset(self, rows):
         """The images of `rows` (an int array, or a boolean mask), still in their files."""
-        rows = np.asarray(rows)
-        rows = np.flatnonzero(rows) if rows.dtype == bool else rows
+        rows = self._rows(np.asarray(rows), rows)
         part = FileImages.__new__(FileImages)
         part.__dict__.update(self.__dict__)
         part.paths = [self.paths[i] for i in rows.tolist()]
@@ -105,22 +108,38 @@ class FileImages:
         return whole if dtype is None else whole.astype(dtype)
 
     def __getitem__(self, key):
-        if isinstance(key, (int, np.integer)):
-            return self._decode_one(int(key))
-        index = np.arange(len(self))[key] if isinstance(key, slice) else np.asarray(key)
-        if index.dtype == bool:
-            index = np.flatnonzero(index)
-        if index.ndim != 1 or index.dtype.kind not in "iu":
-            raise IndexError(f"FileImages takes an int, a slice or a 1-D integer array. Received: {key!r}")
-        if not len(index):
+        if isinstance(key, tuple):  # NumPy would index axes; decode the rows, then index those
+            raise IndexError(f"FileImages takes one index of images, not a tuple of axes: {key!r}")
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return self._decode_one(self._rows(np.asarray([key]), key)[0])
+        rows = self._rows(np.arange(len(self))[key] if isinstance(key, slice) else np.asarray(key), key)
+        if not len(rows):
             return np.zeros((0, *self.shape[1:]), np.uint8)
-        return np.stack(list(_pool().map(self._decode_one, index.tolist())))
+        return np.stack(list(_pool().map(self._decode_one, rows.tolist())))
+
+    def __iter__(self):
+        return (self[row] for row in range(len(self)))
+
+    def _rows(self, index, key):
+        """Non-negative rows of an int or boolean index, or an IndexError as NumPy gives it."""
+        if index.size == 0:
+            return np.zeros(0, np.int64)
+        if index.dtype == bool:
+            if index.shape != (len(self),):
+                raise IndexError(f"boolean index of shape {index.shape} does not match the "
+                                 f"{len(self)} images")
+            return np.flatnonzero(index)
+        if index.ndim != 1 or index.dtype.kind not in "iu":
+            raise IndexError(f"FileImages takes an int, a slice, or a 1-D integer or boolean array. "
+                             f"Received: {key!r}")
+        if index.min() < -len(self) or index.max() >= len(self):
+            raise IndexError(f"index out of range for {len(self)} images: {key!r}")
+        return np.where(index < 0, index + len(self), index)
 
     def _decode_one(self, index):
         """The pixels of file `index`, or under `"skip"` of the next readable file after it."""
         from clzoo.data.sources import _decode
 
-        index = index % len(self) if index < 0 else index
         for offset in range(len(self)):
             at = (index + offset) % len(self)
             pixels = _decode(self.paths[at], skip=self.on_unreadable == "skip", size=self._resize)
@@ -145,3 +164,10 @@ class FileImages:
             self.skipped.add(path)
         warnings.warn(f"Skipped unreadable image {path} ({len(self.skipped)} so far); the next "
                       "readable file takes its place in the batch.", stacklevel=2)
+
+
+def decode_error_line(error):
+    """The one line of an image that could not be decoded (or had another size) inside `error`,
+    which may be a TensorFlow op error around it (a streamed epoch on tf.data); None if none."""
+    found = _DECODE_ERRORS.search(str(error))
+    return " ".join(found.group(0).split()) if found else None

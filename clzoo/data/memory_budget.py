@@ -32,7 +32,7 @@ def parse_bytes(text, name="CLZOO_MEMORY_BUDGET"):
     >>> parse_bytes("512MB"), parse_bytes("2GiB"), parse_bytes("1000")
     (512000000, 2147483648, 1000)
     """
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    match = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]*)\s*", str(text))
     unit = match and match.group(2).upper()
     if not match or unit not in _UNITS or float(match.group(1)) * _UNITS[unit] < 1:
         raise ValueError(f"{name} = {text!r}: expected a positive size in bytes, e.g. 2000000000, "
@@ -40,19 +40,40 @@ def parse_bytes(text, name="CLZOO_MEMORY_BUDGET"):
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-def cgroup_limit(root="/sys/fs/cgroup"):
-    """The memory limit of this process's cgroup in bytes (v2 `memory.max`, v1
-    `memory/memory.limit_in_bytes`), or None where there is none or it cannot be read."""
-    root = Path(root)
-    for path in (root / "memory.max", root / "memory" / "memory.limit_in_bytes"):
-        try:
-            text = path.read_text().strip()
-        except OSError:
+def cgroup_limit(root="/sys/fs/cgroup", membership="/proc/self/cgroup"):
+    """The smallest memory limit on this process's cgroup and its parents, in bytes (v2
+    `memory.max`, v1 `memory/memory.limit_in_bytes`), or None where there is none or it cannot
+    be read. The process's cgroup is read from `membership` (a Slurm job's sits below the root)."""
+    limits = [_limit(path) for path in _cgroup_files(Path(root), membership)]
+    limits = [limit for limit in limits if limit is not None]
+    return min(limits) if limits else None
+
+
+def _cgroup_files(root, membership):
+    """The memory-limit files of the process's cgroup and every parent up to `root`."""
+    try:
+        lines = Path(membership).read_text().splitlines()
+    except OSError:
+        lines = []
+    found = []
+    for line in lines:  # "0::/a/b" (v2), "4:memory:/a/b" (v1)
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        folder, name = (root, "memory.max") if controllers == "" else (
+            (root / "memory", "memory.limit_in_bytes") if "memory" in controllers.split(",")
+            else (None, None))
+        if folder is None:
             continue
-        if text.isdigit() and int(text) < _NO_LIMIT:
-            return int(text)
-        return None  # "max", or v1's "no limit" number
-    return None
+        parts = [p for p in path.strip().split("/") if p and p != ".."]
+        found += [folder.joinpath(*parts[:depth]) / name for depth in range(len(parts), -1, -1)]
+    return found or [root / "memory.max", root / "memory" / "memory.limit_in_bytes"]
+
+
+def _limit(path):
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) < _NO_LIMIT else None  # "max": none
 
 
 def available_bytes(meminfo="/proc/meminfo"):
@@ -66,12 +87,14 @@ def available_bytes(meminfo="/proc/meminfo"):
     return None
 
 
-def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/meminfo"):
+def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/meminfo",
+                  membership="/proc/self/cgroup"):
     """`(bytes, why)`: what a decoded training split may take in memory, and where that came from.
 
     Args:
         environ: the environment to read `CLZOO_MEMORY_BUDGET` from. Defaults to `os.environ`.
-        cgroup_root, meminfo: where the limits are read (tests point them at a fake tree).
+        cgroup_root, meminfo, membership: where the limits and the process's cgroup are read
+            (tests point them at a fake tree).
 
     Returns:
         `(int, str)`: the budget in bytes (None when nothing says: the machine is not Linux)
@@ -91,11 +114,11 @@ def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/mem
     if environ.get("CLZOO_MEMORY_BUDGET", "").strip():
         text = environ["CLZOO_MEMORY_BUDGET"].strip()
         return parse_bytes(text), f"CLZOO_MEMORY_BUDGET={text}"
-    limit, available = cgroup_limit(cgroup_root), available_bytes(meminfo)
+    limit, available = cgroup_limit(cgroup_root, membership), available_bytes(meminfo)
     if limit is not None and (available is None or limit < available):
-        return int(limit * BUDGET_FRACTION), f"half of the cgroup limit {limit / 2**30:.1f} GiB"
+        return int(limit * BUDGET_FRACTION), f"half of the cgroup limit {size_text(limit)}"
     if available is not None:
-        return int(available * BUDGET_FRACTION), f"half of MemAvailable {available / 2**30:.1f} GiB"
+        return int(available * BUDGET_FRACTION), f"half of MemAvailable {size_text(available)}"
     return None, "no memory figure on this machine"
 
 
@@ -116,7 +139,7 @@ def choose_loading(loading, decoded_bytes, budget):
     """
     if loading not in LOADINGS:
         raise ValueError(f"data_loading = {loading!r}: must be one of {', '.join(LOADINGS)}")
-    size = "" if decoded_bytes is None else f"{decoded_bytes / 2**30:.2f} GiB decoded"
+    size = "" if decoded_bytes is None else f"{size_text(decoded_bytes)} decoded"
     if loading != "auto":
         return loading, f"data_loading: {loading}" + (f" ({size})" if size else "")
     limit, source = budget
@@ -124,4 +147,16 @@ def choose_loading(loading, decoded_bytes, budget):
         return "memory", "auto: " + (f"{source}" if limit is None else "size known only once loaded")
     verb = "fits" if decoded_bytes <= limit else "exceeds"
     return ("memory" if verb == "fits" else "stream",
-            f"auto: {size} {verb} the budget {limit / 2**30:.2f} GiB ({source})")
+            f"auto: {size} {verb} the budget {size_text(limit)} ({source})")
+
+
+def size_text(count):
+    """Bytes in the largest binary unit that keeps a whole number in front: `3.2 GiB`, `12.0 KiB`.
+
+    >>> size_text(1000), size_text(12288), size_text(5 * 2**30)
+    ('1000 B', '12.0 KiB', '5.0 GiB')
+    """
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{int(count)} B"

@@ -168,8 +168,8 @@ class DataSource:
         try:
             with Image.open(found[0][0]) as image:
                 width, height = image.size
-        except (OSError, IndexError, ValueError):
-            return None  # the decode names the file
+        except Exception:  # unreadable, or a decompression bomb: the decode names the file
+            return None
         return count * width * height * 3
 
 
@@ -561,8 +561,8 @@ def _decode(path, skip=False, size=None):
         if skip:
             return None
         raise ValueError(
-            f"Cannot read image {path}: {error} (load_split(..., on_unreadable='skip') leaves such "
-            "files out)"
+            f"Cannot read image {path}: {error} (remove or replace the file; in Python, "
+            "load_split(..., on_unreadable='skip') leaves such files out)"
         ) from error
 
 

@@ -116,7 +116,8 @@ class RunFolder:
                              "with). A run keeps its recipe: restore the file, or train a new run.")
         new = recipe.to_dict()
         old = _with_defaults(old)  # keys added to the schema since the run started
-        changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        changed = [k for k in sorted(set(old) | set(new))
+                   if old.get(k) != new.get(k) and k not in SWITCHABLE_ON_RESUME]
         if changed:
             raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
                              f"started with in {changed}. Resume with the saved recipe.yaml.")
@@ -177,6 +178,10 @@ class RunFolder:
         rows = [f"{int(row.split(',')[0]) + shift},{row.partition(',')[2]}" for row in rows]
         kept = lines[:1] + [row for row in rows if int(row.split(",")[0]) <= epochs]
         atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+
+# Keys a resumed run may change: where the images live gives the same batches (clzoo.data.streams).
+SWITCHABLE_ON_RESUME = ("data_loading",)
 
 
 def fingerprint(recipe):

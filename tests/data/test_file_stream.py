@@ -137,23 +137,46 @@ def test_the_budget_reads_the_variable_then_a_cgroup_limit_then_meminfo(tmp_path
     v1 = tmp_path / "v1"
     (v1 / "memory").mkdir(parents=True)
     (v1 / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1: no limit
-    assert memory_budget({}, v2, meminfo) == (2_000_000_000, "half of the cgroup limit 3.7 GiB")
-    assert memory_budget({}, v1, meminfo) == (4_096_000_000, "half of MemAvailable 7.6 GiB")
+    nowhere = tmp_path / "no-membership"
+    assert memory_budget({}, v2, meminfo, nowhere) == (2_000_000_000, "half of the cgroup limit 3.7 GiB")
+    assert memory_budget({}, v1, meminfo, nowhere) == (4_096_000_000, "half of MemAvailable 7.6 GiB")
     (v2 / "memory.max").write_text("max\n")
-    assert memory_budget({}, v2, meminfo)[0] == 4_096_000_000
+    assert memory_budget({}, v2, meminfo, nowhere)[0] == 4_096_000_000
     assert memory_budget({"CLZOO_MEMORY_BUDGET": "1.5GiB"}, v2, meminfo)[0] == 1610612736
     with pytest.raises(ValueError, match="CLZOO_MEMORY_BUDGET = 'lots': expected a positive size"):
         memory_budget({"CLZOO_MEMORY_BUDGET": "lots"}, v2, meminfo)
     assert [parse_bytes(t) for t in ("10", "2KB", "3M", "1G")] == [10, 2000, 3 * 2**20, 2**30]
-    for bad in ("0", "-1", "1PB", "2 G B"):
+    for bad in ("0", "-1", "1PB", "2 G B", "9" * 400):  # 400 nines overflowed a float
         with pytest.raises(ValueError):
             parse_bytes(bad)
+
+
+def test_the_cgroup_limit_is_the_smallest_on_the_process_s_own_cgroup_and_its_parents(tmp_path):
+    """A Slurm job's cgroup sits below the root: its limit is read from /proc/self/cgroup's path."""
+    from clzoo.data.memory_budget import cgroup_limit
+
+    root = tmp_path / "cgroup"
+    job = root / "system.slice" / "slurmstepd.scope" / "job_7"
+    job.mkdir(parents=True)
+    (root / "memory.max").write_text("max\n")
+    (root / "system.slice" / "memory.max").write_text("8000000000\n")
+    (job / "memory.max").write_text("3000000000\n")
+    membership = tmp_path / "cgroup-of-self"
+    membership.write_text("0::/system.slice/slurmstepd.scope/job_7\n")
+    assert cgroup_limit(root, membership) == 3_000_000_000
+    (job / "memory.max").write_text("max\n")
+    assert cgroup_limit(root, membership) == 8_000_000_000  # a parent's limit holds too
+    v1 = tmp_path / "v1" / "memory" / "slurm" / "uid_1" / "job_7"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("2000000000\n")
+    membership.write_text("12:cpuset:/x\n4:memory:/slurm/uid_1/job_7\n")
+    assert cgroup_limit(tmp_path / "v1", membership) == 2_000_000_000
 
 
 def test_auto_streams_over_the_budget_and_holds_within_it():
     budget = (1000, "CLZOO_MEMORY_BUDGET=1000")
     assert choose_loading("auto", 1001, budget) == (
-        "stream", "auto: 0.00 GiB decoded exceeds the budget 0.00 GiB (CLZOO_MEMORY_BUDGET=1000)")
+        "stream", "auto: 1001 B decoded exceeds the budget 1000 B (CLZOO_MEMORY_BUDGET=1000)")
     assert choose_loading("auto", 1000, budget)[0] == "memory"
     assert choose_loading("auto", None, budget)[0] == "memory"  # digits, tfds: held
     assert choose_loading("memory", 10**12, budget)[0] == "memory"  # forced
@@ -219,3 +242,33 @@ def test_a_seed_outside_numpys_range_is_refused_by_both_streams(seed):
 
         with pytest.raises(ValueError, match=r"`seed` must be an int in \[0, 2\*\*32\)"):
             batches(split, batch_size=4, seed=seed, views=ViewConfig(size=8))
+
+
+def test_file_images_index_like_numpy_and_refuse_what_it_would(tmp_path):
+    held, streamed = _both(tmp_path)
+    images, n = streamed.images, len(held)
+    np.testing.assert_array_equal(images[-1], held.images[-1])
+    np.testing.assert_array_equal(images[::-3], held.images[::-3])
+    np.testing.assert_array_equal(images[held.labels == 1], held.images[held.labels == 1])
+    assert images[[]].shape == (0, 32, 32, 3) and images[n:].shape == (0, 32, 32, 3)
+    assert sum(1 for _ in images) == n  # iteration ends (it wrapped around for ever)
+    for key in (n, -n - 1, [n], [0, -n - 1], np.ones(3, bool), True, (0, 0), [[0]], 1.0):
+        with pytest.raises(IndexError):
+            images[key]
+    with pytest.raises(IndexError):
+        images.subset([n])
+
+
+@pytest.mark.backends("tensorflow")
+def test_a_file_that_fails_inside_tf_data_is_named_in_one_line(tmp_path):
+    from clzoo.data.file_images import decode_error_line
+    from clzoo.data.stream import batches
+
+    root, bad = _corrupt(tmp_path)
+    split = data_source(str(root), image_size=32).load("train", stream=True)
+    with pytest.raises(Exception) as caught:  # TensorFlow's op error, around clzoo's ValueError
+        for _ in batches(split, "views", 18, views=ViewConfig(size=24)):
+            pass
+    line = decode_error_line(caught.value)
+    assert line.startswith(f"Cannot read image {bad}: ") and "\n" not in line
+    assert line.endswith("leaves such files out)") and decode_error_line(ValueError("other")) is None

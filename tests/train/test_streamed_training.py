@@ -32,7 +32,7 @@ def test_a_budget_below_the_split_streams_it_and_the_run_equals_the_one_held_in_
     streamed = train(_recipe(tmp_path), tmp_path / "streamed", verbose=0)
     environment = json.loads((tmp_path / "streamed" / "environment.json").read_text())
     assert environment["data_loading"] == "stream"
-    assert environment["data_loading_why"].startswith("auto: 0.00 GiB decoded exceeds the budget")
+    assert environment["data_loading_why"].startswith("auto: 12.0 KiB decoded exceeds the budget 1000 B")
     assert "CLZOO_MEMORY_BUDGET=1000" in environment["data_loading_why"]
     monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "1MB")
     held = train(_recipe(tmp_path), tmp_path / "held", verbose=0)
@@ -87,7 +87,7 @@ def test_the_imagenet_recipe_streams_an_imagenet_shaped_folder_at_224_px_to_its_
     env = {**os.environ, "CLZOO_MEMORY_BUDGET": "10MB", "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "data: streamed from its files (auto: 0.04 GiB decoded exceeds the budget" in result.stdout
+    assert "data: streamed from its files (auto: 37.5 MiB decoded exceeds the budget" in result.stdout
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["data_loading"] == "stream" and metrics["train_images"] == 200
     assert metrics["views_per_second"] > 0 and 0 <= metrics["classifier_top1"] <= 1
@@ -107,3 +107,14 @@ def test_a_resumed_checkpoint_compiles_as_a_new_run_on_this_backend():
     compile_as_new(model)
     assert model.jit_compile == fresh.jit_compile
     assert model.jit_compile is (keras.backend.backend() == "jax")  # torch: eager; TF on a CPU: no XLA
+
+
+def test_a_resume_may_switch_where_the_images_live(tmp_path):
+    from clzoo.train.run_folder import RunFolder
+
+    recipe = _recipe(tmp_path)
+    run = RunFolder(tmp_path / "run")
+    run.prepare(recipe, {}, resuming=False)
+    run._check_saved_recipe(recipe.model_copy(update={"data_loading": "stream"}))  # the same batches
+    with pytest.raises(ValueError, match=r"started with in \['seed'\]"):
+        run._check_saved_recipe(recipe.model_copy(update={"seed": 1}))
