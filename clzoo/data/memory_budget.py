@@ -153,6 +153,7 @@ def choose_loading(loading, decoded_bytes, budget):
 def size_text(count):
     """Bytes in the largest binary unit that keeps a whole number in front: `3.2 GiB`, `12.0 KiB`.
 
+    >>> from clzoo.data.memory_budget import size_text
     >>> size_text(1000), size_text(12288), size_text(5 * 2**30)
     ('1000 B', '12.0 KiB', '5.0 GiB')
     """

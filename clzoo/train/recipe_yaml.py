@@ -67,8 +67,8 @@ def dump_yaml(data):
 
     >>> from clzoo.train.recipe_yaml import dump_yaml, parse_yaml
     >>> text = dump_yaml({"name": "1e-3", "learning_rate": 0.001})
-    >>> text, parse_yaml(text)
-    ("name: '1e-3'\nlearning_rate: 0.001\n", {'name': '1e-3', 'learning_rate': 0.001})
+    >>> text.splitlines(), parse_yaml(text)
+    (["name: '1e-3'", 'learning_rate: 0.001'], {'name': '1e-3', 'learning_rate': 0.001})
     """
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
