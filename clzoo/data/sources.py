@@ -124,8 +124,8 @@ class DataSource:
         size = self.image_size
         if self.label_set == "cifar100_coarse":
             return _load_tfds("cifar100", split, coarse_key="coarse_label", image_size=size)
-        if stream == "auto":
-            stream = self._over_budget(split, on_unreadable)
+        if stream == "auto" and self.folder is None:
+            stream = False  # digits and tfds datasets are held
         if stream and self.folder is None:
             raise ValueError(f"streaming from files reads image folders; {self.source} is held in "
                              "memory (data_loading: memory or auto)")
@@ -137,20 +137,13 @@ class DataSource:
             return digits if size is None else _resized(digits, size)
         if self.source.startswith("tfds:"):
             return _load_tfds(self.source[len("tfds:"):], split, image_size=size)
+        root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
+        listed = _list_folder(root, split, on_unreadable)  # once, for the choice and the load
+        if stream == "auto":
+            stream = _over_budget(self.decoded_bytes(len(listed[0]), split))
         if stream:
-            return _open_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
-        return _load_folder(self.source.removeprefix("folder:"), split, on_unreadable, size)
-
-    def _over_budget(self, split, on_unreadable):
-        """True for an image folder whose split, decoded, exceeds the memory budget
-        (`clzoo.data.memory_budget`): listed, not decoded."""
-        from clzoo.data.memory_budget import choose_loading, memory_budget
-
-        if self.folder is None:
-            return False
-        listed = _list_folder(_folder_root(self.folder), split, on_unreadable)[0]
-        chosen, _ = choose_loading("auto", self.decoded_bytes(len(listed), split), memory_budget())
-        return chosen == "stream"
+            return _open_folder(listed, on_unreadable, size)
+        return _load_folder(root, split, listed, on_unreadable, size)
 
     def decoded_bytes(self, count, split="train"):
         """Bytes `count` images of `split` take decoded (uint8 RGB) at the size they would be held:
@@ -162,7 +155,7 @@ class DataSource:
             return count * self.image_size ** 2 * 3
         from PIL import Image
 
-        root = _folder_root(self.folder)
+        root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
         first = class_folders(root, split)[0]
         found = _image_files(root / split / first)[0]
         try:
@@ -287,12 +280,13 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
         image = image if image_size is None else resize_image(image.astype(np.uint8), image_size)
         if images is None:  # one array filled in place: the split in memory once, not twice
             images = np.zeros((count, *image.shape), np.uint8)
-        if image.shape != images.shape[1:] or row >= count:
-            raise ValueError(
-                f"tfds dataset {name!r} has images of several sizes ({images.shape[1:]}, "
-                f"{image.shape}, ...); resize them on load with --image-size N (recipe key "
-                "image_size)." if row < count else f"tfds dataset {name!r} holds more examples than "
-                f"its {count} in split {split!r}")
+        if row >= count:
+            raise ValueError(f"tfds dataset {name!r} holds more examples than its {count} in split "
+                             f"{split!r}")
+        if image.shape != images.shape[1:]:
+            raise ValueError(f"tfds dataset {name!r} has images of several sizes ({images.shape[1:]}, "
+                             f"{image.shape}, ...); resize them on load with --image-size N (recipe "
+                             "key image_size).")
         images[row] = image
         labels.append(example[label_key])
         if coarse_key:
@@ -646,19 +640,27 @@ def _readable_prefix(name, limit=64):
     return name.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
-def _open_folder(path, split, on_unreadable="error", image_size=None):
-    """The split of an image folder with its images left in their files (`FileImages`)."""
+def _over_budget(decoded_bytes):
+    """True when a split of `decoded_bytes` (None: unknown) exceeds the memory budget
+    (`clzoo.data.memory_budget`)."""
+    from clzoo.data.memory_budget import choose_loading, memory_budget
+
+    return choose_loading("auto", decoded_bytes, memory_budget())[0] == "stream"
+
+
+def _open_folder(listed, on_unreadable="error", image_size=None):
+    """The split of a listed image folder (`_list_folder`) with its images left in their files."""
     from clzoo.data.file_images import FileImages
 
-    root = _folder_root(path)
-    files, _, labels, classes = _list_folder(root, split, on_unreadable)
+    files, _, labels, classes = listed
     images = FileImages(files, image_size, on_unreadable)
     return Split(images, labels, classes, paths=images.paths)
 
 
-def _load_folder(path, split, on_unreadable="error", image_size=None):
-    root = _folder_root(path)
-    files, stats, labels, classes = _list_folder(root, split, on_unreadable)
+def _load_folder(root, split, listed, on_unreadable="error", image_size=None):
+    """The split of a listed image folder (`_list_folder` of the resolved `root`), decoded, or read
+    from its decode cache."""
+    files, stats, labels, classes = listed
     key = _cache_key(root, split, on_unreadable, files, stats)
     resized = "" if image_size is None else f"-{image_size}px"
     if image_size is not None:
