@@ -265,7 +265,7 @@ def _check_data(data, image_size=None):
 
     try:
         source = data_source(data, image_size=image_size)
-        summary = check_data(source)
+        summary = check_data(source, "auto")  # the commands read with stream="auto"
     except ValueError as error:
         raise ValueError(f"--data {data!r}: {error}") from None
     except Exception as error:  # PIL's DecompressionBombError: a header of over ~179 M pixels

@@ -24,13 +24,16 @@ class DataSummary:
     train_images: int = None
 
 
-def check_data(data):
+def check_data(data, loading="memory"):
     """Check that `data` names a dataset clzoo can train and evaluate on.
 
     Args:
         data: a `clzoo.data.load_split` spec: `"digits"`, a folder,
             `"tfds:NAME"`, optionally ending in `@LABEL_SET`; or the
             `clzoo.data.sources.DataSource` resolved from one.
+        loading: how the splits will be read, `"memory"` (default), `"stream"` or
+            `"auto"` (recipe key `data_loading`): only a split held in memory must fit
+            in the memory free now; `auto` streams one that would not.
 
     Returns:
         `DataSummary`.
@@ -57,7 +60,8 @@ def check_data(data):
     elif source.startswith("tfds:"):
         names = _tfds_class_names(source[len("tfds:"):], data)
     else:
-        names, count = _folder_class_names(source.removeprefix("folder:"), data, resolved.image_size)
+        names, count = _folder_class_names(source.removeprefix("folder:"), data, resolved.image_size,
+                                           held=loading == "memory")
     if label_set is not None and names:
         names = _label_set_names(names, label_set, data)
     if names is not None and len(names) < 2:
@@ -101,7 +105,7 @@ def dropped_ks_note(dropped, train_images):
             f"({', '.join(map(str, DEFAULT_KS))}): more than the {train_images:,} training images")
 
 
-def _folder_class_names(path, data, image_size=None):
+def _folder_class_names(path, data, image_size=None, held=True):
     """Class names and training-image count, from the loader's own listing of both splits."""
     root = _folder_root(path)
     train_files, _, _, train = _list_folder(root, "train")
@@ -112,7 +116,8 @@ def _folder_class_names(path, data, image_size=None):
         raise ValueError(
             f"The test classes of data={data!r} differ from its training classes (matched by "
             f"name): only in train: {only_train or 'none'}; only in test: {only_test or 'none'}.")
-    _check_decoded_size(train_files, len(train_files) + len(test_files), image_size, data)
+    if held:  # a streamed split decodes a batch at a time
+        _check_decoded_size(train_files, len(train_files) + len(test_files), image_size, data)
     return tuple(train), len(train_files)
 
 

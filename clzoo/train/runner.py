@@ -233,7 +233,7 @@ def _check_before_work(recipe, place, output):
     refuse_installed_packages(output)
     try:
         source = data_source(recipe.data, image_size=recipe.image_size)
-        data = check_data(source)
+        data = check_data(source, recipe.data_loading)
     except ValueError as error:
         raise RecipeError([f"data = {recipe.data!r}: {error}"]) from None
     if place.collective_saves and recipe.task == "soft_target":

@@ -272,3 +272,16 @@ def test_a_file_that_fails_inside_tf_data_is_named_in_one_line(tmp_path):
     line = decode_error_line(caught.value)
     assert line.startswith(f"Cannot read image {bad}: ") and "\n" not in line
     assert line.endswith("leaves such files out)") and decode_error_line(ValueError("other")) is None
+
+
+def test_a_folder_over_the_free_memory_is_refused_only_when_it_would_be_held(tmp_path, monkeypatch):
+    """The decoded-size pre-check refused every folder larger than the free memory, the very
+    folders streaming exists for; it now applies to `data_loading: memory` alone."""
+    from clzoo.data import checks
+
+    root = str(_jpeg_folder(tmp_path / "data"))
+    monkeypatch.setattr(checks, "available_memory", lambda: 1000)
+    with pytest.raises(ValueError, match="need about .* pass --image-size N"):
+        checks.check_data(root, "memory")
+    for loading in ("auto", "stream"):
+        assert checks.check_data(root, loading).train_images == 18
