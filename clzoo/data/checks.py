@@ -173,14 +173,15 @@ def _label_set_names(names, label_set, data):
     return tuple(sorted(set(CIFAR10_COARSE.values())))
 
 
-def available_memory():
+def available_memory(meminfo="/proc/meminfo"):
     """Bytes of memory a process can take now without swapping: Linux's `MemAvailable` (free
-    pages plus reclaimable cache), else the free pages (`sysconf`); None where unknown."""
+    pages plus reclaimable cache, read from `meminfo`), else the free pages (`sysconf`); None
+    where unknown."""
     import os
 
     try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
+        with open(meminfo) as lines:
+            for line in lines:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):

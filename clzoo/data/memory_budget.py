@@ -76,17 +76,6 @@ def _limit(path):
     return int(text) if text.isdigit() and int(text) < _NO_LIMIT else None  # "max": none
 
 
-def available_bytes(meminfo="/proc/meminfo"):
-    """`MemAvailable` in bytes, or None where `/proc/meminfo` does not say (not Linux)."""
-    try:
-        for line in Path(meminfo).read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/meminfo",
                   membership="/proc/self/cgroup"):
     """`(bytes, why)`: what a decoded training split may take in memory, and where that came from.
@@ -114,7 +103,9 @@ def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/mem
     if environ.get("CLZOO_MEMORY_BUDGET", "").strip():
         text = environ["CLZOO_MEMORY_BUDGET"].strip()
         return parse_bytes(text), f"CLZOO_MEMORY_BUDGET={text}"
-    limit, available = cgroup_limit(cgroup_root, membership), available_bytes(meminfo)
+    from clzoo.data.checks import available_memory
+
+    limit, available = cgroup_limit(cgroup_root, membership), available_memory(meminfo)
     if limit is not None and (available is None or limit < available):
         return int(limit * BUDGET_FRACTION), f"half of the cgroup limit {size_text(limit)}"
     if available is not None:
