@@ -23,8 +23,9 @@ _POOL_LOCK = threading.Lock()
 _POOLS = {}
 
 
-def _pool():
-    """One decode pool per process (a forked child makes its own)."""
+def decode_pool():
+    """The process's image-decoding thread pool, one per process (a forked child makes its own):
+    the in-memory loader and `FileImages` share it."""
     with _POOL_LOCK:
         pid = os.getpid()
         if pid not in _POOLS:
@@ -49,6 +50,13 @@ class FileImages:
             with one line naming it; `"skip"`: the next readable file in the list
             takes its place (a batch keeps its size), counted in `skipped` and
             warned about once per file.
+
+    Raises:
+        ValueError: at construction, no path or an unknown `on_unreadable`; when indexed, an image
+            that cannot be decoded (naming the file, under `"error"`), or one of another size than
+            the first (`size` None), naming both files.
+        IndexError: an index NumPy would refuse: out of range, a boolean mask of another length,
+            a float or a tuple of axes.
 
     Example:
 
@@ -115,7 +123,7 @@ class FileImages:
         rows = self._rows(np.arange(len(self))[key] if isinstance(key, slice) else np.asarray(key), key)
         if not len(rows):
             return np.zeros((0, *self.shape[1:]), np.uint8)
-        return np.stack(list(_pool().map(self._decode_one, rows.tolist())))
+        return np.stack(list(decode_pool().map(self._decode_one, rows.tolist())))
 
     def __iter__(self):
         return (self[row] for row in range(len(self)))

@@ -13,7 +13,6 @@ import json
 import os
 import stat
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -699,13 +698,14 @@ def _decode_all(files, on_unreadable, image_size, what, where):
     from tqdm.auto import tqdm
 
     from clzoo.console import tqdm_disable
+    from clzoo.data.file_images import decode_pool
 
     decode = functools.partial(_decode, skip=on_unreadable == "skip", size=image_size)
     images, first, unreadable = None, None, []
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+    results = decode_pool().map(decode, files)
     try:
-        decoded = tqdm(pool.map(decode, files), total=len(files), desc=f"decoding {what}",
-                       unit="img", disable=tqdm_disable())
+        decoded = tqdm(results, total=len(files), desc=f"decoding {what}", unit="img",
+                       disable=tqdm_disable())
         for row, (path, pixels) in enumerate(zip(files, decoded)):
             if pixels is None:
                 unreadable.append(path)
@@ -715,8 +715,8 @@ def _decode_all(files, on_unreadable, image_size, what, where):
             if pixels.shape != images.shape[1:]:
                 _refuse_sizes(where, first, images.shape[1:], path, pixels.shape)
             images[row] = pixels
-    finally:  # an error stops the decoding of the files not yet started
-        pool.shutdown(wait=True, cancel_futures=True)
+    finally:  # an error cancels the decodes not yet started (Executor.map's generator closed)
+        results.close()
     if images is None:  # every file skipped: `_check_every_class` names a class
         images = np.zeros((len(files), 1, 1, 3), np.uint8)
     return images, unreadable
