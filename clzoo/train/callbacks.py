@@ -155,7 +155,8 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         outputs = keras.ops.convert_to_numpy(self.model(self.probe, training=False))
         return bool(np.all(np.isfinite(outputs)))
 
-    def _save(self):
+    def save(self):
+        """Save now (as at an epoch end); returns whether it saved."""
         if not self.enabled or (self.nan_guard is not None and self.nan_guard.failed_at is not None):
             return False
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -184,12 +185,18 @@ class AtomicCheckpoint(keras.callbacks.Callback):
             else:
                 atomic_write(self.path, write, suffix=".keras")
         except OSError as error:
-            kept = f"step {self.saved_step}" if self.saved_step is not None else "the previous one"
-            raise CheckpointWriteError(
-                f"Could not write checkpoint {self.path}: {error.strerror or error}. The last "
-                f"complete checkpoint ({kept}) is intact; free space and resume.") from None
+            raise CheckpointWriteError(f"Could not write checkpoint {self.path}: "
+                                       f"{error.strerror or error}. {self._kept()}") from None
         self.saved_step = step
         return True
+
+    def _kept(self):
+        """What a failed save leaves: the last complete checkpoint, or none (nothing was written)."""
+        if self.saved_step is not None:
+            return f"The last complete checkpoint (step {self.saved_step}) is intact; free space and resume."
+        if not self.throwaway and os.path.isfile(self.path):
+            return "The previous checkpoint is intact; free space and resume."
+        return "No checkpoint was written yet; free space and run it again with --resume."
 
     def on_train_begin(self, logs=None):
         # Count steps here rather than read the optimizer's counter (a device sync) every batch.
@@ -202,10 +209,10 @@ class AtomicCheckpoint(keras.callbacks.Callback):
             # An epoch's last step is saved by on_epoch_end, after the epoch's history line.
             epoch_end = self.params and self.params.get("steps") == batch + 1
             if step % self.every_steps == 0 and step != self.saved_step and not epoch_end:
-                self._save()
+                self.save()
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._save():
+        if self.save():
             self.saved_epoch = epoch
 
 

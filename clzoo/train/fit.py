@@ -91,6 +91,11 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     else:  # resumed after the last step (killed before the encoder was saved): end as fit does,
         model.optimizer.finalize_variable_values(model.trainable_weights)  # e.g. the weight average
     _raise_if_stopped(parts, run)
+    if getattr(model.optimizer, "use_ema", False):
+        # fit's end swapped the average in after the last checkpoint: the checkpoint holds what
+        # encoder.keras will (`eval --space projection` measures the run's model, not the raw weights)
+        parts.checkpoint.set_model(model)
+        parts.checkpoint.save()
     return FitResult(time.perf_counter() - started, parts.throughput.images_per_second)
 
 

@@ -31,6 +31,7 @@ from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
 from clzoo.train.memory import check_step_memory
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
+from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
 from clzoo.train.run_folder import RunFolder
 from clzoo.train.tasks import TASKS
 from clzoo.version import __version__
@@ -102,8 +103,11 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     plan = _plan(recipe, train_split, place)
     levers = build_levers(recipe.training.levers, total_steps=plan.epochs * plan.steps)
     model = _model(recipe, task, views, train_split, plan, place, run if resuming else None, levers)
+    record = data_record(train_split, plan)
     if resuming:  # after the checkpoint's own checks, which name a changed class count
-        _check_same_data(run, recorded, train_split, plan)
+        check_same_data(run, recorded, record)  # first: other data also changes the schedule
+        check_same_model(model, recipe, task, views, len(train_split.class_names), plan.steps,
+                         levers, run.checkpoint)
     encoder = task.encoder(model)
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
@@ -111,7 +115,7 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     if place.is_chief:  # the first write: everything above may still refuse the run
         run.prepare(recipe, {**environment(place), "pipeline": pipeline, "data_loading": loading,
                              "data_loading_why": loaded_why, "data_shards": shard[1] if shard else 1,
-                             **_data_record(train_split, plan)}, resuming)
+                             **record}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline)
@@ -193,14 +197,6 @@ def _recorded_environment(run):
     except (OSError, ValueError):
         return {}
     return recorded if isinstance(recorded, dict) else {}
-
-
-def _data_record(train_split, plan):
-    """What `environment.json` records of the training data, for `_check_same_data` on resume."""
-    record = {"train_images": len(train_split), "steps_per_epoch": plan.steps}
-    if train_split.class_names is not None:  # named classes (an image folder, digits, most tfds sets)
-        record["class_names"] = [str(name) for name in train_split.class_names]
-    return record
 
 
 def _kept_pipeline(run, recorded, recipe, place, pipeline, verbose):
@@ -352,8 +348,8 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
     with place.scope():
         if resume_from is not None:
             model = load_model(resume_from.checkpoint)
-            _check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
-                              len(train_split.class_names))
+            check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
+                             len(train_split.class_names))
             compile_as_new(model)
             optimizer = model.optimizer
         else:
@@ -372,55 +368,6 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
             element_spec = task.batches(train_split, recipe, views, 0, "tf_data").element_spec
             prebuild_for_multi_worker(model, element_spec, plan.batch_size // place.replicas)
     return model
-
-
-def _check_same_data(run, recorded, train_split, plan):
-    """Refuse (`ValueError`) to resume on training data other than the run started on (`recorded`,
-    its `environment.json`): of another size, its steps would map to other epochs (learning rate,
-    skipped epochs); with other class names, its labels would mean other classes."""
-    try:
-        before, steps = int(recorded["train_images"]), int(recorded["steps_per_epoch"])
-    except (ValueError, TypeError, KeyError):
-        return  # a run from before these were recorded: nothing to compare with
-    if (before, steps) != (len(train_split), plan.steps):
-        raise ValueError(f"Cannot resume {run.path}: it started on {before:,} training images ({steps:,} "
-                         f"steps per epoch) and the data now has {len(train_split):,} ({plan.steps:,}); "
-                         "the data changed since the run started. Restore it, or train a new run.")
-    names = _data_record(train_split, plan).get("class_names")
-    started = recorded.get("class_names")  # absent in runs started before it was recorded
-    if isinstance(started, list) and names is not None and started != names:
-        gone, new = sorted(set(started) - set(names)), sorted(set(names) - set(started))
-        change = (f"classes gone: {gone or 'none'}; new: {new or 'none'}" if gone or new
-                  else "the same classes in another order (other label ids)")
-        raise ValueError(f"Cannot resume {run.path}: its training classes changed since the run "
-                         f"started ({change}). Restore the data, or train a new run.")
-
-
-def _check_checkpoint(model, task, recipe, views, path, classes):
-    """Refuse (`ValueError`) to resume a checkpoint that is not this run's model: an encoder
-    saved over it, another task's model, or one built for other images or embeddings."""
-    from clzoo.models import ContrastiveModel
-
-    try:
-        encoder = task.encoder(model)
-        problem = None if getattr(model, "optimizer", None) is not None else "has no optimizer"
-    except (AttributeError, ValueError):
-        problem = f"is a {type(model).__name__}, not the {recipe.task} task's model"
-    if problem is None and isinstance(model, ContrastiveModel) != (recipe.task == "contrastive"):
-        problem = f"is a {type(model).__name__}, not the {recipe.task} task's model"
-    if problem is None and any(side not in (None, views.size) for side in encoder.input_shape[1:3]):
-        problem = f"takes {encoder.input_shape[1:3]} images, the recipe's views {views.size}"
-    head = getattr(model, "projection_head", None)
-    dim = getattr(head, "output_dim", None) if recipe.task == "contrastive" else None
-    if problem is None and dim is not None and dim != recipe.model.embedding_dim:
-        problem = f"gives {dim}-d embeddings, the recipe model.embedding_dim {recipe.model.embedding_dim}"
-    auxiliary = getattr(model, "auxiliary_classes", None)
-    if problem is None and auxiliary is not None and auxiliary != classes:
-        problem = (f"has an auxiliary classifier of {auxiliary} classes and the data now has "
-                   f"{classes} (the data changed since the run started)")
-    if problem:
-        raise ValueError(f"Cannot resume {path}: it {problem}; a run's checkpoint.keras holds the "
-                         "compiled model it trains. Restore it, or train a new run.")
 
 
 def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):

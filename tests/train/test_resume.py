@@ -159,7 +159,7 @@ def _refused_by_the_other_task(checkpoint, recipe):
     import types
 
     from clzoo.saving import load_model
-    from clzoo.train import runner
+    from clzoo.train import resume_checks
     from clzoo.train.builders import views_from_config
     from clzoo.train.tasks import TASKS
 
@@ -167,8 +167,8 @@ def _refused_by_the_other_task(checkpoint, recipe):
     views = views_from_config(recipe.views)
     soft = types.SimpleNamespace(task="soft_target", model=recipe.model)
     with pytest.raises(ValueError, match="it is a ContrastiveModel, not the soft_target task's model"):
-        runner._check_checkpoint(model, TASKS.get("soft_target")(), soft, views, checkpoint, 3)
-    runner._check_checkpoint(model, TASKS.get("contrastive")(), recipe, views, checkpoint, 3)
+        resume_checks.check_checkpoint(model, TASKS.get("soft_target")(), soft, views, checkpoint, 3)
+    resume_checks.check_checkpoint(model, TASKS.get("contrastive")(), recipe, views, checkpoint, 3)
 
 
 def test_resume_refuses_a_checkpoint_that_is_not_the_runs_model(tmp_path):
@@ -226,7 +226,7 @@ def test_resume_refuses_data_of_another_size(tmp_path):
 def test_resume_refuses_other_classes_of_the_same_size_and_runs_without_the_record_resume(tmp_path):
     """A class folder renamed between a kill and --resume: as many images and steps, but label 3
     would now mean another class; refused, naming the classes. A run recorded before class names
-    were (no `class_names` in environment.json) resumes as before."""
+    and fingerprints were (neither in environment.json) resumes as before."""
     path, _ = one_epoch_recipe(tmp_path)
     run = tmp_path / "run"
     train(load_recipe(path), run, verbose=0)
@@ -238,7 +238,7 @@ def test_resume_refuses_other_classes_of_the_same_size_and_runs_without_the_reco
     with pytest.raises(ValueError, match=r"training classes changed since the run started \(classes "
                                          r"gone: \['3'\]; new: \['7'\]\)"):
         train(load_recipe(path), run, verbose=0, resume=True)
-    del recorded["class_names"]
+    del recorded["class_names"], recorded["train_fingerprint"]
     (run / "environment.json").write_text(json.dumps(recorded))
     assert train(load_recipe(path), run, verbose=0, resume=True).steps == 2
     assert json.loads((run / "environment.json").read_text())["class_names"] == ["0", "1", "2", "7"]
@@ -258,3 +258,58 @@ def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
     initial = float(keras.ops.convert_to_numpy(
         type(model.loss)(temperature="learnable").temperature_layer.temperature()))
     assert model.learnable_temperature is model.loss.temperature_layer and learnt != initial
+
+
+@pytest.mark.parametrize("donor, message", [
+    ({"model": {"architecture": "resnet20"}},
+     r"holds a model of [\d,]+ parameters and the recipe builds one of [\d,]+ \(first difference"),
+    ({"model": {"queue": {"size": 64, "momentum": 0.9}}}, r"first difference: model\.queue_size: 64"),
+    ({"training": {"levers": [{"name": "ema", "momentum": 0.9}]}},
+     r"another optimizer than the recipe's \(optimizer\.config\.use_ema: True in the "
+     r"checkpoint, False from the recipe\)"),
+])
+def test_resume_refuses_a_checkpoint_of_another_runs_model(tmp_path, donor, message):
+    """Issue 72 item 2: a checkpoint copied from a run of another architecture, with a memory queue,
+    or with a weight average trained on as it was (a resnet20 encoder.keras from a resnet8 run);
+    the checkpoint is compared with the model and optimizer the recipe builds."""
+    path, recipe = one_epoch_recipe(tmp_path)
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    for section, keys in donor.items():
+        recipe[section].update(keys)
+    (tmp_path / "donor.yaml").write_text(yaml.safe_dump(recipe))
+    train(load_recipe(tmp_path / "donor.yaml"), tmp_path / "donor", verbose=0)
+    own = (run / "checkpoint.keras").read_bytes()
+    (run / "checkpoint.keras").write_bytes((tmp_path / "donor" / "checkpoint.keras").read_bytes())
+    with pytest.raises(ValueError, match=message):
+        train(load_recipe(path), run, verbose=0, resume=True)
+    (run / "checkpoint.keras").write_bytes(own)  # its own checkpoint resumes (nothing left to train)
+    assert train(load_recipe(path), run, verbose=0, resume=True).steps == 2
+
+
+def test_resume_refuses_an_edited_recipe_without_its_stamp_and_replaced_training_images(tmp_path):
+    """Issue 72 items 4 and 7: a run folder without recipe.sha256 (older, or copied) resumed an
+    edited recipe.yaml on the checkpoint's old schedule (epochs 3 -> 6: 4 epochs at learning rate
+    0); training images replaced by others of the same names and count trained on unseen."""
+    from PIL import Image
+
+    path, recipe = one_epoch_recipe(tmp_path)
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    (run / "recipe.sha256").unlink()
+    recipe["training"]["epochs"] = 2
+    for where in (path, run / "recipe.yaml"):
+        where.write_text(yaml.safe_dump(recipe))
+    with pytest.raises(ValueError, match=r"another optimizer than the recipe's \(optimizer\.config\."
+                                         r"learning_rate\.config\.decay_steps: 1 in the checkpoint, 2"):
+        train(load_recipe(path), run, verbose=0, resume=True)
+    recipe["training"]["epochs"] = 1
+    for where in (path, run / "recipe.yaml"):
+        where.write_text(yaml.safe_dump(recipe))
+    rng = np.random.default_rng(0)
+    for image in sorted((tmp_path / "data" / "train").glob("*/*.png")):
+        Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(image)
+    with pytest.raises(ValueError, match=r"training images changed since the run started \(as many"):
+        train(load_recipe(path), run, verbose=0, resume=True)
