@@ -19,6 +19,7 @@ from keras import layers
 
 from clzoo.models.batch_norm import BatchNormalization
 from clzoo.models.initializers import DiracInitializer
+from clzoo.models.input_normalization import check_mean_std, normalized
 from clzoo.models.resnet import CIFAR10_MEAN, CIFAR10_STD
 from clzoo.models.whitening import PatchWhitening
 
@@ -101,16 +102,12 @@ def airbench_net(architecture="airbench", input_shape=(32, 32, 3), mean=CIFAR10_
     if min(input_shape[:2]) < 16:
         raise ValueError("airbench encoders pool three times after a 2x2 stem: images need "
                          f"height and width >= 16. Received: input_shape={tuple(input_shape)}")
-    channels = input_shape[-1]
-    if len(mean) != channels or len(std) != channels:
-        raise ValueError(f"`mean` and `std` need one value per channel ({channels}). "
-                         f"Received: mean={mean!r}, std={std!r}")
+    check_mean_std(mean, std, input_shape[-1])
     _check_levers(batch_norm_momentum, batch_norm_epsilon)
     norm = dict(scale=bool(batch_norm_scale), momentum=float(batch_norm_momentum),
                 epsilon=float(batch_norm_epsilon))
     inputs = keras.Input(shape=input_shape, name="images")
-    x = layers.Normalization(mean=list(mean), variance=[s * s for s in std],
-                             name="normalize")(inputs)
+    x = normalized(inputs, mean, std)
     if whitening:  # 2 * 2 * 2 * C filters: 24 for RGB, as the trainable stem
         x = PatchWhitening(2, name="stem_whitening")(x)
     else:

@@ -11,6 +11,8 @@ then expect ImageNet statistics.
 import keras
 from keras import layers
 
+from clzoo.models.input_normalization import check_mean_std, normalized
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -29,7 +31,7 @@ def _keras_hub():
 
 def _wrap(backbone, input_shape, mean, std, pool, name):
     inputs = keras.Input(shape=input_shape, name="images")
-    x = layers.Normalization(mean=list(mean), variance=[s * s for s in std], name="normalize")(inputs)
+    x = normalized(inputs, mean, std)
     x = backbone(x)
     x = layers.GlobalAveragePooling2D(name="pool")(x) if pool == "avg" else x[:, 0]
     return keras.Model(inputs, x, name=name)
@@ -50,6 +52,7 @@ def hub_resnet(depth=50, input_shape=(224, 224, 3), preset=None, mean=IMAGENET_M
     """
     if depth not in _RESNETS:
         raise ValueError(f"`depth` must be 18, 34 or 50. Received: depth={depth!r}")
+    check_mean_std(mean, std, input_shape[-1])
     keras_hub = _keras_hub()
     if preset is not None:
         backbone = keras_hub.models.ResNetBackbone.from_preset(preset)
@@ -60,6 +63,21 @@ def hub_resnet(depth=50, input_shape=(224, 224, 3), preset=None, mean=IMAGENET_M
             stackwise_num_filters=[64, 128, 256, 512], stackwise_num_blocks=list(blocks),
             stackwise_num_strides=[1, 2, 2, 2], block_type=block, image_shape=tuple(input_shape))
     return _wrap(backbone, input_shape, mean, std, "avg", name or f"hub_resnet{depth}")
+
+
+MAX_VIT_PARAMETERS = 2_000_000_000  # ViT-g/14 has 1.0 billion; 8 GB of float32 weights here
+
+
+def check_vit_size(patch_size=4, num_layers=6, hidden_dim=192, mlp_dim=384, **_):
+    """Refuse (`ValueError`) a ViT whose transformer would exceed `MAX_VIT_PARAMETERS`
+    (`num_layers * (4 * hidden_dim**2 + 2 * hidden_dim * mlp_dim)` plus the patch embedding),
+    before any weight is made: it would end in an allocation error deep in the backend."""
+    embedding = patch_size ** 2 * 3 * hidden_dim
+    parameters = num_layers * (4 * hidden_dim ** 2 + 2 * hidden_dim * mlp_dim) + embedding
+    if parameters > MAX_VIT_PARAMETERS:
+        raise ValueError(f"a ViT of num_layers={num_layers}, hidden_dim={hidden_dim}, mlp_dim={mlp_dim} "
+                         f"has about {parameters:,} parameters, over the {MAX_VIT_PARAMETERS:,} clzoo "
+                         "builds (ViT-g/14 has 1.0 billion)")
 
 
 def vit(input_shape=(32, 32, 3), patch_size=4, num_layers=6, num_heads=3, hidden_dim=192,
@@ -75,6 +93,8 @@ def vit(input_shape=(32, 32, 3), patch_size=4, num_layers=6, num_heads=3, hidden
     """
     if input_shape[0] % patch_size or input_shape[1] % patch_size:
         raise ValueError(f"Image size {input_shape[:2]} must be a multiple of patch_size={patch_size}.")
+    check_mean_std(mean, std, input_shape[-1])
+    check_vit_size(patch_size, num_layers, hidden_dim, mlp_dim)
     keras_hub = _keras_hub()
     if preset is not None:
         backbone = keras_hub.models.ViTBackbone.from_preset(preset)

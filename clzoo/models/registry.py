@@ -7,6 +7,7 @@ from clzoo.models import backbones
 from clzoo.models.airbench import ARCHITECTURES as AIRBENCH
 from clzoo.models.airbench import airbench_net
 from clzoo.models.image_encoder import as_image_encoder
+from clzoo.models.input_normalization import check_mean_std
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
 from clzoo.registry import Registry, check_kwargs
 
@@ -34,7 +35,7 @@ ENCODERS.register("hub_resnet18", functools.partial(backbones.hub_resnet, 18),
                   description="ImageNet-stem ResNet-18 from keras-hub, 512-d")
 ENCODERS.register("hub_resnet50", functools.partial(backbones.hub_resnet, 50),
                   description="ImageNet-stem ResNet-50 from keras-hub, 2048-d")
-ENCODERS.register("vit_small_patch4", backbones.vit,
+ENCODERS.register("vit_small_patch4", backbones.vit, check=backbones.check_vit_size,
                   description="ViT with 4x4 patches (6 layers, 3 heads, width 192) from keras-hub")
 
 
@@ -103,6 +104,15 @@ def check_encoder_options(architecture, options, section="encoder_options"):
         if type(default) is int and default > 0 and value <= 0:
             raise ValueError(f"{section} {key!r} of {architecture} is a size or a count: a positive "
                              f"integer like its default {default!r}, not {value!r}.")
+    if "mean" in options or "std" in options:  # every builder takes both (pixels in [0, 1])
+        try:
+            check_mean_std(options.get("mean", params["mean"].default),
+                           options.get("std", params["std"].default), 3)
+        except ValueError as error:
+            raise ValueError(f"{architecture}: {error}") from None
+    check = ENCODERS.entry(architecture).metadata.get("check")
+    if check is not None:  # sizes the builder could not allocate, before any weight is made
+        check(**options)
 
 
 def _same_kind(value, default):

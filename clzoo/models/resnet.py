@@ -11,6 +11,7 @@ import keras
 from keras import layers
 
 from clzoo.models.batch_norm import BatchNormalization
+from clzoo.models.input_normalization import check_mean_std, normalized
 
 # name -> (blocks per stage, widths per stage); stages after the first halve
 # the resolution.
@@ -113,17 +114,10 @@ def cifar_resnet(
             f"`architecture` must be one of {sorted(ARCHITECTURES)}. "
             f"Received: architecture={architecture!r}"
         )
-    channels = input_shape[-1]
-    if len(mean) != channels or len(std) != channels:
-        raise ValueError(
-            f"`mean` and `std` need one value per channel ({channels}). "
-            f"Received: mean={mean!r}, std={std!r}"
-        )
+    check_mean_std(mean, std, input_shape[-1])
     blocks, widths = ARCHITECTURES[architecture]
     inputs = keras.Input(shape=input_shape, name="images")
-    x = layers.Normalization(
-        mean=list(mean), variance=[s * s for s in std], name="normalize"
-    )(inputs)
+    x = normalized(inputs, mean, std)
     x = layers.Conv2D(widths[0], 3, padding="same", use_bias=False,
                       name="stem_conv")(x)
     x = BatchNormalization(name="stem_bn")(x)

@@ -90,7 +90,7 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
                       steps_per_epoch=plan.steps, **fit)
     else:  # resumed after the last step (killed before the encoder was saved): end as fit does,
         model.optimizer.finalize_variable_values(model.trainable_weights)  # e.g. the weight average
-    _raise_if_stopped(parts, run)
+    _raise_if_stopped(parts, run, plan.advice)
     if getattr(model.optimizer, "use_ema", False):
         # fit's end swapped the average in after the last checkpoint: the checkpoint holds what
         # encoder.keras will (`eval --space projection` measures the run's model, not the raw weights)
@@ -111,6 +111,7 @@ class TrainingPlan:
     batch_size: int
     checkpoint_every_steps: int = None
     log_every_steps: int = None
+    advice: str = "Try a lower training.learning_rate."  # the NaN stop's (divergence_advice)
 
 
 @dataclass
@@ -168,22 +169,22 @@ def _tensorboard(run, verbose):
     return []
 
 
-def _raise_if_stopped(parts, run):
+def _raise_if_stopped(parts, run, advice):
     saved = parts.checkpoint.saved_step
     where = f"{run.checkpoint} (step {saved})" if saved is not None else "none (nothing was saved)"
     if parts.checkpoint.refused_step is not None:
         raise TrainingDiverged(
             f"Training stopped: the model's outputs on a probe batch are not finite at step "
             f"{parts.checkpoint.refused_step} (the loss still was). Last good checkpoint: {where}. "
-            "Try a lower training.learning_rate.")
+            f"{advice}")
     if parts.nan_guard.failed_at is not None:
         epoch, batch, loss = parts.nan_guard.failed_at
         what = (f"the loss became {loss}" if parts.nan_guard.reason != "weights" else
                 f"a weight became NaN or inf while the loss was still {loss} (NaN or inf in the "
-                "input images, or a too high learning rate)")
+                "input images, or a setting too large)")
         raise TrainingDiverged(
             f"Training stopped: {what} at epoch {epoch + 1}, batch {batch + 1}. "
-            f"Last good checkpoint: {where}. Try a lower training.learning_rate.")
+            f"Last good checkpoint: {where}. {advice}")
     if parts.signals.received is not None:
         raise TrainingInterrupted(
             f"Training stopped by {parts.signals.received}. Checkpoint: {where}. Continue with "

@@ -42,6 +42,7 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_K
     as_section,
     flat_default,
     float32_positive,
+    inert_key_dropped,
     move_flat_keys,
     reading_stored_recipe,
 )
@@ -237,8 +238,10 @@ class Recipe(_Section):
     @field_validator("name")
     @classmethod
     def _folder_name(cls, name):
-        if not 0 < len(name) <= 100 or any(c in name for c in "/\\\0") or name in (".", ".."):
-            raise ValueError("must be 1-100 characters without / or \\ (it names the run folder)")
+        if (not 0 < len(name) <= 100 or any(c in name for c in "/\\") or name in (".", "..")
+                or not name.isprintable()):
+            raise ValueError("must be 1-100 printable characters without / or \\ (it names the run "
+                             "folder)")
         return name
 
     @field_validator("views")
@@ -288,6 +291,25 @@ class Recipe(_Section):
             raise ValueError(f"image_size = {self.image_size}: the airbench views take the images as "
                              f"they are, at views.size = {size} (no resize); set image_size to {size} "
                              f"or views.size to {self.image_size}")
+        return self
+
+    @model_validator(mode="after")
+    def _no_inert_keys(self):
+        """A setting that would do nothing in this run is refused (a stored recipe of a run that
+        had one is read as it is: the setting did nothing there)."""
+        model, task = self.model, self.task
+        head = "task soft_target trains a classifier, without a projection head"
+        inert = {"contrastive": [("mix", self.mix != {}, "MixUp / CutMix are task soft_target's"),
+                                 ("model.classifier_hidden_dims", model.classifier_hidden_dims != [],
+                                  "task contrastive has no classifier")],
+                 "soft_target": [(f"model.{key}", getattr(model, key) != default, head)
+                                 for key, default in (("embedding_dim", 128), ("head_hidden_dims", None),
+                                                      ("head_batch_norm", False))]}[task]
+        inert.append(("model.head_batch_norm", model.head_batch_norm and model.head_hidden_dims == [],
+                      "head_hidden_dims [] is one layer, with no layer between to normalize"))
+        for key, given, why in inert:
+            if given and not inert_key_dropped():
+                raise ValueError(f"{key} would do nothing ({why}); drop it")
         return self
 
     @model_validator(mode="after")

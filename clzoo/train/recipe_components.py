@@ -161,14 +161,14 @@ def _with_flat(section, given, flat):
     if not isinstance(target, dict) or target.get("name") not in registry:
         return target  # the section's own check names the problem
     target, name = dict(target), target["name"]
-    taken, defaults = settings_of(registry.get(name)), _defaults(registry)
+    taken = settings_of(registry.get(name))
     for key, value in flat.items():
         if key in target:
             raise ValueError(f"{key} is given twice, as training.{key} and training.{section}.{key}")
         if taken is None or key in taken:
             target[key] = value
-        elif value != defaults.get(key) and value not in _NEUTRAL.get(key, ()) \
-                and not inert_key_dropped():
+        elif value not in _NEUTRAL.get(key, ()) and not inert_key_dropped():
+            # refused even at another factory's default (adamw + momentum 0.9): it does nothing
             if (section, name) in _IGNORES:
                 raise ValueError(f"{key} = {value!r}: {_IGNORES[section, name]}")
             owned = owners(registry)[key]

@@ -20,7 +20,7 @@ resume. Error lines name a key as the recipe wrote it (`spelled_as_written`).
 """
 
 import re
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -99,14 +99,19 @@ class TestTimeSpec(Section):
     translate: NonNegativeInt = Field(0, le=4)
 
 
+MAX_WIDTH = 32_768  # a layer of 32,768 x 32,768 holds 1.1 billion weights (4.3 GB)
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+
+
 class ModelSpec(Section):
     # {name, **options}: a clzoo.models.list_encoders() name and its builder's own arguments, e.g.
     # {name: vit_small_patch4, num_layers: 2}; the image size comes from views.size
     encoder: EncoderSpec = Field(default_factory=EncoderSpec)
-    head_hidden_dims: list[PositiveInt] | None = None  # None: one layer as wide as the encoder
+    # None: one layer as wide as the encoder; each width up to 32,768 (SimCLR v2: 8,192)
+    head_hidden_dims: list[Width] | None = Field(None, max_length=16)
     head_batch_norm: bool = False  # batch norm between the projection head's layers
-    embedding_dim: PositiveInt = 128  # the projection head's output: the embedding the loss sees
-    classifier_hidden_dims: list[PositiveInt] = []  # task soft_target: classifier hidden widths
+    embedding_dim: Width = 128  # the projection head's output: the embedding the loss sees (<= 32,768)
+    classifier_hidden_dims: list[Width] = Field([], max_length=16)  # task soft_target: classifier widths
     # MoCo-style memory {size, momentum}: contrast each anchor against batch + the last `size`
     # keys; momentum: an EMA key encoder. null: none. Task contrastive, an embedding loss.
     queue: QueueSpec | None = None

@@ -47,6 +47,22 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
+_DECIMAL = re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$")
+
+
+def _decimal_int(loader, node):
+    """YAML 1.1 reads `010` as 8 (octal), `1:30` as 90 (base 60), `0x10` as 16: a recipe's integers
+    are decimal, so the others are refused with their line rather than read as another number."""
+    text = loader.construct_scalar(node)
+    if not _DECIMAL.match(text.strip()):
+        raise RecipeYAMLError(f"line {node.start_mark.line + 1}: {text!r} is not a decimal integer "
+                              "(YAML 1.1 would read it as octal, base 60, hex or binary); write it in "
+                              "decimal, or quote it for a string")
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _decimal_int)
+
 _FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"
                     r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))

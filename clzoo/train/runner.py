@@ -26,6 +26,7 @@ from clzoo.train.distribute import (
     synchronize_batch_norm,
     write_once,
 )
+from clzoo.train.divergence import divergence_advice
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
@@ -330,7 +331,7 @@ def _plan(recipe, train_split, place):
     if spec.batch_size > len(train_split):  # when the size was unknown before loading
         raise _batch_too_large(spec.batch_size, len(train_split), recipe.data)
     return TrainingPlan(spec.epochs, len(train_split) // spec.batch_size, spec.batch_size,
-                        spec.checkpoint_every_steps, spec.log_every_steps)
+                        spec.checkpoint_every_steps, spec.log_every_steps, divergence_advice(recipe))
 
 
 def compile_as_new(model):

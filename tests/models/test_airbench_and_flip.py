@@ -28,7 +28,7 @@ def test_airbench_refuses_what_it_cannot_take():
         clzoo.models.airbench_net("airbench", input_shape=(8, 8, 3))
     with pytest.raises(ValueError, match="must be one of"):
         clzoo.models.airbench_net("airbench_quarter")
-    with pytest.raises(ValueError, match="one value per channel"):
+    with pytest.raises(ValueError, match="one finite number per channel"):
         clzoo.models.airbench_net(input_shape=(32, 32, 1))
 
 

@@ -2,6 +2,7 @@
 
 import errno
 import json
+import re
 from pathlib import Path
 
 import keras
@@ -123,3 +124,34 @@ def test_the_finite_output_check_runs_a_few_samples_not_the_whole_batch(monkeypa
     with pytest.raises(KeyboardInterrupt):
         fit.resumable_fit(model, lambda step: batches, None, plan, place)
     np.testing.assert_array_equal(seen["probe"], x[:fit.PROBE_SAMPLES])
+
+
+def test_a_full_disk_at_the_first_checkpoint_does_not_claim_a_previous_one(tmp_path, monkeypatch):
+    """Issue 72 item 21: "The last complete checkpoint (the previous one) is intact" when none was."""
+    model = _model()
+    checkpoint = AtomicCheckpoint(tmp_path / "c.keras", StopOnNaN())
+    real = callbacks_module.atomic_write
+    monkeypatch.setattr(callbacks_module, "atomic_write", lambda target, write, suffix="": real(
+        target, lambda tmp: (write(tmp), _raise_enospc()), suffix=suffix))
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
+    with pytest.raises(CheckpointWriteError, match="No checkpoint was written yet; free space"):
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[checkpoint])
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("sections, advice", [
+    ({}, r"Try a lower training\.learning_rate \(now 0\.1\)\."),
+    ({"training": {"optimizer": {"name": "adamw", "weight_decay": 1e30}}},
+     r"Lower training\.optimizer\.weight_decay = 1e\+30 \(times the learning rate 0\.1"),
+    ({"training": {"optimizer": {"name": "lars", "trust_coefficient": 1e30}}},
+     r"Lower training\.optimizer\.trust_coefficient = 1e\+30 \(LARS"),
+    ({"model": {"auxiliary": {"weight": 1.0, "logit_scale": 1e30}}},
+     r"Lower model\.auxiliary\.logit_scale = 1e\+30 \(airbench: 1/9\), or training\.learning_rate\."),
+])
+def test_the_nan_stop_names_the_setting_that_blew_up(sections, advice):
+    """Issue 72 item 11: the NaN stop blamed the learning rate for a weight decay, LARS trust
+    coefficient or auxiliary logit scale of 1e30."""
+    from clzoo.train.divergence import divergence_advice
+    from clzoo.train.recipe import validate_recipe
+
+    assert re.fullmatch(advice + ".*", divergence_advice(validate_recipe(sections)))

@@ -139,6 +139,10 @@ def test_runner_reports_divergence(tmp_path):
         train(config, tmp_path / "run", verbose=0)
     assert not (tmp_path / "run" / "encoder.keras").exists()
     assert not (tmp_path / "run" / "metrics.json").exists()
+    # issue 72 item 11: a weight decay of 1e30 was blamed on the learning rate
+    config = load_recipe(None, TINY + ["training.epochs=1", "training.optimizer.weight_decay=1e30"])
+    with pytest.raises(TrainingDiverged, match=r"Lower training\.optimizer\.weight_decay = 1e\+30 \(times"):
+        train(config, tmp_path / "decay", verbose=0)
 
 
 def test_unknown_baseline_is_refused_before_anything_is_written(tmp_path, capsys):
