@@ -491,6 +491,7 @@ def _transfer(args):
 
 
 def _transfer_into(args):
+    from clzoo.data.split_overlap import check_splits_apart
     from clzoo.eval.plan import forward_rate, transfer_plan
     from clzoo.eval.probe_transfer import check_input_size, transfer_probe
     from clzoo.files import atomic_write_text
@@ -502,6 +503,7 @@ def _transfer_into(args):
     if args.bare_encoder:
         print(f"{args.preset}{BARE}: one pass per image; not the preset's result", flush=True)
     train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
+    check_splits_apart(train, test, str(source))
     check_input_size(encoder, train, args.data)  # before the plan and the first fit
     print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
                         list(args.learning_rates), args.epochs), flush=True)

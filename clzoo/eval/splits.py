@@ -90,23 +90,28 @@ def resolve_data(data, train=None, class_names=None):
     """
     from clzoo.data import Split
     from clzoo.data.sources import DataSource, data_source
+    from clzoo.data.split_overlap import check_splits_apart
 
     if isinstance(data, (str, Path, DataSource)):
         source = data_source(str(data) if isinstance(data, Path) else data)
         train = _as_split(train, "train") if train is not None else source.load("train", stream="auto")
-        return train, source.load("test", stream="auto"), str(source)
+        test = source.load("test", stream="auto")
+        check_splits_apart(train, test, str(source))
+        return train, test, str(source)
     if isinstance(data, Split) or _is_arrays(data):
         if train is None:
             raise ValueError("`data` is one set of images: pass the training set as `train=`, or "
                              "split it with clzoo.eval.train_test_split(images, labels).")
         kind = "Split" if isinstance(data, Split) else "arrays"
-        return (_as_split(train, "train", class_names), _as_split(data, "data", class_names),
-                f"in-memory {kind}")
+        train, test = _as_split(train, "train", class_names), _as_split(data, "data", class_names)
+        check_splits_apart(train, test, f"the in-memory {kind}")
+        return train, test, f"in-memory {kind}"
     if isinstance(data, (tuple, list)) and len(data) == 2:
         if train is not None:
             raise ValueError("`train` was given twice: in `data=(train, test)` and as `train=`.")
         first, second = (_as_split(v, f"data[{i}]", class_names) for i, v in enumerate(data))
         kind = "Splits" if isinstance(data[0], Split) else "arrays"
+        check_splits_apart(first, second, f"the in-memory {kind}")
         return first, second, f"in-memory {kind}"
     raise ValueError("`data` must be a data spec string, a clzoo.data.Split, (images, labels), "
                      f"or a (train, test) pair of them. Received: {type(data).__name__}")

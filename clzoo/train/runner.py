@@ -12,6 +12,7 @@ import numpy as np
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
 from clzoo.data.sources import data_source
+from clzoo.data.split_overlap import check_splits_apart
 from clzoo.eval.records import read_run
 from clzoo.installed import refuse_installed_packages
 from clzoo.models import adapt_whitening, test_time_averaged
@@ -304,9 +305,11 @@ def _load_data(source, stream=False):
     """Both splits of a `DataSource` (left in their files when `stream`); one that cannot be read is
     a `RecipeError` naming the spec."""
     try:
-        return source.load("train", stream=stream), source.load("test", stream=stream)
+        train, test = source.load("train", stream=stream), source.load("test", stream=stream)
+        check_splits_apart(train, test, source.spec)
     except ValueError as error:
         raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
+    return train, test
 
 
 def _check_batch_views_size(views, split, recipe):
