@@ -9,7 +9,7 @@ import keras
 from clzoo.presets.download import download
 from clzoo.presets.format import PresetError, read_json, verify_preset
 from clzoo.presets.names import PRETRAINED, REGISTRY, RETIRED, refuse_retired, registry, retired  # noqa: F401
-from clzoo.presets.weights_check import check_weights_file
+from clzoo.presets.weights_check import check_config_sizes, check_weights_file
 from clzoo.registry import Registry, did_you_mean
 from clzoo.saving import deserialize
 
@@ -200,6 +200,13 @@ def load_preset(handle, verify=True, trainable=False, test_time=True):
     config = read_json(config_path)
     _refuse_code(config, config_path)
     _refuse_huge_inputs(config, config_path)
+    weights = folder / "model.weights.h5"
+    try:
+        check_config_sizes(config, weights, config_path)  # before a layer is built
+    except ValueError as error:
+        raise PresetError(str(error)) from None
+    except Exception as error:  # h5py: not an HDF5 file, truncated
+        raise PresetError(f"Cannot read {weights}: {type(error).__name__}: {error}") from error
     try:
         with keras.saving.custom_object_scope({}):
             model = deserialize(config, safe_mode=True)
@@ -207,7 +214,6 @@ def load_preset(handle, verify=True, trainable=False, test_time=True):
         raise PresetError(f"{config_path} cannot be built: {type(error).__name__}: {error}") from error
     if not isinstance(model, keras.Model):
         raise PresetError(f"{config_path} describes a {type(model).__name__}, not a Keras model.")
-    weights = folder / "model.weights.h5"
     try:
         check_weights_file(weights, model)  # before an array is read
         model.load_weights(weights)

@@ -55,6 +55,40 @@ def check_weights_file(path, model):
                          f"{budget:,} bytes of weights")
 
 
+# Config keys that size a layer's weights: each such size is a dimension of one of its arrays.
+SIZE_KEYS = ("filters", "units", "kernel_size", "output_dim", "hidden_dim", "intermediate_dim",
+             "mlp_dim", "embedding_dim", "input_dim", "num_heads", "key_dim", "depth_multiplier")
+
+
+def check_config_sizes(config, weights_path, where):
+    """Refuse a Keras `config` (before it is built) that sizes a layer larger than any array of
+    its weights file: a tampered `config.json` declaring 3,000,000 filters would allocate them
+    (1.2 GB) before the weights could disagree.
+
+    Raises:
+        ValueError: the first such size, with its key and the largest dimension in the file.
+    """
+    import h5py
+
+    with h5py.File(weights_path, "r") as weights:
+        dims = [dim for _, shape, _ in _datasets(weights, weights_path) for dim in shape or ()]
+    largest = max(dims, default=0)
+    stack = [config]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in SIZE_KEYS:
+                value = item.get(key)
+                sizes = value if isinstance(value, (list, tuple)) else [value]
+                if any(isinstance(v, int) and not isinstance(v, bool) and v > largest for v in sizes):
+                    raise ValueError(f"{where} sets {key} = {value!r}, larger than any dimension of "
+                                     f"the arrays in {weights_path.name} ({largest:,}): it does not "
+                                     "describe these weights")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def _datasets(group, path, prefix=""):
     """`(name, shape, declared bytes)` of every dataset Keras reads, walking links by hand."""
     import h5py

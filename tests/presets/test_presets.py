@@ -160,6 +160,26 @@ def test_a_config_declaring_huge_images_is_refused_before_it_is_built(tmp_path, 
         load_preset(str(folder))
 
 
+@pytest.mark.parametrize("key, value", [("filters", 3_000_000), ("kernel_size", [2000, 2000])])
+def test_a_config_sizing_a_layer_beyond_its_weights_is_refused_before_it_is_built(tmp_path, monkeypatch,
+                                                                                 key, value):
+    """Issue 72 item 24: a config.json declaring 3,000,000 filters grew RSS by 1.16 GB (a 2000 x 2000
+    stem kernel: 3.8 GB) before its PresetError."""
+    run, _ = _run(tmp_path)
+    folder = build_preset(run, tmp_path / "preset")
+    config = json.loads((folder / "config.json").read_text())
+    stem = next(layer for layer in config["config"]["layers"] if layer["class_name"] == "Conv2D")
+    stem["config"][key] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    _rehash(folder)
+    import clzoo.presets.loading as loading
+
+    monkeypatch.setattr(loading, "deserialize", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(PresetError, match=rf"config.json sets {key} = .*, larger than any dimension of "
+                                          r"the arrays in model.weights.h5 \(\d+\)"):
+        load_preset(str(folder))
+
+
 def test_unknown_class_is_refused(tmp_path):
     run, _ = _run(tmp_path)
     folder = build_preset(run, tmp_path / "preset")
