@@ -127,3 +127,12 @@ def added_losses(model):
     scaled for `tf.distribute`). For a train step that calls its loss itself, with an argument
     Keras' compiled loss cannot pass (`clzoo.steps.queue_step`: the memory queue)."""
     return [model._aggregate_additional_loss(loss) for loss in model.losses]
+
+
+def in_symbolic_build():
+    """True inside Keras' `compute_output_spec` (its `SymbolicScope`): the shapes of a first `fit`
+    are traced there, and on torch on tensors of ones when the meta device cannot run a function
+    (an input check's host read), so a check there would judge Keras' ones, not the user's data."""
+    from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+
+    return in_symbolic_scope()

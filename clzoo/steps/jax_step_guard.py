@@ -1,4 +1,5 @@
-"""JAX steps of `ContrastiveModel`: refuse ids JAX would wrap, and report a failed loss check plainly."""
+"""The steps of `ContrastiveModel`: refuse ids JAX would wrap, and report a failed loss check plainly
+(JAX's wrapped host callback, TensorFlow's graph assert)."""
 
 import itertools
 
@@ -38,8 +39,9 @@ def guard_jax_step(model, step_function):
     check that fails inside the step comes back as the loss's own
     `InputCheckError` (a `ValueError`) instead of JAX's wrapped callback
     traceback; the step had already taken the weights (JAX donates its input
-    state), so reload the model or its checkpoint after that one. Other
-    backends get `step_function` back unchanged.
+    state), so reload the model or its checkpoint after that one. On
+    TensorFlow a loss check failed inside the graph comes back as the same
+    one-line `InputCheckError`; torch (eager) raises it as it is.
 
     NumPy sample weights are checked on the host the same way (finite and
     non-negative), so that a refused batch leaves the model usable.
@@ -48,8 +50,11 @@ def guard_jax_step(model, step_function):
         ValueError: from `clzoo.validation.checks.check_int32_ids`, naming `y_true` and the id;
             a negative or non-finite `sample_weight`.
     """
-    if (step_function is None or keras.backend.backend() != "jax"
-            or getattr(step_function, "_clzoo_step_guard", False)):
+    if step_function is None or getattr(step_function, "_clzoo_step_guard", False):
+        return step_function
+    if keras.backend.backend() == "tensorflow":
+        return _tf_guarded(step_function)
+    if keras.backend.backend() != "jax":
         return step_function
 
     def guarded(state, iterator):
@@ -67,6 +72,24 @@ def guard_jax_step(model, step_function):
             if message is None:
                 raise
             raise K.InputCheckError(message) from None  # the message, not JAX's callback traceback
+
+    guarded._clzoo_step_guard = True
+    return guarded
+
+
+def _tf_guarded(step_function):
+    """TensorFlow: a loss check failed inside the graph comes back as its one-line
+    `InputCheckError`, not a 51-line `InvalidArgumentError` of graph nodes."""
+    import tensorflow as tf
+
+    def guarded(iterator):
+        try:
+            return step_function(iterator)
+        except tf.errors.InvalidArgumentError as error:
+            message = K.input_check_message(error)
+            if message is None:
+                raise
+            raise K.InputCheckError(message) from None
 
     guarded._clzoo_step_guard = True
     return guarded

@@ -29,6 +29,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from clzoo.compat import in_symbolic_build
+
 INT32_MAX = 2**31 - 1
 
 # Whole numbers a float dtype holds exactly and without neighbours merging: |x| < 2^(mantissa + 1).
@@ -134,12 +136,21 @@ class InputCheckError(ValueError):
 _CALLBACK_ERROR = re.compile(r"InputCheckError: (.+)$", re.MULTILINE)
 
 
+_GRAPH_MESSAGES = set()  # the messages of the asserts in TensorFlow graphs (a fixed set: the code's)
+
+
 def input_check_message(error):
-    """Our check's message inside a backend error (JAX wraps host-callback errors), else None."""
+    """Our check's message inside a backend error (JAX wraps host-callback errors, TensorFlow's
+    failed assert prints it inside a graph traceback), else None."""
     if isinstance(error, InputCheckError):
         return str(error)
     found = _CALLBACK_ERROR.findall(str(error))
-    return found[-1] if found else None
+    if found:
+        return found[-1]
+    text = str(error)
+    if "assertion failed" in text:
+        return max((m for m in _GRAPH_MESSAGES if m in text), key=len, default=None)
+    return None
 
 
 def _not_our_check(record):
@@ -169,6 +180,8 @@ def require(ok, message, values=(), detail=None, gate=None):
         `gate`, which in a TensorFlow graph runs only after the assert (so a
         shape error downstream cannot pre-empt the clear message).
     """
+    if in_symbolic_build():  # Keras' placeholders (torch builds with ones), not the user's data
+        return gate
     concrete_ok = concrete(ok)
     if concrete_ok is not None:
         if not bool(np.all(concrete_ok)):  # values reach the host only for the message
@@ -181,6 +194,7 @@ def require(ok, message, values=(), detail=None, gate=None):
         stack = getattr(_collected, "stack", None)
         if stack:  # XLA (`jit_compile=True`) drops the assert; the caller poisons with `ok` instead
             stack[-1].append(ok)
+        _GRAPH_MESSAGES.add(message)
         check = tf.debugging.Assert(ok, [message, *values], summarize=8)
         if gate is not None:
             with tf.control_dependencies([check]):
