@@ -253,8 +253,8 @@ class ContrastiveModel(keras.Model):
 
     @property
     def encoder_chunk_size(self):
-        """GradCache's images per sub-batch M, or None; settable before `fit` (a step strategy
-        holds no weights)."""
+        """GradCache's images per sub-batch M, or None; settable between `fit`s (a step strategy
+        holds no weights; the next `fit` traces its step anew)."""
         return self._setting(GradCacheStep, "chunk_size")
 
     @encoder_chunk_size.setter
@@ -262,6 +262,8 @@ class ContrastiveModel(keras.Model):
         check_parts(self.queue_size, self.momentum, chunk_size, self.auxiliary_classifier is not None)
         step = () if chunk_size is None else (GradCacheStep(chunk_size),)
         self.parts = tuple(part for part in self.parts if not isinstance(part, GradCacheStep)) + step
+        # Keras keeps the traced train function of the last fit (TensorFlow, JAX): it holds the old step
+        self.train_function = None
 
     def build(self, input_shape):
         """Build the encoder and the head for multi-view inputs `(batch, views, H, W, C)`."""
@@ -321,7 +323,13 @@ class ContrastiveModel(keras.Model):
             x = _fit_device_stream(x, kwargs)
         elif not args and isinstance(stream, dict):
             _fit_tf_data_stream(stream, kwargs)
-        return super().fit(x, y, *args, shuffle=shuffle, **kwargs)
+        history = super().fit(x, y, *args, shuffle=shuffle, **kwargs)
+        seen = getattr(self, "_step_input_shape", None)
+        if not self.built and seen is not None:
+            # GradCache's step calls the encoder and head, never the model, so Keras never built
+            # it, and a saved model reloaded without its optimizer state
+            self.build((None, *seen[1:]))
+        return history
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.evaluate`, with the label check of `fit`."""

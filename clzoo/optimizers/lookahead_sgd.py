@@ -48,7 +48,8 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     and at the last step the weights become the slow copy (after that step's
     pull, when it is a Lookahead step). So Lookahead does little early and
     averages more as the learning rate falls, and training ends on the slow
-    weights. Batch-norm moving statistics are not averaged (airbench averages
+    weights. Steps past `total_steps` (a `fit` continued beyond the run) keep training,
+    with the pull at its full decay `lookahead_alpha`. Batch-norm moving statistics are not averaged (airbench averages
     them too): they follow the fast weights. Slow weights and velocities are
     optimizer variables, so a checkpoint resumes them.
 
@@ -154,7 +155,7 @@ class LookaheadSGD(keras.optimizers.Optimizer):
                                ops.convert_to_tensor(slow))
         t = ops.cast(self.iterations + 1, "float32")
         total = float(self.total_steps)
-        last = t >= total
+        last = ops.equal(t, total)  # past it (fit on beyond the run): Lookahead goes on at full decay
         pull = ops.equal(ops.mod(t, float(self.lookahead_every)), 0.0)
         sync = ops.logical_or(pull, last)
         # at the last step: that step's pull when it is one (then the copy changes nothing),

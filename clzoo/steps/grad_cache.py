@@ -129,6 +129,8 @@ def train_step(model, *args):
     >>> chunk_bounds(12, 5)  # 6 samples x 2 views, encoder_chunk_size=5
     [(0, 5), (5, 10), (10, 12)]
     """
+    data = args[-1]
+    model._step_input_shape = tuple(data[0].shape if isinstance(data, (tuple, list)) else data.shape)
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return _tf_train_step(model, *args)

@@ -100,7 +100,6 @@ def test_errors_name_the_key_as_written(model, words):
 
 @pytest.mark.parametrize("encoder, words", [
     ({"name": "airbench", "batch_norm_momentum": 5.0}, "`batch_norm_momentum` must be in [0, 1)"),
-    ({"name": "resnet20", "mean": [[0.5], 0.5, 0.5]}, "inhomogeneous"),
 ])
 def test_options_the_builder_refuses_give_one_line_naming_the_encoder(encoder, words):
     recipe = validate_recipe({"model": {"encoder": encoder}})

@@ -130,10 +130,12 @@ def test_frozen_scale_batch_norm_matches_keras(epsilon):
 
 
 def _reference_lookahead_sgd(weights, offsets, grads_fn, steps, lr, momentum, wd, mult, every,
-                             alpha, offset_decay=1.0):
+                             alpha, offset_decay=1.0, total=None):
     """airbench94's optimizer in NumPy, float64: per parameter group PyTorch SGD (Nesterov) with
     lr_group and weight decay wd * lr / lr_group (times `offset_decay` for the offsets), and
-    LookaheadState every `every` steps, then `update(decay=1.0)` after the last step."""
+    LookaheadState every `every` steps, then `update(decay=1.0)` after the run's last step (`total`,
+    default `steps`); steps past it go on with the full decay `alpha`."""
+    total = total or steps
     weights = [w.astype("float64") for w in weights]
     slow = [w.copy() for w in weights]
     velocity = [np.zeros_like(w) for w in weights]
@@ -144,8 +146,8 @@ def _reference_lookahead_sgd(weights, offsets, grads_fn, steps, lr, momentum, wd
             g = g + (wd * (offset_decay if offsets[i] else 1.0) * lr / rate) * weights[i]
             velocity[i] = momentum * velocity[i] + g
             weights[i] = weights[i] - rate * (g + momentum * velocity[i])
-        pulls = [alpha * (t / steps) ** 3] if t % every == 0 else []
-        for decay in pulls + ([1.0] if t == steps else []):
+        pulls = [alpha * min(t / total, 1.0) ** 3] if t % every == 0 else []
+        for decay in pulls + ([1.0] if t == total else []):
             for i in range(len(weights)):
                 slow[i] = decay * slow[i] + (1 - decay) * weights[i]
                 weights[i] = slow[i].copy()
@@ -163,9 +165,11 @@ class _Offset(keras.layers.Layer):
         return x + self.beta
 
 
-# the last step is a Lookahead step, or not; the offsets decayed at the weights' rate, or 8x
-@pytest.mark.parametrize("steps, offset_decay", [(12, 1.0), (10, 1.0), (12, 8.0)])
-def test_lookahead_sgd_matches_a_numpy_reference(steps, offset_decay):
+# the last step is a Lookahead step, or not; the offsets decayed at the weights' rate, or 8x; a fit
+# on past the run's total_steps keeps training (issue 72 item 18: 8 of 10 more steps did nothing)
+@pytest.mark.parametrize("steps, offset_decay, total", [(12, 1.0, None), (10, 1.0, None), (12, 8.0, None),
+                                                        (17, 1.0, 10)])
+def test_lookahead_sgd_matches_a_numpy_reference(steps, offset_decay, total):
     x = RNG.normal(size=(16, 3)).astype("float32")
     y = RNG.normal(size=(16, 2)).astype("float32")
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), _Offset()])
@@ -176,7 +180,7 @@ def test_lookahead_sgd_matches_a_numpy_reference(steps, offset_decay):
                                               bias_learning_rate_multiplier=4.0,
                                               offset_weight_decay_multiplier=offset_decay,
                                               lookahead_every=5, lookahead_alpha=0.9,
-                                              total_steps=steps)
+                                              total_steps=total or steps)
     model.compile(optimizer=optimizer, loss="mse")
     for _ in range(steps):
         model.train_on_batch(x, y)
@@ -187,11 +191,11 @@ def test_lookahead_sgd_matches_a_numpy_reference(steps, offset_decay):
         return [x.T @ error, error.sum(0), error.sum(0)]
 
     expected = _reference_lookahead_sgd(initial, offsets, grads, steps, 0.05, 0.85, 1e-2, 4.0,
-                                        5, 0.9, offset_decay)
+                                        5, 0.9, offset_decay, total)
     for got, want in zip(model.trainable_weights, expected):
         np.testing.assert_allclose(_np(got), want, rtol=1e-4, atol=1e-5)
     restored = clzoo.optimizers.LookaheadSGD.from_config(optimizer.get_config())
-    assert restored.lookahead_every == 5 and restored.total_steps == steps
+    assert restored.lookahead_every == 5 and restored.total_steps == (total or steps)
     assert restored.offset_weight_decay_multiplier == offset_decay
 
 

@@ -275,3 +275,42 @@ def test_two_devices_with_grad_cache_match_one_unchunked_device(mode):
     np.testing.assert_allclose(result["multi"]["loss"], result["single"]["loss"], rtol=1e-5)
     for a, b in zip(result["multi"]["variables"], result["single"]["variables"]):
         np.testing.assert_allclose(a, b, atol=1e-4)  # summation order: 2.6e-5 measured on 2 devices
+
+
+def test_a_grad_cache_model_saved_after_fit_reloads_with_its_optimizer_state(tmp_path):
+    """Issue 72 item 16: GradCache's step never built the model, so a model saved after `fit`
+    reloaded on TensorFlow without its optimizer state (iterations 3 -> 0, momentum slots gone)."""
+    encoder = clzoo.models.get_encoder("resnet8", input_shape=(SIZE, SIZE, 3), name="encoder")
+    model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(hidden_dims=(), output_dim=8),
+                                          encoder_chunk_size=CHUNK)
+    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss=clzoo.losses.SupConLoss())
+    x = np.random.default_rng(0).random((BATCH, VIEWS, SIZE, SIZE, 3)).astype("float32")
+    y = np.arange(BATCH) % 3
+    model.fit(x, y, epochs=3, batch_size=BATCH, verbose=0)
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert int(ops.convert_to_numpy(loaded.optimizer.iterations)) == 3
+    slots = [ops.convert_to_numpy(v) for v in model.optimizer.variables]
+    assert len(loaded.optimizer.variables) == len(slots) > 2  # iterations, learning rate and momenta
+    for saved, held in zip(loaded.optimizer.variables, slots):
+        np.testing.assert_array_equal(ops.convert_to_numpy(saved), held)
+
+
+def test_grad_cache_set_after_a_first_fit_is_used_by_the_next(monkeypatch):
+    """Issue 72 item 18: `model.encoder_chunk_size = 2` after a first `fit` was ignored on TensorFlow
+    and JAX (Keras kept the traced step of the first fit)."""
+    from clzoo.steps import grad_cache
+
+    calls = []
+    real = grad_cache.train_step
+    monkeypatch.setattr(grad_cache, "train_step", lambda *a: (calls.append(1), real(*a))[1])
+    encoder = clzoo.models.get_encoder("resnet8", input_shape=(SIZE, SIZE, 3), name="encoder")
+    model = clzoo.models.ContrastiveModel(encoder, clzoo.models.ProjectionHead(hidden_dims=(), output_dim=8))
+    model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
+    x = np.random.default_rng(0).random((BATCH, VIEWS, SIZE, SIZE, 3)).astype("float32")
+    y = np.arange(BATCH) % 3
+    model.fit(x, y, epochs=1, batch_size=BATCH, verbose=0)
+    assert not calls
+    model.encoder_chunk_size = 2
+    model.fit(x, y, epochs=1, batch_size=BATCH, verbose=0)
+    assert calls  # traced (TensorFlow, JAX) or run (torch) by the second fit

@@ -16,6 +16,8 @@ CASES = [
     ({"name": "a\nb"}, "name = 'a\\\\nb': must be 1-100 printable characters"),
     ({"model": {"encoder": {"name": "airbench", "std": [0, 0, 0]}}, "views": {"recipe": "airbench"}},
      r"airbench: `std` must be positive"),
+    ({"model": {"encoder": {"name": "resnet20", "mean": [[0.5], 0.5, 0.5]}}},
+     r"resnet20: `mean` and `std` need one finite number per channel"),
     # item 10: sizes that ended in a 41-56-line allocation error
     ({"model": {"embedding_dim": 1_000_000_000}}, "model.embedding_dim = 1000000000: .* 32768"),
     ({"model": {"head_hidden_dims": [2048, 100_000]}}, "model.head_hidden_dims"),
