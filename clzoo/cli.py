@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,10 @@ def _error(message):
 
 def _os_fault(error):
     """One line for an `OSError`: what failed, on which path, and what is intact."""
+    found = re.search(r"errno = (\d+)", str(error))
+    if found:  # h5py's "file write failed: time = ..., filename = '...', errno = 28, ...": its parts
+        named = re.search(r"filename = '([^']*)'", str(error))
+        return _os_fault(OSError(int(found[1]), os.strerror(int(found[1])), named and named[1]))
     if error.errno is None:  # e.g. h5py's "Unable to create file (...)": its text is all there is
         return f"{error}; each file clzoo writes is complete or absent, never cut short"
     where = " -> ".join(str(p) for p in (error.filename, error.filename2) if p is not None)

@@ -15,6 +15,8 @@ import stat
 import warnings
 from pathlib import Path
 
+from clzoo.hidden_names import sibling_prefix
+
 # flock is not available on this filesystem: run unlocked rather than refuse to run.
 _UNSUPPORTED = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 _HELD = {}  # lock path -> [descriptor, depth, parents created]: this process's locks (re-entrant)
@@ -91,7 +93,7 @@ def _unlocked(lock, reason):
 def lock_path(output):
     """The lock file of a folder or file written as a whole: `.<name>.lock` beside it."""
     output = Path(output).resolve()  # a link and the folder it names share one lock
-    return output.parent / f".{output.name}.lock"
+    return output.parent / sibling_prefix(output.name, "lock")
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from clzoo.file_lock import output_lock
+from clzoo.hidden_names import sibling_prefix
 from clzoo.installed import refuse_installed_packages
 
 # Entries an operating system drops in folders: never the user's work, never a reason to refuse.
@@ -31,9 +32,8 @@ def atomic_write(path, write_fn, suffix=""):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent
-    )
+    fd, tmp = tempfile.mkstemp(prefix=sibling_prefix(path.name, "", room=8 + len(f".tmp{suffix}")),
+                               suffix=f".tmp{suffix}", dir=path.parent)
     os.close(fd)
     try:
         write_fn(tmp)
@@ -151,7 +151,8 @@ def refuse_working_directory(path, what="the folder"):
 
 
 def _staging_names(path):
-    return f".{path.name}.staging-", f".{path.name}.replaced-"
+    return (sibling_prefix(path.name, "staging-", room=8),
+            sibling_prefix(path.name, "replaced-", room=8))
 
 
 def _recover(path):

@@ -413,6 +413,32 @@ def test_an_os_fault_is_one_line_naming_the_path(tiny_encoder, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "warm.npz"]  # no partial file
 
 
+@pytest.mark.large
+@pytest.mark.parametrize("command", ["export", "push"])
+def test_a_write_cut_short_inside_tensorflow_or_h5py_is_one_line(tiny_encoder, tmp_path, command):
+    """Issue 72 item 21: a full disk during `export --format saved_model` printed TensorFlow's 51-line
+    ResourceExhaustedError; during `push --dry-run` h5py's text (and a SIGSEGV). Here the writes are
+    cut short by a file-size limit (EFBIG), as in `test_an_os_fault_is_one_line_naming_the_path`."""
+    from tests.presets.test_presets import _run
+
+    path, _ = tiny_encoder
+    (tmp_path / "dst").mkdir()
+    out = tmp_path / "dst" / "out"
+    if command == "export":
+        args = ["export", str(path), "--output", str(out)]
+    else:
+        (tmp_path / "src").mkdir()
+        args = ["push", str(_run(tmp_path / "src")[0]), "hf://me/tiny", "--dry-run", str(out)]
+    result = subprocess.run(_clzoo() + args, capture_output=True, text=True, env=_user_env(),
+                            timeout=600, preexec_fn=_file_size_limit(512))
+    assert result.returncode == 1, result.stderr
+    # one line of ours (TensorFlow's C++ logger may print its own first notice before it)
+    assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1, result.stderr
+    assert re.search(r"error: File too large: \S+ \(errno 27\); each file clzoo writes is complete "
+                     r"or absent, never cut short\n?$", result.stderr), result.stderr
+    assert list((tmp_path / "dst").iterdir()) == []  # nothing half-written, no staging folder or lock
+
+
 def test_every_option_of_every_command_says_what_it_does():
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -95,3 +95,21 @@ def test_the_new_folder_gets_the_usual_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert oct(out.stat().st_mode & 0o777) == oct(0o777 & ~mask)
+
+
+def test_a_legal_255_byte_output_name_is_written(tmp_path):
+    """Issue 72 item 23: a 255-character `--output` failed on its temporary name ("File name too
+    long: .<name>.XXXXXXXX.tmp.npz"); the lock and staging names were as long."""
+    from clzoo.file_lock import lock_path, output_lock
+    from clzoo.files import atomic_write_text, replace_folder
+
+    name = "é" * 100 + "x" * 51 + ".npz"  # 255 bytes in UTF-8
+    assert len(name.encode()) == 255
+    with output_lock(tmp_path / name):
+        assert len(lock_path(tmp_path / name).name.encode()) <= 255
+        atomic_write_text(tmp_path / name, "data")
+    assert (tmp_path / name).read_text() == "data"
+    folder = "f" * 255
+    replace_folder(tmp_path / folder, lambda staging: (staging / "a.txt").write_text("1"))
+    assert (tmp_path / folder / "a.txt").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, folder])

@@ -1,5 +1,6 @@
 """Export a frozen encoder for serving through Keras' `model.export`: SavedModel, ONNX, LiteRT."""
 
+import errno
 import importlib.util
 import os
 import shutil
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from clzoo.file_lock import output_lock
+from clzoo.hidden_names import sibling_prefix
 
 # clzoo's name -> Keras' `format` argument.
 FORMATS = {"saved_model": "tf_saved_model", "onnx": "onnx", "litert": "litert"}
@@ -122,20 +124,30 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
     path.parent.mkdir(parents=True, exist_ok=True)
     with output_lock(path):  # one writer: stale staging left by a killed export is ours to drop
         check_export(format, path, overwrite)  # again: another export may have finished meanwhile
-        for stale in path.parent.glob(f".{path.name}.staging-*"):
+        for stale in path.parent.glob(sibling_prefix(path.name, "staging-", room=8) + "*"):
             shutil.rmtree(stale, ignore_errors=True)
         return _write_export(model, path, format, verbose)
 
 
+# A failed write inside TensorFlow's SaveV2 ends its message with the OS's text for one of these.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES)
+
+
 def _write_export(model, path, format, verbose):
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    staging = Path(tempfile.mkdtemp(prefix=sibling_prefix(path.name, "staging-", room=8), dir=path.parent))
     try:
         target = staging / path.name
-        if format == "saved_model":  # Keras' export, then re-saved with the input contract
-            model.export(str(staging / "keras_export"), format=FORMATS[format], verbose=verbose)
-            _save_with_input_contract(staging / "keras_export", target)
-        else:
-            model.export(str(target), format=FORMATS[format], verbose=verbose)
+        try:
+            if format == "saved_model":  # Keras' export, then re-saved with the input contract
+                model.export(str(staging / "keras_export"), format=FORMATS[format], verbose=verbose)
+                _save_with_input_contract(staging / "keras_export", target)
+            else:
+                model.export(str(target), format=FORMATS[format], verbose=verbose)
+        except Exception as error:  # TensorFlow's ResourceExhaustedError on a full disk: one line
+            code = next((c for c in _WRITE_ERRNOS if os.strerror(c) in str(error)), None)
+            if code is None or isinstance(error, OSError) and error.errno is not None:
+                raise
+            raise OSError(code, os.strerror(code), str(path)) from None
         if path.is_dir():  # an earlier SavedModel (--overwrite): moved aside, removed with staging
             os.replace(path, staging / "replaced")
         os.replace(target, path)

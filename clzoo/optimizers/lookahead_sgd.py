@@ -49,9 +49,9 @@ class LookaheadSGD(keras.optimizers.Optimizer):
     pull, when it is a Lookahead step). So Lookahead does little early and
     averages more as the learning rate falls, and training ends on the slow
     weights. Steps past `total_steps` (a `fit` continued beyond the run) keep training,
-    with the pull at its full decay `lookahead_alpha`. Batch-norm moving statistics are not averaged (airbench averages
-    them too): they follow the fast weights. Slow weights and velocities are
-    optimizer variables, so a checkpoint resumes them.
+    with the pull at its full decay `lookahead_alpha`. Batch-norm moving statistics are
+    not averaged (airbench averages them too): they follow the fast weights. Slow weights
+    and velocities are optimizer variables, so a checkpoint resumes them.
 
     Args:
         learning_rate: float or `keras.optimizers.schedules.LearningRateSchedule`.
