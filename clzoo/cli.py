@@ -500,11 +500,9 @@ def _transfer_into(args):
     from clzoo.eval.plan import forward_rate, transfer_plan
     from clzoo.eval.probe_transfer import check_input_size, transfer_probe
     from clzoo.files import atomic_write_text
-    from clzoo.presets import load_preset
 
     source = _source(args)
-    encoder = load_preset(args.preset)
-    encoder = _bare(encoder, args.preset) if args.bare_encoder else encoder
+    encoder, _ = _load_encoder(args.preset, "encoder", bare=args.bare_encoder)
     if args.bare_encoder:
         print(f"{args.preset}{BARE}: one pass per image; not the preset's result", flush=True)
     train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
@@ -586,12 +584,15 @@ def _transfer_checks(args):
         check_output(args.output, args.overwrite)
     preset = str(args.preset)
     if preset not in registry() and not preset.startswith("hf://") \
-            and not Path(preset).expanduser().is_dir():  # a folder's files: load_preset names them
+            and not Path(preset).expanduser().exists():  # a folder's files: the loaders name them
         refuse_retired(preset)
         from clzoo.registry import did_you_mean
 
-        raise ValueError(f"no preset {preset!r}: expected a built-in name (clzoo presets lists them), "
-                         f"hf://owner/repo or a preset folder.{did_you_mean(preset, list(registry()))}")
+        raise ValueError(f"no encoder {preset!r}: expected a built-in preset name (clzoo presets lists "
+                         "them), hf://owner/repo, a preset folder, a run folder or a .keras file."
+                         f"{did_you_mean(preset, list(registry()))}")
+    if not _is_preset(preset, "encoder"):
+        _model_path(preset)  # a run folder or .keras file: its encoder exists (before Keras)
     _data_checks(args)
 
 
@@ -858,7 +859,8 @@ def _add_other_parsers(commands):
     p.set_defaults(func=_push)
 
     p = commands.add_parser("transfer", help="linear-probe transfer from a pretrained encoder")
-    p.add_argument("preset", help="built-in preset name, hf://owner/repo or a preset folder")
+    p.add_argument("preset", help="built-in preset name, hf://owner/repo, a preset folder, a run "
+                                   "folder or a .keras file")
     p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
     _add_image_size(p)
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="lbfgs",

@@ -413,6 +413,18 @@ def test_an_os_fault_is_one_line_naming_the_path(tiny_encoder, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "warm.npz"]  # no partial file
 
 
+def test_transfer_takes_a_run_folder_or_keras_file_like_eval(tiny_encoder, tmp_path, capsys):
+    """Issue 69 item 9: `clzoo transfer <run folder>` failed "checksums.json is missing" after
+    9-25 s with no hint, where eval, embed and export take run folders."""
+    path, data = tiny_encoder
+    for target in (path, path.parent):  # the .keras file, and a folder holding encoder.keras
+        assert cli.main(["transfer", str(target), "--data", data, "--output",
+                         str(tmp_path / f"{target.name}.json")]) == 0
+        assert json.loads((tmp_path / f"{target.name}.json").read_text())["top1"] >= 0
+    assert cli.main(["transfer", str(tmp_path / "nothing"), "--data", data]) == 2
+    assert "no encoder" in capsys.readouterr().err
+
+
 @pytest.mark.large
 @pytest.mark.parametrize("command", ["export", "push"])
 def test_a_write_cut_short_inside_tensorflow_or_h5py_is_one_line(tiny_encoder, tmp_path, command):

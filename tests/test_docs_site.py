@@ -47,3 +47,17 @@ def test_the_front_page_is_the_readme_and_its_links_resolve(site):
     for page in pages:
         assert (site / page / "index.html").is_file(), page
     assert "<blockquote>\n<blockquote>" not in (site / "api" / "losses" / "index.html").read_text()
+
+
+@pytest.mark.large
+@pytest.mark.xdist_group("docs_site")
+def test_edit_links_point_at_main_and_no_page_names_the_build_machine(site):
+    """Issue 69 items 5 and 9: "Edit on GitHub" pointed at `master`; API pages opened with module
+    dunders, printing the build machine's absolute paths, and constants showed `tuple`'s docstring."""
+    html = (site / "recipe-keys" / "index.html").read_text()
+    assert "/edit/main/docs/recipe-keys.md" in html and "/edit/master/" not in html
+    assert "runs/&lt;name&gt;-&lt;time&gt;" in html
+    leaked = [p.relative_to(site) for p in site.rglob("*.html") if str(ROOT) in p.read_text()]
+    assert not leaked, f"pages naming {ROOT}: {leaked[:5]}"
+    api = "".join(p.read_text() for p in (site / "api").rglob("*.html"))
+    assert "__file__" not in api and "Built-in immutable sequence" not in api  # dunders, tuple.__doc__

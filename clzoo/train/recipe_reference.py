@@ -16,6 +16,7 @@ True
 
 import inspect
 import io
+import re
 import sys
 import tokenize
 
@@ -78,6 +79,14 @@ def _cell(value):
     return str(value).replace("|", "\\|")
 
 
+def _text(value):
+    """A prose cell: `<name>-<time>` shown, not read as an HTML tag by the docs site (code spans,
+    between backticks, are shown as written already)."""
+    parts = re.split(r"(`[^`]*`)", _cell(value))
+    return "".join(part if part.startswith("`") else part.replace("<", "&lt;").replace(">", "&gt;")
+                   for part in parts)
+
+
 def section_table(prefix, cls):
     """Markdown rows `| key | default | what it does |` of one section."""
     comments = field_comments(cls)
@@ -86,7 +95,7 @@ def section_table(prefix, cls):
         default = _default(field)
         if isinstance(default, dict) and "name" in default:
             default = {"name": default["name"]}
-        rows.append(f"| `{prefix}{name}` | `{_cell(default)}` | {_cell(comments.get(name, ''))} |")
+        rows.append(f"| `{prefix}{name}` | `{_cell(default)}` | {_text(comments.get(name, ''))} |")
     return rows
 
 
@@ -100,7 +109,7 @@ def registry_table(title, registry, skip=()):
             f"`{p.name}={p.default!r}`" for p in parameters
             if p.name not in ("self", *skip) and p.kind is p.POSITIONAL_OR_KEYWORD
             and p.default is not p.empty)
-        rows.append(f"| `{name}` | {_cell(entry.description)} | {_cell(settings) or '-'} |")
+        rows.append(f"| `{name}` | {_text(entry.description)} | {_text(settings) or '-'} |")
     return rows
 
 
@@ -116,7 +125,7 @@ def recipe_reference():
     comments = field_comments(Recipe)
     out += ["| key | default | what it does |", "| --- | --- | --- |"]
     out += [f"| `{name}` | `{_cell(_default(Recipe.model_fields[name]))}` | "
-            f"{_cell(comments.get(name, ''))} |" for name in top]
+            f"{_text(comments.get(name, ''))} |" for name in top]
     for title, prefix, cls in (("model", "model.", ModelSpec), ("loss", "loss.", LossSpec),
                                ("training", "training.", TrainingSpec), ("eval", "eval.", EvalSpec)):
         out += ["", f"## `{title}`", "", *section_table(prefix, cls)]

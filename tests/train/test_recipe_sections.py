@@ -147,3 +147,15 @@ def test_checking_a_recipe_builds_no_optimizer(monkeypatch):
         validate_recipe({"training": {"optimizer": {"name": name}}})
     with pytest.raises(RecipeError, match="lookahead_every = -1: must be greater than or equal to 0"):
         validate_recipe({"training": {"optimizer": {"name": "lookahead_sgd", "lookahead_every": -1}}})
+
+
+def test_the_key_reference_shows_angle_brackets_outside_code():
+    """Issue 69 item 9: `runs/<name>-<time>` was read as an HTML tag by the docs site and vanished."""
+    import re
+
+    from clzoo.train.recipe_reference import recipe_reference
+
+    page = recipe_reference()
+    assert "runs/&lt;name&gt;-&lt;time&gt;" in page
+    prose = re.sub(r"`[^`]*`", "", page.split("-->", 1)[1])  # after the generated-by comment
+    assert "<" not in prose and ">" not in prose
