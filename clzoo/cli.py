@@ -30,7 +30,7 @@ PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "reg
 # Fewest bootstrap resamples of `compare` (clzoo.eval.bootstrap.MIN_RESAMPLES; tests/test_cli.py checks).
 MIN_RESAMPLES = 100
 # Commands that run without Keras / TensorFlow.
-LIGHT_COMMANDS = ("presets",)
+LIGHT_COMMANDS = ("presets", "list")
 
 
 MAX_ERROR = 1000  # characters of one error line: a huge value is cut, never printed whole
@@ -91,6 +91,10 @@ def _train_recipe(args):
         if not recipe.is_file():
             raise ValueError(f"{args.resume} has no recipe.yaml to resume from")
         return recipe
+    if args.recipe is not None and not Path(args.recipe).expanduser().exists():
+        from clzoo.recipes import recipe_path
+
+        return recipe_path(args.recipe)  # a built-in recipe's name: `clzoo train sincere_digits`
     return args.recipe
 
 
@@ -657,6 +661,23 @@ def _presets(args):
     return 0
 
 
+def _list(args):
+    """`clzoo list recipes|presets`: the built-in recipes (name and first comment line) or presets."""
+    if args.what == "presets":
+        return _presets(argparse.Namespace(json=False))
+    from clzoo.recipes import FOLDER, list_recipes
+
+    names = list_recipes()
+    width = max(map(len, names))
+    for name in names:
+        first = next((line.lstrip("# ").strip() for line in (FOLDER / f"{name}.yaml").read_text().splitlines()
+                      if line.startswith("#") and line.lstrip("# ").strip()), "")
+        print(f"{name:<{width}}  {first}")
+    print(f"\n{len(names)} recipes. Train one with clzoo train NAME (e.g. clzoo train sincere_digits); "
+          "a path to your own YAML works the same.")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the message and where help is, without the usage block."""
 
@@ -743,7 +764,8 @@ def _add_image_size(p):
 
 def _add_train_parser(commands):
     p = commands.add_parser("train", help="train an encoder from a recipe YAML")
-    p.add_argument("recipe", nargs="?", help="recipe YAML (see recipes/)")
+    p.add_argument("recipe", nargs="?", help="recipe YAML, or a built-in recipe's name (clzoo list "
+                                              "recipes), e.g. sincere_digits")
     p.add_argument("--data", help="'digits', an image folder with train/ and test/, or tfds:<name>")
     _add_image_size(p)
     p.add_argument("--epochs", type=_whole(1), help="training epochs (overrides training.epochs)")
@@ -874,6 +896,10 @@ def _add_other_parsers(commands):
     _add_bare_encoder(p)
     _add_overwrite(p)
     p.set_defaults(func=_transfer)
+
+    p = commands.add_parser("list", help="list the built-in recipes or presets")
+    p.add_argument("what", choices=("recipes", "presets"), help="recipes (clzoo train NAME) or presets")
+    p.set_defaults(func=_list)
 
     p = commands.add_parser("presets", help="list the built-in pretrained encoders and their numbers")
     p.add_argument("--json", action="store_true", help="print registry.json as is")

@@ -75,7 +75,8 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     parts = _callbacks(model, run, plan, place, done, monitor, probe, verbose)
     parts.all.extend(levers)  # last: a lever may change what fit's end does, not what is saved
     started = time.perf_counter()
-    fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all)
+    progress = [RunProgbar(plan.epochs)] if keras_verbose(verbose) else []
+    fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all + progress)
     if batches is not None:
         if offset:  # finish the interrupted epoch, then the rest on the same stream
             left = plan.steps - offset
@@ -102,6 +103,19 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
 def _fit_input(batches):
     """What `model.fit` takes: a tf.data stream as it is, the device stream as its generator."""
     return batches if hasattr(batches, "element_spec") else iter(batches)
+
+
+class RunProgbar(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar, numbering epochs out of the run's: a resumed run fits the rest of an
+    epoch, then the others, and Keras' own bar said "Epoch 3/3" then "Epoch 4/4" of a 4-epoch run."""
+
+    def __init__(self, epochs):
+        super().__init__()
+        self.run_epochs = epochs
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.epochs = self.run_epochs
 
 
 @dataclass

@@ -155,3 +155,16 @@ def test_the_nan_stop_names_the_setting_that_blew_up(sections, advice):
     from clzoo.train.recipe import validate_recipe
 
     assert re.fullmatch(advice + ".*", divergence_advice(validate_recipe(sections)))
+
+
+def test_a_resumed_fit_numbers_its_epochs_out_of_the_runs(capsys):
+    """Issue 69 item 9: a resumed run printed `Epoch 3/3` (the rest of epoch 3) then `Epoch 4/4`."""
+    from clzoo.train.fit import RunProgbar
+
+    model = _model()
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
+    model.fit(x, y, batch_size=4, epochs=3, initial_epoch=2, steps_per_epoch=1, verbose=2,
+              callbacks=[RunProgbar(4)])
+    model.fit(x, y, batch_size=4, epochs=4, initial_epoch=3, verbose=2, callbacks=[RunProgbar(4)])
+    printed = capsys.readouterr().out
+    assert "Epoch 3/4" in printed and "Epoch 4/4" in printed and "Epoch 3/3" not in printed
