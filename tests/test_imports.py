@@ -135,3 +135,16 @@ def test_clzoo_imports_under_python_OO():
     done = subprocess.run([sys.executable, "-OO", "-c", "import clzoo, clzoo.losses, clzoo.metrics"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_package_requires_no_backend_and_offers_each_as_an_extra():
+    """Issue 69 item 2: tensorflow and tensorboard were hard dependencies (a 5.3 GB venv for a JAX
+    user; pip then reported "clzoo requires tensorflow" after a hand-made install without it)."""
+    from importlib import metadata
+
+    requires = metadata.requires("clzoo") or []
+    plain = [r for r in requires if "extra ==" not in r]
+    assert not [r for r in plain if r.split()[0].lower().startswith(("tensorflow", "tensorboard",
+                                                                      "jax", "torch"))], plain
+    extras = {r.split("extra ==")[1].strip().strip("'\"") for r in requires if "extra ==" in r}
+    assert {"tensorflow", "jax", "torch"} <= extras

@@ -478,3 +478,21 @@ def test_the_compute_counts_the_view_recipes_own_views(tmp_path):
                                      "steps": 7, "fit_seconds": 3.0})
     compute = training_compute(tmp_path, recipe, result, cores=2)
     assert (compute["images_seen"], compute["views_seen"], compute["cpu_hours"]) == (70, 70, 0.0)
+
+
+@pytest.mark.large
+@pytest.mark.backends("tensorflow", "jax", "torch")
+@pytest.mark.parametrize("name", sorted(clzoo.presets.Encoder.presets()))
+def test_keras_load_model_of_a_builtin_preset_keeps_the_input_contract(name):
+    """Issue 69 item 1: `import clzoo; keras.saving.load_model(<preset folder>)`, as every card tells
+    Keras and Hub users, gave a plain Functional for two built-in presets: uint8 pixels taken as
+    0-255 floats (features off by 2,290). The folder's config is clzoo's ImageEncoder now."""
+    from clzoo.presets.loading import resolve_preset
+
+    folder = resolve_preset(name)[0]
+    pixels = np.random.default_rng(0).integers(0, 256, (2, *X.shape[1:]), dtype=np.uint8)
+    model = keras.saving.load_model(folder)
+    assert isinstance(model, clzoo.models.ImageEncoder)
+    np.testing.assert_allclose(model.predict(pixels, verbose=0),
+                               clzoo.presets.Encoder.from_preset(name).predict(pixels, verbose=0),
+                               rtol=1e-5, atol=1e-5)
