@@ -81,7 +81,7 @@ FAST_REFUSALS = [
     (["export", "typo", "--output", "{tmp}/x.tflite", "--format", "litert"], "no model at typo"),
     (["show-views", "--data", "{tmp}/missing", "--output", "{tmp}/v.png"], "no such path"),
     (["show-views", "--data", "digits", "--output", "{tmp}/encoder.keras"], "name a .png file"),
-    (["transfer", "typo_preset", "--data", "digits"], "no preset 'typo_preset'"),
+    (["transfer", "typo_preset", "--data", "digits"], "no encoder 'typo_preset'"),
     (["transfer", "supcon_airbench_cifar10", "--data", "digits", "--epochs", "5"], "add --protocol sgd"),
     (["push", "{tmp}/run", "--builtin", "Bad-Name"], "a built-in preset name is 3-64 characters"),
     (["transfer", "supcon_airbench_cifar10", "--data", "{tmp}/missing"], "no such path"),

@@ -33,5 +33,5 @@ def recipe_path(name):
     if stem in list_recipes():
         return path
     known = list_recipes()
-    raise ValueError(f"no recipe file {name!r} and no built-in recipe of that name (clzoo list recipes "
-                     f"lists the {len(known)} there are)." + did_you_mean(stem, known))
+    raise ValueError(f"{name}: recipe file not found, and no built-in recipe is named so (clzoo list "
+                     f"recipes lists the {len(known)} there are)." + did_you_mean(stem, known))

@@ -396,7 +396,7 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
         RecipeError: every problem, one line each (see `load_recipe`).
     """
     overridden = set(overridden)
-    lines = [f"{source}: {key} = {value!r}{_origin(key, overridden)}: must be a finite number"
+    lines = [f"{_where(source, key, overridden)}: {key} = {value!r}: must be a finite number"
              for key, value in _non_finite(sections)]
     if lines:
         raise RecipeError(lines)
@@ -433,8 +433,9 @@ def _non_finite(value, path=""):
             stack += [(v, where) for v in item]
 
 
-def _origin(key, overridden):
-    return " (from an override)" if key in overridden else ""
+def _where(source, key, overridden):
+    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`)."""
+    return f"--set {key} (over {source})" if key in overridden else source
 
 
 def _available_memory():
@@ -470,7 +471,7 @@ def _check_queue_memory(recipe, source, overridden, written=()):
         return
     key = spelled_as_written("model.queue.size", written)
     raise RecipeError([
-        f"{source}: {key} = {recipe.model.queue_size}{_origin(key, overridden)}: the queue needs "
+        f"{_where(source, key, overridden)}: {key} = {recipe.model.queue_size}: the queue needs "
         f"about {needed / 2**30:.1f} GiB (size x (embedding_dim {recipe.model.embedding_dim}"
         f" + 1 + 3 x {recipe.training.batch_size} x views) x 4 bytes), over half of the "
         f"{available / 2**30:.1f} GiB available; use a smaller queue"])
@@ -652,8 +653,9 @@ def _component_line(loc, message, source, overridden, flat):
         return None
     key = f"training.{setting}" if setting in flat else f"training.{loc[1]}.{setting}"
     value, _, reason = rest.partition(": ")
-    origin = _origin(key, overridden) or _origin(f"training.{loc[1]}", overridden)  # the section set
-    return f"{source}: {key} = {value}{origin}: {reason}"
+    section = f"training.{loc[1]}"  # an override of the whole section set it too
+    where = _where(source, key if key in overridden else section, overridden)
+    return f"{where}: {key} = {value}: {reason}"
 
 
 def _explain(error, source, overridden, flat=()):
@@ -661,12 +663,12 @@ def _explain(error, source, overridden, flat=()):
     for problem in error.errors(include_url=False):
         loc = [str(p) for p in problem["loc"] if not isinstance(p, int)]
         key = ".".join(loc)
-        origin = _origin(key, overridden)
+        where = _where(source, key, overridden)
         if problem["type"] == "extra_forbidden":
-            known = _known_keys(loc[:-1])
+            known, earlier = _known_keys(loc[:-1])
             # the did-you-mean first: a long list of known keys is what gets cut at MAX_LINE
-            line = (f"{source}: unknown recipe key {_short(key)}{origin}."
-                    + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
+            line = (f"{where}: unknown recipe key {_short(key)}."
+                    + did_you_mean(loc[-1], known + earlier) + f" Known keys here: {', '.join(known)}.")
         else:
             # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
             message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
@@ -677,9 +679,9 @@ def _explain(error, source, overridden, flat=()):
             value = problem.get("input")
             typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
-            line = f"{source}: {key or 'recipe'}{shown}{origin}: {message}"
+            line = f"{where}: {key or 'recipe'}{shown}: {message}"
             if message.startswith(f"{key}.") and shown == "":  # the message names its own key
-                line = f"{source}: {message}"
+                line = f"{where}: {message}"
         lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return lines
 
@@ -689,5 +691,6 @@ def _known_keys(loc):
     for part in loc:
         model = model.model_fields[part].annotation
         model = next((t for t in typing.get_args(model) if isinstance(t, type)), model)  # X | None
-    earlier = {TrainingSpec: list(FLAT_KEYS), ModelSpec: list(MODEL_FLAT_KEYS)}.get(model, [])  # moved in
-    return list(model.model_fields) + earlier
+    # the flat keys of earlier recipes (moved into their sections) still answer a did-you-mean
+    earlier = {TrainingSpec: list(FLAT_KEYS), ModelSpec: list(MODEL_FLAT_KEYS)}.get(model, [])
+    return list(model.model_fields), earlier

@@ -206,7 +206,8 @@ def test_non_finite_numbers_are_refused(text, key, tmp_path):
 
 
 def test_non_finite_numbers_from_overrides_and_dicts(tmp_path):
-    with pytest.raises(RecipeError, match=r"training.learning_rate = inf \(from an override\)"):
+    with pytest.raises(RecipeError, match=r"--set training.learning_rate \(over <defaults>\): "
+                                          r"training.learning_rate = inf"):
         load_recipe(None, ["training.learning_rate=.inf"])
     with pytest.raises(RecipeError, match="training.momentum = nan"):
         validate_recipe({"training": {"momentum": float("nan")}})
@@ -382,8 +383,8 @@ def test_bad_batch_and_view_sizes_name_the_key(sections, fragment):
     ("views.size=0", "`size` must be a whole number in [1, 8192]. Received: size=0"),
     ("views.size=-4", "Received: size=-4"), ("views.size=2.5", "Received: size=2.5"),
     ("views.size=100000000000000000000000", "in [1, 8192]. Received: size=100000000000000000000000"),
-    ("training.batch_size=2.5", "training.batch_size = 2.5 (from an override)"),
-    ("training.batch_size=-1", "training.batch_size = -1 (from an override)"),
+    ("training.batch_size=2.5", "--set training.batch_size (over "),
+    ("training.batch_size=-1", "training.batch_size = -1: "),
 ])
 def test_a_bad_size_from_the_command_line(item, fragment, tmp_path, capsys):
     code, _, err = _main(["train", _recipe_file(tmp_path, "digits"), "--set", item,
@@ -608,7 +609,8 @@ def test_the_queue_check_uses_the_available_memory(monkeypatch):
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**34)  # 16 GiB
     assert validate_recipe(sections).model.queue_size == 65536  # about 0.4 GiB: fine
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**28)  # 256 MiB
-    with pytest.raises(RecipeError, match=r"queue_size = 65536 \(from an override\)"):
+    with pytest.raises(RecipeError, match=r"--set model.queue_size \(over <defaults>\): "
+                                          r"model.queue_size = 65536"):
         load_recipe(None, ["loss.name=SupConLoss", "model.queue_size=65536"])
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: None)  # unknown: not refused
     assert validate_recipe(sections).model.queue_size == 65536

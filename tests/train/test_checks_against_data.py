@@ -22,7 +22,7 @@ def setup(tmp_path):
 
 @pytest.mark.parametrize("override, says", [
     ("training.learning_rate=1e-50",
-     "training.learning_rate = 1e-50 (from an override): 1e-50 is outside float32"),
+     "training.learning_rate = 1e-50: 1e-50 is outside float32"),
     ("loss.temperature=1e-45", "temperature = 1e-45 is outside float32's range"),
     ("loss.temperature=1e39", "temperature = 1e+39 is outside float32's range"),
     # issue 58 item 6: every float setting, not only the learning rate and temperature

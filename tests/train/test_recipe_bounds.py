@@ -61,3 +61,16 @@ def test_an_override_of_an_inert_flat_key_is_refused():
     with pytest.raises(RecipeError, match="warmup_epochs = 1: schedule constant"):
         load_recipe(Path(__file__).parents[2] / "recipes" / "sincere_digits.yaml",
                     overrides=["training.schedule=constant", "training.warmup_epochs=1"])
+
+
+def test_an_override_typo_is_named_as_the_override_and_the_hint_lists_section_keys():
+    """Issue 69 item 7: a `--set` typo was blamed on the recipe file; the hint listed the flat keys
+    of earlier recipes (momentum, weight_decay, ...) among the training keys."""
+    path = Path(__file__).parents[2] / "recipes" / "sincere_digits.yaml"
+    with pytest.raises(RecipeError) as refused:
+        load_recipe(path, overrides=["training.epochz=3"])
+    message = str(refused.value)
+    assert message.startswith(f"--set training.epochz (over {path}): unknown recipe key "
+                              "'training.epochz'. Did you mean 'epochs'?")
+    known = message.split("Known keys here: ")[1]
+    assert "optimizer" in known and "momentum" not in known and "weight_decay" not in known
