@@ -86,6 +86,7 @@ class EvalContext:
         probe_epochs: epochs of `sgd_probe`.
         verbose: progress output.
         model: short name of the model / preset, for plot titles.
+        train_paths: the file of each training row (an image folder), or None.
     """
 
     train: np.ndarray
@@ -101,6 +102,7 @@ class EvalContext:
     probe_epochs: int = 100
     verbose: bool = True
     model: str = "encoder"
+    train_paths: list = None
     cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @classmethod

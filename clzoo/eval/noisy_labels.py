@@ -1,6 +1,7 @@
 """Suspected mislabeled samples from embedding geometry (Perfectly Balanced, app. E.3.2)."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
@@ -88,8 +89,10 @@ class NoisyLabelsReport(ReportMetric):
     """The training samples whose features agree least with their label, and the label suggested.
 
     Scalars: `{"most_suspicious_train_indices", "their_labels",
-    "suggested_labels"}`, 20 each, most suspicious first. Source: Chen et
-    al. 2022 (Perfectly Balanced), app. E.3.2.
+    "suggested_labels"}` (and `"most_suspicious_train_paths"` for an image
+    folder), up to 20 each, most suspicious first, of the samples whose nearest
+    class center is another class's. Source: Chen et al. 2022 (Perfectly
+    Balanced), app. E.3.2.
 
     Example:
 
@@ -107,13 +110,27 @@ class NoisyLabelsReport(ReportMetric):
 
     def compute(self, context):
         ranking = rank_suspected_mislabeled(context.train, context.train_labels)
-        top = ranking.order[:LISTED]
+        # a suspect's nearest center is another class's; low scorers nearest their own are not
+        order = ranking.order
+        disagree = order[ranking.suggested_labels[order] != context.train_labels[order]]
+        top = disagree[:LISTED]
         scalars = {"most_suspicious_train_indices": top.tolist(),
                    "their_labels": context.train_labels[top].tolist(),
                    "suggested_labels": ranking.suggested_labels[top].tolist()}
+        paths = context.train_paths
+        if paths is not None:
+            scalars["most_suspicious_train_paths"] = [str(paths[i]) for i in top]
         listing = ", ".join(
-            f"{i}: {context.class_name(a)} -> {context.class_name(b)}"
+            f"{_where(i, paths)}: {context.class_name(a)} -> {context.class_name(b)}"
             for i, a, b in zip(top[:10], scalars["their_labels"], scalars["suggested_labels"]))
         return MetricResult(self.name, scalars, {}, [
-            (("most suspicious training labels, index: label -> nearest-center label "
-             "(Perfectly Balanced app. E.3.2)"), listing)])
+            (("most suspicious training labels (nearest center another class's), file or index: "
+              "label -> nearest-center label (Perfectly Balanced app. E.3.2)"), listing or "none")])
+
+
+def _where(index, paths):
+    """A training row as its file (class folder / name) when the data is a folder, else its index."""
+    if paths is None:
+        return str(index)
+    path = Path(paths[index])
+    return f"{path.parent.name}/{path.name}"

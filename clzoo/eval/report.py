@@ -100,7 +100,8 @@ def _timer(timings, verbose, steps):
 def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_labels,
                         metrics=None, class_names=None, output_dir=None,
                         ks=None, shots=(10, 100), title=None, verbose=True,
-                        encoder=None, images=None, probe_epochs=100, info=None, timings=None):
+                        encoder=None, images=None, probe_epochs=100, info=None, timings=None,
+                        train_paths=None):
     """Compute the requested metrics on frozen features; write the report when `output_dir` is given.
 
     Args:
@@ -128,6 +129,8 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
         timings: wall seconds of steps that ran before, `{step: seconds}`
             (e.g. `{"load_model": 2.1}`), or the `clzoo.eval.steps.StepTimer`
             that timed them; they come first in `metrics["timings"]`.
+        train_paths: the file of each training row (an image folder's `Split.paths`), or None;
+            `"noisy_labels"` names the files.
 
     Returns:
         `EvaluationResult`; `metrics["timings"]` holds the wall seconds of
@@ -158,7 +161,7 @@ def evaluate_embeddings(train_embeddings, train_labels, test_embeddings, test_la
     context = EvalContext.create(
         train_embeddings, train_labels, test_embeddings, test_labels, class_names=class_names,
         shots=shots, encoder=encoder, images=images, probe_epochs=probe_epochs,
-        verbose=verbose, model=model_label(info.get("model", "encoder")))
+        verbose=verbose, model=model_label(info.get("model", "encoder")), train_paths=train_paths)
     context.ks = _checked_ks(ks, len(context.train), verbose)
     results = _run_metrics(names, context, timer)
     title = title or (f"clzoo evaluation of {context.model}"
@@ -288,7 +291,8 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     return evaluate_embeddings(features[0], train.labels, features[1], test.labels, names,
                                class_names=train.class_names, output_dir=output_dir,
                                verbose=verbose, encoder=encoder,
-                               images=(train.images, test.images), timings=timer, **kwargs)
+                               images=(train.images, test.images), timings=timer,
+                               train_paths=train.paths, **kwargs)
 
 
 def _report_lines(evaluation):
