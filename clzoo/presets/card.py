@@ -278,13 +278,28 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _auxiliary_lines(metadata)
     lines += _alternative_lines(metadata, run)
     lines += _compute_lines(metadata, run) + _curve_lines(metadata) + _limitations(metadata)
-    lines += ["## Training", "", "Recipe (`clzoo train` resolved config):", "", "```yaml",
-              yaml.safe_dump(metadata.get("recipe", {}), sort_keys=False).strip(), "```", "",
+    lines += ["## Training", "", "Recipe (`clzoo train` resolved config, in today's recipe keys):", "",
+              "```yaml", _recipe_yaml(metadata.get("recipe", {})), "```", "",
               f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
               f"commit `{metadata.get('commit')}`.", ""]
     lines += _citation(paper, metadata)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _recipe_yaml(stored):
+    """The stored recipe as YAML in today's spelling (a recipe stored in the flat keys of earlier
+    versions is upgraded; as stored when it no longer reads), its `data` line saying what it names:
+    the run's data under its public name, its folder path left out."""
+    from clzoo.train.recipe import validate_recipe
+
+    try:
+        recipe = validate_recipe(stored, stored=True).to_dict()
+    except ValueError:
+        recipe = stored
+    text = yaml.safe_dump(recipe, sort_keys=False).strip()
+    note = "  # the training data's public name; give your copy's folder, or a tfds:NAME"
+    return "\n".join(line + note if line.startswith("data: ") else line for line in text.splitlines())
 
 
 # Encoders a user could pick instead, with no training on the data: (hub id, line, source).
