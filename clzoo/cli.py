@@ -31,6 +31,7 @@ PRESET_REGISTRY = Path(__file__).resolve().parent / "presets" / "builtin" / "reg
 MIN_RESAMPLES = 100
 # Commands that run without Keras / TensorFlow.
 LIGHT_COMMANDS = ("presets", "list")
+_FAULTS = []  # OS errors of this process's commands (see `_run`)
 
 
 MAX_ERROR = 1000  # characters of one error line: a huge value is cut, never printed whole
@@ -940,17 +941,35 @@ def console_main():
     """The `clzoo` console script: `main`, and after a Ctrl-C an exit that skips the interpreter's
     teardown (os._exit) over whatever the interrupt cut short. The SIGSEGV seen (status -11,
     nothing printed) came from inside TensorFlow's import, which now holds the Ctrl-C
-    (`console.interrupts_deferred`); this exit guards the teardown after one. Every file was closed
+    (`console.interrupts_deferred`); this exit guards the teardown after one, and after a write
+    cut short (status 1: h5py's teardown segfaulted after a full disk). Every file was closed
     or removed by then (`main` has returned)."""
+    sys.unraisablehook = _quiet_h5py_teardown
+    sys.excepthook = _quiet_h5py_traceback  # Cython's __dealloc__ prints through it too
     code = main()
-    if code == 130:
+    if code in (1, 130):  # an interrupt, or a write cut short (h5py crashed in teardown after one)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except OSError:  # the reader left (`clzoo ... | head`)
                 pass
-        os._exit(130)
+        os._exit(code)
     return code
+
+
+def _quiet_h5py_teardown(unraisable, default=sys.unraisablehook):
+    """h5py, its file closed by a failed write (a full disk), reports each object it can no longer
+    release ("Can't decrement id ref count") as an exception ignored in `__dealloc__`: tracebacks
+    before the one line that says what happened. Those alone are left out."""
+    if "decrement id ref count" in str(unraisable.exc_value):
+        return
+    default(unraisable)
+
+
+def _quiet_h5py_traceback(kind, value, traceback, default=sys.excepthook):
+    if "decrement id ref count" in str(value):
+        return
+    default(kind, value, traceback)
 
 
 def _run(args):
@@ -968,6 +987,9 @@ def _run(args):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
         return 0
     except OSError as error:  # disk full, read-only, file-size limit, name too long, permission
+        # kept: freeing its frames releases h5py objects of the failed file, which segfaulted;
+        # the console script then exits without the interpreter's teardown (console_main)
+        _FAULTS.append(error)
         _error(_os_fault(error))
         return 1
     except MemoryError:

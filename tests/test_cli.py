@@ -451,6 +451,38 @@ def test_a_write_cut_short_inside_tensorflow_or_h5py_is_one_line(tiny_encoder, t
     assert list((tmp_path / "dst").iterdir()) == []  # nothing half-written, no staging folder or lock
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs, almost full (148 KiB free): a real full disk, where h5py fails mid-file (a
+    file-size limit fails it differently). Root only; skipped elsewhere."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        (mount / "filler").write_bytes(bytes(1900 * 1024))
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+@pytest.mark.large
+def test_push_onto_a_full_disk_ends_in_one_line_without_a_crash(small_disk, tmp_path):
+    """The hostile pass of issue 72: `push --dry-run` onto a nearly full disk printed h5py's
+    "Can't decrement id ref count" tracebacks, then segfaulted in the interpreter's teardown."""
+    from tests.presets.test_presets import _run
+
+    (tmp_path / "src").mkdir()
+    run = _run(tmp_path / "src")[0]
+    result = subprocess.run(_clzoo() + ["push", str(run), "hf://me/x", "--dry-run", str(small_disk / "p")],
+                            capture_output=True, text=True, env=_user_env(), timeout=600)
+    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1, result.stderr
+    assert "No space left on device" in result.stderr
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
 def test_every_option_of_every_command_says_what_it_does():
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

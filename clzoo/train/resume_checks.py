@@ -38,19 +38,20 @@ def check_checkpoint(model, task, recipe, views, path, classes):
 
 
 def check_same_model(model, recipe, task, views, classes, steps_per_epoch, levers, path):
-    """Refuse (`ValueError`) a checkpoint whose model or optimizer is not the one `recipe` builds.
+    """Refuse (`ValueError`) a checkpoint whose model, optimizer or loss is not the one `recipe` builds.
 
-    The recipe's model and optimizer are built afresh (as a new run would, levers included) and
-    compared with the checkpoint's by their Keras configs, layer names aside, and their weights'
+    The recipe's model, optimizer and loss are built afresh (as a new run would, levers included)
+    and compared with the checkpoint's by their Keras configs, layer names aside, and the weights'
     shapes: a checkpoint copied from a run of another architecture, parts (memory queue,
-    auxiliary head) or levers (a weight average) would otherwise train as it is.
+    auxiliary head), levers (a weight average) or loss would otherwise train as it is.
     """
     loss = build_loss(recipe)
     built = task.build_model(recipe, views, classes, getattr(loss, "temperature_layer", None))
     optimizer = build_optimizer(recipe, steps_per_epoch)
     for lever in levers:
         lever.configure(optimizer)
-    problem = _model_difference(model, built) or _optimizer_difference(model.optimizer, optimizer)
+    problem = (_model_difference(model, built) or _optimizer_difference(model.optimizer, optimizer)
+               or _loss_difference(getattr(model, "loss", None), loss))
     if problem:
         raise ValueError(f"Cannot resume {path}: the checkpoint {problem}: this recipe did not "
                          "train it (recipe.yaml edited, or the checkpoint copied from another run). "
@@ -71,6 +72,15 @@ def _optimizer_difference(saved, fresh):
     where = _first_difference(_unnamed(keras.optimizers.serialize(saved)),
                               _unnamed(keras.optimizers.serialize(fresh)), "optimizer")
     return None if where is None else f"holds another optimizer than the recipe's ({where})"
+
+
+def _loss_difference(saved, fresh):
+    """The checkpoint's compiled loss against the recipe's (a resumed run keeps the checkpoint's)."""
+    if saved is None or isinstance(saved, str) or not hasattr(saved, "get_config"):
+        return None
+    where = _first_difference(_unnamed(keras.losses.serialize(saved)),
+                              _unnamed(keras.losses.serialize(fresh)), "loss")
+    return None if where is None else f"was compiled with another loss than the recipe's ({where})"
 
 
 def _count(model):

@@ -267,6 +267,8 @@ def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
     ({"training": {"levers": [{"name": "ema", "momentum": 0.9}]}},
      r"another optimizer than the recipe's \(optimizer\.config\.use_ema: True in the "
      r"checkpoint, False from the recipe\)"),
+    ({"loss": {"name": "SupConLoss", "temperature": 0.5}}, r"was compiled with another loss than the "
+     r"recipe's \(loss\."),  # the hostile pass: a resume trained on with the checkpoint's loss
 ])
 def test_resume_refuses_a_checkpoint_of_another_runs_model(tmp_path, donor, message):
     """Issue 72 item 2: a checkpoint copied from a run of another architecture, with a memory queue,
@@ -277,7 +279,7 @@ def test_resume_refuses_a_checkpoint_of_another_runs_model(tmp_path, donor, mess
     train(load_recipe(path), run, verbose=0)
     (run / "metrics.json").unlink()
     for section, keys in donor.items():
-        recipe[section].update(keys)
+        recipe[section] = {**recipe.get(section, {}), **keys}
     (tmp_path / "donor.yaml").write_text(yaml.safe_dump(recipe))
     train(load_recipe(tmp_path / "donor.yaml"), tmp_path / "donor", verbose=0)
     own = (run / "checkpoint.keras").read_bytes()
