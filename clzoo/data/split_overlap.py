@@ -55,9 +55,9 @@ def _file_copies(train, test, where):
     seen = {}
     for path, info in zip(train.paths, train_stats):
         if info.st_size in sizes:  # only files of a test file's size can be its copy
-            seen.setdefault(_sample_digest(path, info.st_size), path)
+            seen.setdefault(sample_digest(path, info.st_size), path)
     found = [(path, seen[digest]) for path, info in zip(test.paths, test_stats)
-             if (digest := _sample_digest(path, info.st_size)) in seen]
+             if (digest := sample_digest(path, info.st_size)) in seen]
     return len(found), (f"{found[0][0]} = {found[0][1]}" if found else None)
 
 
@@ -75,7 +75,8 @@ def _refuse_shared_files(train, train_stats, test, test_stats, where):
             owner.setdefault(key, (path, name, label))
 
 
-def _sample_digest(path, size):
+def sample_digest(path, size):
+    """`(size, 16-byte digest)` of a file's first and last `SAMPLE` bytes (all of a small file)."""
     with open(path, "rb") as handle:
         head = handle.read(SAMPLE if size > 2 * SAMPLE else 2 * SAMPLE)
         if size > 2 * SAMPLE:

@@ -144,8 +144,12 @@ def _write_export(model, path, format, verbose):
             else:
                 model.export(str(target), format=FORMATS[format], verbose=verbose)
         except Exception as error:  # TensorFlow's ResourceExhaustedError on a full disk: one line
+            if isinstance(error, OSError) and error.errno is not None:
+                if error.filename is not None:
+                    raise
+                raise OSError(error.errno, error.strerror, str(path)) from None  # name the output
             code = next((c for c in _WRITE_ERRNOS if os.strerror(c) in str(error)), None)
-            if code is None or isinstance(error, OSError) and error.errno is not None:
+            if code is None:
                 raise
             raise OSError(code, os.strerror(code), str(path)) from None
         if path.is_dir():  # an earlier SavedModel (--overwrite): moved aside, removed with staging

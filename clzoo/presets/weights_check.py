@@ -71,19 +71,22 @@ def check_config_sizes(config, weights_path, where):
     import h5py
 
     with h5py.File(weights_path, "r") as weights:
-        dims = [dim for _, shape, _ in _datasets(weights, weights_path) for dim in shape or ()]
-    largest = max(dims, default=0)
+        shapes = [shape or () for _, shape, _ in _datasets(weights, weights_path)]
+    largest = max((dim for shape in shapes for dim in shape), default=0)
+    # a kernel's spatial size is a leading dimension of a rank-3+ array (a 1-D to 3-D conv kernel)
+    spatial = max((dim for shape in shapes if len(shape) >= 3 for dim in shape[:-2]), default=largest)
     stack = [config]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key in SIZE_KEYS:
+                bound = spatial if key == "kernel_size" else largest
                 value = item.get(key)
                 sizes = value if isinstance(value, (list, tuple)) else [value]
-                if any(isinstance(v, int) and not isinstance(v, bool) and v > largest for v in sizes):
-                    raise ValueError(f"{where} sets {key} = {value!r}, larger than any dimension of "
-                                     f"the arrays in {weights_path.name} ({largest:,}): it does not "
-                                     "describe these weights")
+                if any(isinstance(v, int) and not isinstance(v, bool) and v > bound for v in sizes):
+                    raise ValueError(f"{where} sets {key} = {value!r}, larger than the arrays in "
+                                     f"{weights_path.name} hold ({bound:,}): it does not describe "
+                                     "these weights")
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)

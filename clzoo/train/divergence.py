@@ -21,7 +21,7 @@ def divergence_advice(recipe):
     settings = {**spec.optimizer.defaults(), **spec.optimizer.settings}
     suspects = []
     decay = settings.get("weight_decay") or 0
-    if decay * spec.learning_rate > _DECAY_PER_STEP:
+    if decay * spec.learning_rate > _DECAY_PER_STEP and decay > spec.learning_rate:  # decay's doing
         suspects.append(f"training.optimizer.weight_decay = {decay:g} (times the learning rate "
                         f"{spec.learning_rate:g}, over {_DECAY_PER_STEP} of each weight per step)")
     if (settings.get("trust_coefficient") or 0) > _TRUST:

@@ -304,7 +304,9 @@ class Recipe(_Section):
                                   "task contrastive has no classifier")],
                  "soft_target": [(f"model.{key}", getattr(model, key) != default, head)
                                  for key, default in (("embedding_dim", 128), ("head_hidden_dims", None),
-                                                      ("head_batch_norm", False))]}[task]
+                                                      ("head_batch_norm", False))]
+                 + [("views.views", self.views.get("views", 1) != 1,
+                     "task soft_target draws one view of each image; write views: 1")]}[task]
         inert.append(("model.head_batch_norm", model.head_batch_norm and model.head_hidden_dims == [],
                       "head_hidden_dims [] is one layer, with no layer between to normalize"))
         for key, given, why in inert:

@@ -63,6 +63,18 @@ def _decimal_int(loader, node):
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _decimal_int)
 
+
+def _plain_float(loader, node):
+    """YAML 1.1 reads `1:30.5` as 90.5 (base 60): refused like the base-60 integers."""
+    text = loader.construct_scalar(node)
+    if ":" in text:
+        raise RecipeYAMLError(f"line {node.start_mark.line + 1}: {text!r} is a base-60 number in YAML "
+                              "1.1 (read as another value); write it in decimal, or quote it for a string")
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _plain_float)
+
 _FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"
                     r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))

@@ -129,15 +129,23 @@ def data_record(train_split, plan):
     return record
 
 
+SAMPLED_FILES = 4096  # files whose bytes the fingerprint reads (the first and last 4 KiB)
+
+
 def data_fingerprint(split):
     """Hex digest of a split's content: for an image folder each file's class folder, name and size
-    in bytes (not its mtime or full path, so a copy of the data elsewhere resumes; a replaced image
-    almost never keeps its size), else its labels and pixels."""
+    in bytes, and the first and last 4 KiB of `SAMPLED_FILES` files spread over the split (not
+    mtimes or full paths, so a copy of the data elsewhere resumes); else its labels and pixels."""
+    from clzoo.data.split_overlap import sample_digest
+
     digest = hashlib.blake2b(np.asarray(split.labels, np.int64).tobytes(), digest_size=16)
     if split.paths is not None:
-        for path in split.paths:
-            digest.update(f"{Path(path).parent.name}/{Path(path).name}\0{os.stat(path).st_size}\0"
-                          .encode())
+        sizes = [os.stat(path).st_size for path in split.paths]
+        for path, size in zip(split.paths, sizes):
+            digest.update(f"{Path(path).parent.name}/{Path(path).name}\0{size}\0".encode())
+        step = max(1, len(sizes) // SAMPLED_FILES)
+        for index in range(0, len(sizes), step):
+            digest.update(sample_digest(split.paths[index], sizes[index])[1])
     else:
         digest.update(np.ascontiguousarray(split.images).tobytes())
     return digest.hexdigest()
@@ -171,5 +179,5 @@ def check_same_data(run, recorded, now):
     fingerprint = recorded.get("train_fingerprint")  # absent before it was recorded
     if isinstance(fingerprint, str) and fingerprint != now["train_fingerprint"]:
         raise ValueError(f"Cannot resume {run.path}: its training images changed since the run started "
-                         "(as many, under the same classes, but other files or file sizes: "
+                         "(as many, under the same classes, but other files, sizes or contents: "
                          "environment.json's train_fingerprint). Restore the data, or train a new run.")

@@ -147,6 +147,8 @@ def test_a_full_disk_at_the_first_checkpoint_does_not_claim_a_previous_one(tmp_p
      r"Lower training\.optimizer\.trust_coefficient = 1e\+30 \(LARS"),
     ({"model": {"auxiliary": {"weight": 1.0, "logit_scale": 1e30}}},
      r"Lower model\.auxiliary\.logit_scale = 1e\+30 \(airbench: 1/9\), or training\.learning_rate\."),
+    # the hostile pass: the default weight decay was blamed for a learning rate of 1e30
+    ({"training": {"learning_rate": 1e30}}, r"Try a lower training\.learning_rate \(now 1e\+30\)\."),
 ])
 def test_the_nan_stop_names_the_setting_that_blew_up(sections, advice):
     """Issue 72 item 11: the NaN stop blamed the learning rate for a weight decay, LARS trust

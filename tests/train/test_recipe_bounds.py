@@ -29,6 +29,8 @@ CASES = [
     ({"model": {"head_hidden_dims": [], "head_batch_norm": True}}, "model.head_batch_norm would do nothing"),
     ({"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"}, "model": {"embedding_dim": 99}},
      r"model.embedding_dim would do nothing \(task soft_target trains a classifier"),
+    ({"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"}, "views": {"views": 4}},
+     r"views.views would do nothing \(task soft_target draws one view"),  # the hostile pass
 ]
 
 
@@ -48,13 +50,20 @@ def test_the_same_settings_where_they_act_are_taken():
                                                   "num_heads": 6}}})
 
 
-@pytest.mark.parametrize("text", ["epochs: 010", "epochs: 1:30", "epochs: 0x10", "epochs: 0b11"])
-def test_yaml_1_1_integers_are_refused_with_their_line(tmp_path, text):
+@pytest.mark.parametrize("text, says", [
+    ("epochs: 010", "is not a decimal integer"), ("epochs: 1:30", "is not a decimal integer"),
+    ("epochs: 0x10", "is not a decimal integer"), ("epochs: 0b11", "is not a decimal integer"),
+    ("learning_rate: 1:30.5", "is a base-60 number"),  # the hostile pass: read as 90.5
+])
+def test_yaml_1_1_numbers_are_refused_with_their_line(tmp_path, text, says):
     """`epochs: 010` trained 8 epochs (octal), `1:30` 90 (base 60)."""
     path = tmp_path / "r.yaml"
     path.write_text(f"name: r\ntraining:\n  {text}\n")
-    with pytest.raises(RecipeError, match=r"line 3: .* is not a decimal integer"):
+    with pytest.raises(RecipeError, match=rf"line 3: .* {says}"):
         load_recipe(path)
+    key, _, value = text.partition(": ")
+    with pytest.raises(RecipeError, match=says):
+        load_recipe(None, [f"training.{key}={value}"])
 
 
 def test_an_override_of_an_inert_flat_key_is_refused():

@@ -315,3 +315,23 @@ def test_resume_refuses_an_edited_recipe_without_its_stamp_and_replaced_training
         Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(image)
     with pytest.raises(ValueError, match=r"training images changed since the run started \(as many"):
         train(load_recipe(path), run, verbose=0, resume=True)
+
+
+def test_resume_refuses_training_images_replaced_by_others_of_the_same_size(tmp_path):
+    """The hostile pass of issue 72: uncompressed images replaced by others of the same size (here
+    every pixel inverted, BMP) kept the fingerprint of names and sizes; their bytes are read too."""
+    from PIL import Image
+
+    path, _ = one_epoch_recipe(tmp_path)
+    for image in sorted((tmp_path / "data").glob("*/*/*.png")):  # the same folder, as BMP
+        Image.open(image).save(image.with_suffix(".bmp"))
+        image.unlink()
+    run = tmp_path / "run"
+    train(load_recipe(path), run, verbose=0)
+    (run / "metrics.json").unlink()
+    for image in sorted((tmp_path / "data" / "train").glob("*/*.bmp")):
+        pixels = np.asarray(Image.open(image))
+        Image.fromarray(255 - pixels).save(image)
+        assert image.stat().st_size == 246
+    with pytest.raises(ValueError, match=r"training images changed since the run started"):
+        train(load_recipe(path), run, verbose=0, resume=True)
