@@ -71,5 +71,11 @@ train_features = clzoo.eval.embed(model.encoder, train.images)
 test_features = clzoo.eval.embed(model.encoder, test.images)
 accuracy = clzoo.eval.knn_accuracy(train_features, train.labels, test_features, test.labels,
                                    ks=(1, 5, 20))
-print(accuracy)
+# The baseline to beat: the same kNN on the raw pixels (98.06% at k=5 on the digits; the quickstart
+# recipe's 40 epochs beat it, README). A few epochs here land between the untrained encoder and it.
+raw = clzoo.eval.knn_accuracy(train.images.reshape(len(train), -1).astype("float32"), train.labels,
+                              test.images.reshape(len(test), -1).astype("float32"), test.labels,
+                              ks=(1, 5, 20))
+print("trained encoder:", accuracy)
+print("raw pixels:     ", raw)
 assert max(accuracy.values()) > 0.3  # far above chance (10%) even after one epoch
