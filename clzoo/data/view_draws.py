@@ -132,8 +132,9 @@ def view_draws(rng, count, config, height, width):
     flips = rng.random(count) < 0.5 if config.flip else np.zeros(count, bool)
     cols = np.where(flips[:, None], cols[:, ::-1], cols)
     b, c, s, h = config.jitter
-    factors = np.stack([rng.uniform(1 - b, 1 + b, count), rng.uniform(1 - c, 1 + c, count),
-                        rng.uniform(1 - s, 1 + s, count), rng.uniform(-h, h, count)], axis=1)
+    factors = np.stack([rng.uniform(max(0, 1 - b), 1 + b, count),  # torchvision's ranges
+                        rng.uniform(max(0, 1 - c), 1 + c, count),
+                        rng.uniform(max(0, 1 - s), 1 + s, count), rng.uniform(-h, h, count)], axis=1)
     order = np.argsort(rng.random((count, 4)), axis=1).astype(np.int32)
     return {"rows": rows, "cols": cols,
             "jitter": rng.random(count) < config.jitter_p,

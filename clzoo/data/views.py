@@ -13,9 +13,9 @@ on other scales than torchvision's `ColorJitter`, and applies the four
 adjustments in a fixed order; the paper's jitter multiplies brightness by
 U[1-b, 1+b], blends contrast and saturation with factors U[1-c, 1+c] and
 U[1-s, 1+s], shifts hue by U[-h, h] of a turn, in a random order per image.
-That is what `color_jitter` does. The crop samples area and log aspect ratio
-like torchvision (10 attempts, ratio 3/4..4/3) through
-`tf.image.stateless_sample_distorted_bounding_box`, as SimCLR's TF code does.
+That is what `color_jitter` does (factors drawn from U[max(0, 1-x), 1+x], as
+torchvision). The crop samples area and log aspect ratio as torchvision does (10
+attempts, ratio 3/4..4/3, the same rule as the device stream's `view_draws`).
 
 Every draw uses a seed of its own derived from a per-image seed, so views
 differ per image and per view, and a run is repeatable given the seed.
@@ -37,21 +37,41 @@ def _grayscale(image):
     return tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(image))
 
 
-def random_resized_crop(image, seed, size, scale, ratio):
-    """Crop a random area fraction in `scale` with aspect ratio in `ratio`, resize to `size`."""
-    shape = tf.shape(image)
-    begin, crop_size, _ = tf.image.stateless_sample_distorted_bounding_box(
-        shape,
-        bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
-        seed=seed,
-        min_object_covered=0.0,
-        aspect_ratio_range=ratio,
-        area_range=scale,
-        max_attempts=10,
-        use_image_if_no_bounding_boxes=True,
-    )
-    crop = tf.slice(image, begin, crop_size)
+def random_resized_crop(image, seed, size, scale, ratio, attempts=10):
+    """Crop a random area fraction in `scale` with aspect ratio in `ratio`, resize to `size`.
+
+    torchvision's `RandomResizedCrop.get_params` in stateless TF ops, the rule of the device
+    stream's `clzoo.data.view_draws.crop_boxes`: up to `attempts` draws of an area fraction
+    and a log-uniform aspect ratio, the first that fits kept, else a centre crop clamped to
+    `ratio`. (SimCLR's `sample_distorted_bounding_box` draws another distribution: mean area
+    0.50 against torchvision's 0.55 for a 0.2-1 scale, so the two streams trained other crops.)
+    """
+    box = crop_box(tf.shape(image), seed, scale, ratio, attempts)
+    crop = tf.slice(image, [box[0], box[1], 0], [box[2], box[3], -1])
     return tf.image.resize(crop, (size, size), method="bilinear")
+
+
+def crop_box(shape, seed, scale, ratio, attempts=10):
+    """int32 `[top, left, h, w]` of `random_resized_crop` for an image of `shape` `(H, W, C)`."""
+    height, width = tf.cast(shape[0], tf.float32), tf.cast(shape[1], tf.float32)
+    seeds = tf.random.experimental.stateless_split(seed, 3)
+    targets = height * width * tf.random.stateless_uniform([attempts], seeds[0], scale[0], scale[1])
+    aspects = tf.exp(tf.random.stateless_uniform([attempts], seeds[1], math.log(ratio[0]),
+                                                 math.log(ratio[1])))
+    w, h = tf.round(tf.sqrt(targets * aspects)), tf.round(tf.sqrt(targets / aspects))
+    fits = (w > 0) & (w <= width) & (h > 0) & (h <= height)
+    first = tf.argmax(tf.cast(fits, tf.int32))
+    found = tf.gather(fits, first)
+    low, high = min(ratio), max(ratio)
+    aspect = width / height  # the fallback: the whole image, clamped to the ratio range
+    h_fallback = tf.where(aspect < low, tf.round(width / low), height)
+    w_fallback = tf.where(aspect > high, tf.round(height * high), width)
+    h = tf.where(found, tf.gather(h, first), h_fallback)
+    w = tf.where(found, tf.gather(w, first), w_fallback)
+    u = tf.random.stateless_uniform([2], seeds[2])
+    top = tf.where(found, tf.floor(u[0] * (height - h + 1)), tf.floor((height - h) / 2))
+    left = tf.where(found, tf.floor(u[1] * (width - w + 1)), tf.floor((width - w) / 2))
+    return tf.cast(tf.stack([top, left, h, w]), tf.int32)
 
 
 def color_jitter(image, seed, brightness, contrast, saturation, hue):
@@ -62,16 +82,16 @@ def color_jitter(image, seed, brightness, contrast, saturation, hue):
     seeds = tf.random.experimental.stateless_split(seed, num=5)
 
     def adjust_brightness(x):
-        return tf.clip_by_value(x * _uniform(seeds[0], 1 - brightness, 1 + brightness), 0, 1)
+        return tf.clip_by_value(x * _uniform(seeds[0], max(0.0, 1 - brightness), 1 + brightness), 0, 1)
 
     def adjust_contrast(x):
         mean = tf.reduce_mean(tf.image.rgb_to_grayscale(x))
-        factor = _uniform(seeds[1], 1 - contrast, 1 + contrast)
+        factor = _uniform(seeds[1], max(0.0, 1 - contrast), 1 + contrast)
         return tf.clip_by_value((x - mean) * factor + mean, 0, 1)
 
     def adjust_saturation(x):
         gray = _grayscale(x)
-        factor = _uniform(seeds[2], 1 - saturation, 1 + saturation)
+        factor = _uniform(seeds[2], max(0.0, 1 - saturation), 1 + saturation)
         return tf.clip_by_value(gray + (x - gray) * factor, 0, 1)
 
     def adjust_hue(x):
