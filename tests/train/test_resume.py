@@ -260,6 +260,7 @@ def test_a_recipe_with_a_learnable_temperature_trains_it(tmp_path):
     assert model.learnable_temperature is model.loss.temperature_layer and learnt != initial
 
 
+@pytest.mark.large  # 4 cases of two tiny runs each (about 60 s of the default tier)
 @pytest.mark.parametrize("donor, message", [
     ({"model": {"architecture": "resnet20"}},
      r"holds a model of [\d,]+ parameters and the recipe builds one of [\d,]+ \(first difference"),
@@ -317,6 +318,7 @@ def test_resume_refuses_an_edited_recipe_without_its_stamp_and_replaced_training
         train(load_recipe(path), run, verbose=0, resume=True)
 
 
+@pytest.mark.large
 def test_resume_refuses_training_images_replaced_by_others_of_the_same_size(tmp_path):
     """The hostile pass of issue 72: uncompressed images replaced by others of the same size (here
     every pixel inverted, BMP) kept the fingerprint of names and sizes; their bytes are read too."""
