@@ -257,7 +257,7 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     >>> import numpy as np, keras, clzoo
     >>> inputs = keras.Input((8, 8, 3))
     >>> encoder = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(inputs))
-    >>> images = np.repeat(np.arange(0, 250, 25, dtype=np.uint8), 4)[:, None, None, None]
+    >>> images = np.arange(0, 240, 6, dtype=np.uint8)[:, None, None, None]  # 40 distinct
     >>> images = np.broadcast_to(images, (40, 8, 8, 3))
     >>> train, test = clzoo.eval.train_test_split(images, np.arange(40) // 20, test_size=0.5)
     >>> clzoo.eval.evaluate(encoder, (train, test), "ncc", verbose=False).ncc
