@@ -14,7 +14,8 @@ import weakref
 
 import numpy as np
 
-SAMPLE = 4096
+from clzoo.data.sources import _sample
+
 _CHECKED = []  # weak references to the last pairs checked: one check per pair, nothing kept alive
 
 
@@ -76,19 +77,18 @@ def _refuse_shared_files(train, train_stats, test, test_stats, where):
 
 
 def sample_digest(path, size):
-    """`(size, 16-byte digest)` of a file's first and last `SAMPLE` bytes (all of a small file)."""
-    with open(path, "rb") as handle:
-        head = handle.read(SAMPLE if size > 2 * SAMPLE else 2 * SAMPLE)
-        if size > 2 * SAMPLE:
-            handle.seek(size - SAMPLE)
-            head += handle.read(SAMPLE)
-    return size, hashlib.blake2b(head, digest_size=16).digest()
+    """`(size, 16-byte digest)` of the decode cache's content sample of a file: its first and last
+    `SAMPLE` bytes, all of a small one (`sources._sample`)."""
+    return size, hashlib.blake2b(_sample(path, size), digest_size=16).digest()
 
 
 def _pixel_copies(train, test):
     if train.shape[1:] != test.shape[1:]:
         return 0, None
-    seen = {hashlib.blake2b(row.tobytes(), digest_size=16).digest(): i for i, row in enumerate(train)}
-    found = [(j, seen[d]) for j, row in enumerate(test)
-             if (d := hashlib.blake2b(row.tobytes(), digest_size=16).digest()) in seen]
+    seen = {_row_digest(row): i for i, row in enumerate(train)}
+    found = [(j, seen[d]) for j, row in enumerate(test) if (d := _row_digest(row)) in seen]
     return len(found), (f"test row {found[0][0]} = train row {found[0][1]}" if found else None)
+
+
+def _row_digest(row):
+    return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
