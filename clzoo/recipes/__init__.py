@@ -29,9 +29,8 @@ def recipe_path(name):
     from clzoo.registry import did_you_mean
 
     stem = str(name).removesuffix(".yaml").removeprefix("recipes/")
-    path = FOLDER / f"{stem}.yaml"
-    if stem in list_recipes():
-        return path
-    known = list_recipes()
+    known = list_recipes()  # the names, not a path: `../x` finds no file outside the folder
+    if stem in known:
+        return FOLDER / f"{stem}.yaml"
     raise ValueError(f"{name}: recipe file not found, and no built-in recipe is named so (clzoo list "
                      f"recipes lists the {len(known)} there are)." + did_you_mean(stem, known))
