@@ -42,6 +42,8 @@ def _arguments():
     parser.add_argument("--pipelines", nargs="+", default=["tf_data", "device"])
     parser.add_argument("--stream-batches", type=int, default=10)
     parser.add_argument("--fit-steps", type=int, default=5)
+    parser.add_argument("--busy", type=int, default=0,
+                        help="processes spinning beside each worker (a machine shared with other work)")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -106,6 +108,8 @@ def worker(args):
         if pipeline == "tf_data" and not tensorflow_installed():
             continue
         row = {"backend": keras.backend.backend(), "pipeline": pipeline,
+               "busy": int(os.environ.get("CLZOO_BENCH_BUSY", 0)),
+               "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
                "recipe": Path(args.recipe).name, "batch_size": recipe.training.batch_size,
                "views": views.views,
                "stream_images_per_s": round(_stream_rate(pipeline, split, recipe, views,
@@ -124,8 +128,14 @@ def main():
         command = [sys.executable, __file__, "--worker", backend, "--data", args.data, "--recipe",
                    args.recipe, "--stream-batches", str(args.stream_batches), "--fit-steps",
                    str(args.fit_steps), "--pipelines", *args.pipelines]
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        result = subprocess.run(command, env=env, capture_output=True, text=True)
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
+               "CLZOO_BENCH_BUSY": str(args.busy)}
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+        try:
+            result = subprocess.run(command, env=env, capture_output=True, text=True)
+        finally:
+            for spinner in spinners:
+                spinner.kill()
         found = [json.loads(line[4:]) for line in result.stdout.splitlines() if line.startswith("ROW ")]
         if result.returncode or not found:
             print(f"{backend}: failed\n{result.stderr[-2000:]}", file=sys.stderr)

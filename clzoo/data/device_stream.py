@@ -245,5 +245,11 @@ def _batch_function(views):
         import jax
 
         return jax.jit(compute)
-    return lambda images, index, draws: compute(images, index,
-                                                keras.tree.map_structure(ops.convert_to_tensor, draws))
+    return lambda images, index, draws: compute(images, index, _on_device(draws))
+
+
+def _on_device(draws):
+    """Every draw as a tensor but the jitter's `order`, kept on the host: eager backends then
+    shift the hue of only the images that need it (`device_views.color_jitter`)."""
+    return [{key: value if key == "order" else ops.convert_to_tensor(value)
+             for key, value in draw.items()} for draw in draws]

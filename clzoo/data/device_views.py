@@ -19,6 +19,7 @@ generators (a run could not resume by step) and some draw one crop per batch
 SupCon code (see `clzoo.data.views`).
 """
 
+import numpy as np
 from keras import ops
 
 _GRAY = (0.2989, 0.5870, 0.1140)  # tf.image.rgb_to_grayscale's weights (ITU-R 601)
@@ -57,38 +58,73 @@ def _per_image(values):
 
 def _adjust(images, which, factors):
     """Adjustment `which` (0 brightness, 1 contrast, 2 saturation, 3 hue) with per-image factors."""
-    factor = _per_image(factors[:, which])
-    if which == 0:
-        return ops.clip(images * factor, 0.0, 1.0)
-    if which == 1:
-        mean = ops.mean(_gray(images), axis=(1, 2, 3), keepdims=True)
-        return ops.clip((images - mean) * factor + mean, 0.0, 1.0)
-    if which == 2:
-        gray = _gray(images)
-        return ops.clip(gray + (images - gray) * factor, 0.0, 1.0)
+    if which == 3:
+        return _hue(images, _per_image(factors[:, 3]))
+    return _blend(images, ops.full((images.shape[0],), which, "int32"), factors)
+
+
+def _blend(images, which, factors):
+    """Brightness, contrast or saturation, per image by `which` `(B,)` in {0, 1, 2}, in one pass.
+
+    All three are `clip(ref + (x - ref) * factor)` (torchvision's `_blend`), with `ref` 0,
+    the image's mean gray or the pixel's gray; `which` 3 (hue) gives a value that is discarded.
+    """
+    gray = _gray(images)
+    mean = ops.mean(gray, axis=(1, 2, 3), keepdims=True)
+    kind = _per_image(which)
+    ref = ops.where(kind == 0, 0.0, ops.where(kind == 1, mean, gray))
+    factor = ops.take_along_axis(factors, ops.minimum(which, 2)[:, None], axis=1)[:, 0]
+    return ops.clip(ref + (images - ref) * _per_image(factor), 0.0, 1.0)
+
+
+def _hue(images, shift):
     hsv = ops.image.rgb_to_hsv(images)
-    hue = ops.mod(hsv[..., :1] + factor, 1.0)
+    hue = ops.mod(hsv[..., :1] + shift, 1.0)
     return ops.image.hsv_to_rgb(ops.concatenate([hue, hsv[..., 1:]], axis=-1))
 
 
 def color_jitter(images, factors, order, strengths):
     """torchvision's ColorJitter per image: the four adjustments in each image's `order` `(B, 4)`.
 
+    Each of the four places of the order is one blend pass (brightness, contrast and
+    saturation share a form) plus the hue shift for the images whose hue falls there. With
+    `order` a NumPy array (eager backends) the hue's HSV round trip runs on those images
+    only; with a tensor (JAX's jit: static shapes) on the whole batch, then selected.
+
     Args:
         images: `(B, H, W, 3)` float32 in [0, 1].
         factors: `(B, 4)` float32: brightness, contrast, saturation factors and hue shift.
-        order: `(B, 4)` int32: a permutation of `0..3` per image.
+        order: `(B, 4)` int32: a permutation of `0..3` per image (NumPy or tensor).
         strengths: the config's `(brightness, contrast, saturation, hue)`; an adjustment of
             strength 0 is the identity and is skipped.
     """
-    active = [which for which in range(4) if strengths[which]]
+    active = ops.convert_to_tensor([bool(s) for s in strengths])
     for slot in range(4):
         step = order[:, slot]
+        which = ops.convert_to_tensor(step, "int32")
         out = images
-        for which in active:
-            out = ops.where(_per_image(step == which), _adjust(images, which, factors), out)
+        if any(strengths[:3]):
+            on = ops.take(active, which) & (which < 3)
+            out = ops.where(_per_image(on), _blend(images, which, factors), out)
+        if strengths[3]:
+            out = _with_hue(images, out, factors, step)
         images = out
     return images
+
+
+def _with_hue(images, out, factors, step):
+    """`out` with the hue shift of `images` where `step` is 3 (only those images when `step` is
+    on the host)."""
+    if not isinstance(step, np.ndarray):
+        picked = _per_image(ops.convert_to_tensor(step, "int32") == 3)
+        return ops.where(picked, _hue(images, _per_image(factors[:, 3])), out)
+    (rows,) = np.nonzero(step == 3)
+    if not len(rows):
+        return out
+    shifted = _hue(ops.take(images, rows, axis=0), _per_image(ops.take(factors[:, 3], rows)))
+    source = np.arange(len(step))
+    source[rows] = len(step) + np.arange(len(rows))  # row b of the result: out's, or its shifted one
+    return ops.take(ops.concatenate([out, shifted], axis=0), source, axis=0)
 
 
 def _masked(mask, changed, images):

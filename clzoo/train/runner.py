@@ -15,6 +15,7 @@ from clzoo.data.sources import data_source
 from clzoo.data.split_overlap import check_splits_apart
 from clzoo.eval.records import read_run
 from clzoo.installed import refuse_installed_packages
+from clzoo.machine import torch_thread_note
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
@@ -123,6 +124,8 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline)
               + f"\ndata: {'streamed from its files' if loading == 'stream' else 'held in memory'} "
               f"({loaded_why})" + (f"; each of {shard[1]} processes reads its rows" if shard else ""))
+        if note := torch_thread_note():
+            print(note)
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline,
                                                             shard),
                            run, plan, place, verbose,

@@ -9,7 +9,7 @@ import pytest
 
 from clzoo.data import BatchViewConfig, ViewConfig, device_batches, from_arrays
 from clzoo.data import view_draws as draws
-from clzoo.data.device_views import _adjust, sample
+from clzoo.data.device_views import _adjust, color_jitter, sample
 from clzoo.data.streams import resolve_pipeline
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
@@ -155,6 +155,25 @@ def test_each_colour_adjustment_matches_its_definition(which, factor):
                                              keras.ops.convert_to_tensor(factors)))
     for image, out in zip(images, got):
         np.testing.assert_allclose(out, _jitter_reference(image, which, factor), atol=2e-5)
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+@pytest.mark.parametrize("strengths", [(0.4, 0.4, 0.4, 0.1), (0.4, 0.0, 0.4, 0.0), (0.0, 0.0, 0.0, 0.1)])
+def test_the_jitter_applies_each_images_adjustments_in_its_own_order(on_host, strengths):
+    rng = np.random.default_rng(7)
+    images = rng.random((12, 4, 4, 3)).astype(np.float32)
+    factors = np.stack([rng.uniform(0.6, 1.4, 12), rng.uniform(0.6, 1.4, 12), rng.uniform(0.6, 1.4, 12),
+                        rng.uniform(-0.1, 0.1, 12)], axis=1).astype(np.float32)
+    order = np.argsort(rng.random((12, 4)), axis=1).astype(np.int32)
+    got = keras.ops.convert_to_numpy(color_jitter(
+        keras.ops.convert_to_tensor(images), keras.ops.convert_to_tensor(factors),
+        order if on_host else keras.ops.convert_to_tensor(order), strengths))
+    for image, out, factor, steps in zip(images, got, factors, order):
+        expected = image
+        for which in steps:
+            if strengths[which]:
+                expected = _jitter_reference(expected, which, factor[which])
+        np.testing.assert_allclose(out, expected, atol=5e-5)
 
 
 def test_the_crop_draws_follow_torchvision_rules():
