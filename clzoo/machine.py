@@ -50,5 +50,5 @@ def torch_thread_note():
         return None
     return (f"note: other work keeps {busy:.1f} of this machine's {os.cpu_count()} CPUs busy; torch's "
             f"{torch.get_num_threads()} CPU threads slow down several times when they share cores "
-            "(OMP_NUM_THREADS=1 ran the quickstart 2.7x faster beside one busy core: "
+            "(OMP_NUM_THREADS=1 ran the quickstart 2.3-2.8x faster beside one busy core: "
             "benchmarks/README.md)")

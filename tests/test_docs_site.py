@@ -61,3 +61,15 @@ def test_edit_links_point_at_main_and_no_page_names_the_build_machine(site):
     assert not leaked, f"pages naming {ROOT}: {leaked[:5]}"
     api = "".join(p.read_text() for p in (site / "api").rglob("*.html"))
     assert "__file__" not in api and "Built-in immutable sequence" not in api  # dunders, tuple.__doc__
+
+
+@pytest.mark.large
+@pytest.mark.xdist_group("docs_site")
+def test_the_sidebar_lists_classes_and_their_methods(site):
+    """Issue 69 item 5: the theme's sidebar showed two heading levels, so no class of an API page
+    (no `SINCERELoss`, no `Encoder.from_preset`) appeared in it."""
+    for page, entry in (("losses", "clzoo.losses.SINCERELoss"), ("presets", "clzoo.presets.Encoder.from_preset")):
+        html = (site / "api" / page / "index.html").read_text()
+        sidebar = html[html.index('id="toc-collapse"'):]
+        sidebar = sidebar[:sidebar.index('<div class="col-md-9')]
+        assert f'href="#{entry}"' in sidebar, f"{entry} missing from the sidebar of api/{page}"
