@@ -456,7 +456,7 @@ def _show_views(args):
         # a folder stays in its files: only the images shown are decoded
         split = source.load("train", stream=source.folder is not None)
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
-                          views=args.views, seed=args.seed)
+                          views=args.views, seed=args.seed, stream=args.stream)
     print(f"wrote {path}")
     return 0
 
@@ -612,6 +612,11 @@ def _train_checks(args):
 def _show_views_checks(args):
     if Path(args.output).suffix.lower() != ".png":
         raise ValueError(f"--output {args.output}: show-views writes a PNG image; name a .png file")
+    from clzoo.data.device_stream import tensorflow_installed
+
+    if args.stream == "tf_data" and not tensorflow_installed():
+        raise ValueError("--stream tf_data: tf.data's views need TensorFlow, which is not installed "
+                         "here; --stream device shows the device stream's (keras.ops, any backend)")
     _data_checks(args)
 
 
@@ -864,6 +869,9 @@ def _add_other_parsers(commands):
     p.add_argument("--images", type=_whole(1), default=8, help="training images, one row each")
     p.add_argument("--views", type=_whole(1), default=4, help="augmented views per image")
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the images and views drawn")
+    p.add_argument("--stream", choices=("auto", "tf_data", "device"), default="auto",
+                   help="whose views: tf.data's (TensorFlow) or the device stream's (keras.ops, any "
+                        "backend); auto: tf_data where TensorFlow is installed")
     p.add_argument("--output", type=_user_path, default="views.png",
                    help="PNG file to write (default: views.png)")
     _add_overwrite(p)

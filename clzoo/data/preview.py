@@ -3,14 +3,14 @@
 import io
 
 import numpy as np
-import tensorflow as tf
 
-from clzoo.data.batch_views import BatchViewConfig, batch_views, image_coins
-from clzoo.data.views import ViewConfig, multi_view, view_recipe
+from clzoo.data.configs import BatchViewConfig, ViewConfig
 from clzoo.files import atomic_write
 
+STREAMS = ("auto", "tf_data", "device")
 
-def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=0):
+
+def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=0, stream="auto"):
     """Write a grid: one row per image, the original then `views` augmented views.
 
     Args:
@@ -24,26 +24,27 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
         views: views per image. Defaults to `4`.
         size: view size. Defaults to the images' size.
         seed: augmentation seed.
+        stream: whose views to draw: `"tf_data"` (`clzoo.data.batches`, TensorFlow),
+            `"device"` (`clzoo.data.device_batches`, `keras.ops` on any backend) or
+            `"auto"`: tf.data where TensorFlow is installed, else the device stream.
 
     Returns:
         `path`.
+
+    Raises:
+        ValueError: an unknown `stream`; `"tf_data"` without TensorFlow; a view
+            setting the device stream has no form for (RandAugment, the blur).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    stream = _stream(stream)
     size = size or int(split.images.shape[1])
     batch_wise = recipe == "airbench" or isinstance(recipe, BatchViewConfig)
-    if batch_wise:
-        config = recipe if isinstance(recipe, BatchViewConfig) else BatchViewConfig(size=size)
-        title = "'airbench' views, one per epoch (alternating flip, reflect translate)"
-    elif isinstance(recipe, ViewConfig):
-        config = ViewConfig(**{**recipe.to_dict(), "views": views, "size": size})
-        title = "custom views"
-    else:
-        config = view_recipe(recipe, size=size, views=views)
-        title = f"'{recipe}' views"
+    config, title = _config(recipe, views, size, batch_wise)
+    title += f", {stream} stream"
     # One image per class first, so the grid shows the variety of the data.
     labels = np.asarray(split.labels)
     firsts = [int(np.flatnonzero(labels == c)[0]) for c in np.unique(labels)]
@@ -51,11 +52,14 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
     chosen = (firsts + rest)[:images]
     fig, axes = plt.subplots(len(chosen), views + 1, figsize=(1.3 * (views + 1), 1.3 * len(chosen)),
                              squeeze=False)
-    by_epoch = _epochs_of_batch_views(split, chosen, config, views, seed) if batch_wise else None
+    if batch_wise and tuple(split.images.shape[1:3]) != (config.size, config.size):
+        raise ValueError(f"airbench's views do not resize: the images must be {config.size}x"
+                         f"{config.size}. Received: {tuple(split.images.shape[1:3])}")
+    shown = np.asarray(split.images[chosen])
+    drawn = (_tf_data_views if stream == "tf_data" else _device_views)(shown, chosen, len(split), config,
+                                                                        views, seed, batch_wise)
     for row, index in enumerate(chosen):
-        image = split.images[index]
-        out = (by_epoch[row] if batch_wise else
-               multi_view(tf.constant(image), tf.constant([seed, index], tf.int64), config).numpy())
+        image, out = shown[row], drawn[row]
         axes[row][0].imshow(image)
         name = split.class_names[labels[index]] if split.class_names else str(labels[index])
         axes[row][0].set_ylabel(name, fontsize=7)
@@ -81,14 +85,59 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
     return path
 
 
-def _epochs_of_batch_views(split, chosen, config, epochs, seed):
-    """`(len(chosen), epochs, H, W, 3)`: view 0 of the chosen images in epochs 1..`epochs`."""
-    if tuple(split.images.shape[1:3]) != (config.size, config.size):
-        raise ValueError(f"airbench's views do not resize: the images must be {config.size}x"
-                         f"{config.size}. Received: {tuple(split.images.shape[1:3])}")
-    images = tf.constant(split.images[chosen])
-    coins = tf.gather(image_coins(len(split), seed), chosen)
-    out = [batch_views(images, tf.constant(seed, tf.int64), tf.constant(epoch, tf.int64),
+def _stream(stream):
+    from clzoo.data.device_stream import tensorflow_installed
+
+    if stream not in STREAMS:
+        raise ValueError(f"stream must be one of {', '.join(STREAMS)}. Received: {stream!r}")
+    if stream == "auto":
+        return "tf_data" if tensorflow_installed() else "device"
+    if stream == "tf_data" and not tensorflow_installed():
+        raise ValueError("the tf.data stream's views need TensorFlow, which is not installed here; "
+                         "show the device stream's (stream='device', clzoo show-views --stream device)")
+    return stream
+
+
+def _config(recipe, views, size, batch_wise):
+    from clzoo.data.configs import view_recipe
+
+    if batch_wise:
+        config = recipe if isinstance(recipe, BatchViewConfig) else BatchViewConfig(size=size)
+        return config, "'airbench' views, one per epoch (alternating flip, reflect translate)"
+    if isinstance(recipe, ViewConfig):
+        return ViewConfig(**{**recipe.to_dict(), "views": views, "size": size}), "custom views"
+    return view_recipe(recipe, size=size, views=views), f"'{recipe}' views"
+
+
+def _tf_data_views(shown, chosen, count, config, views, seed, batch_wise):
+    """`(len(chosen), views, S, S, 3)` from tf.data's functions (columns: epochs when `batch_wise`)."""
+    import tensorflow as tf
+
+    from clzoo.data.batch_views import batch_views, image_coins
+    from clzoo.data.views import multi_view
+
+    if not batch_wise:
+        return np.stack([multi_view(tf.constant(image), tf.constant([seed, index], tf.int64), config).numpy()
+                         for image, index in zip(shown, chosen)])
+    coins = tf.gather(image_coins(count, seed), chosen)
+    out = [batch_views(tf.constant(shown), tf.constant(seed, tf.int64), tf.constant(epoch, tf.int64),
                        tf.constant(0, tf.int64), coins, config)[:, 0].numpy()
-           for epoch in range(epochs)]
+           for epoch in range(views)]
     return np.stack(out, axis=1)
+
+
+def _device_views(shown, chosen, count, config, views, seed, batch_wise):
+    """The same grid from the device stream (`keras.ops`): the shown images as one batch, in order;
+    for `batch_wise` views, view 0 of epochs 1..`views`."""
+    import keras
+
+    from clzoo.data.device_stream import device_batches
+    from clzoo.data.split import from_arrays
+
+    small = from_arrays(shown, np.arange(len(shown)))  # labels unused: one class per image
+    stream = device_batches(small, batch_size=len(shown), seed=seed, epochs=views if batch_wise else 1,
+                            views=config, shuffle=False)
+    batches = [keras.ops.convert_to_numpy(images) for images, _ in stream]
+    if batch_wise:
+        return np.stack([batch[:, 0] for batch in batches], axis=1)
+    return batches[0]
