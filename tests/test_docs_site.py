@@ -68,7 +68,8 @@ def test_edit_links_point_at_main_and_no_page_names_the_build_machine(site):
 def test_the_sidebar_lists_classes_and_their_methods(site):
     """Issue 69 item 5: the theme's sidebar showed two heading levels, so no class of an API page
     (no `SINCERELoss`, no `Encoder.from_preset`) appeared in it."""
-    for page, entry in (("losses", "clzoo.losses.SINCERELoss"), ("presets", "clzoo.presets.Encoder.from_preset")):
+    for page, entry in (("losses", "clzoo.losses.SINCERELoss"),
+                        ("presets", "clzoo.presets.Encoder.from_preset")):
         html = (site / "api" / page / "index.html").read_text()
         sidebar = html[html.index('id="toc-collapse"'):]
         sidebar = sidebar[:sidebar.index('<div class="col-md-9')]

@@ -100,8 +100,10 @@ def test_recipe_views_airbench_builds_batch_views():
         views_from_config({"recipe": "airbench", "crop_scale": [0.5, 1.0]})
 
 
-@pytest.mark.parametrize("stream", [pytest.param("device", marks=pytest.mark.backends("tensorflow", "jax", "torch")),
-                                    "tf_data"])
+EVERY_LANE = pytest.mark.backends("tensorflow", "jax", "torch")
+
+
+@pytest.mark.parametrize("stream", [pytest.param("device", marks=EVERY_LANE), "tf_data"])
 def test_show_views_draws_airbench_views_epoch_by_epoch(tmp_path, stream):
     from clzoo.data import preview
 
@@ -109,7 +111,7 @@ def test_show_views_draws_airbench_views_epoch_by_epoch(tmp_path, stream):
     chosen = [0, 1, 2]
     epochs = draw(IMAGES[chosen], chosen, N, BatchViewConfig(size=SIZE, translate=0), 3, 0, True)
     assert epochs.shape == (3, 3, SIZE, SIZE, 3)
-    for view, image in zip(np.round(epochs[:, 0] * 255), IMAGES[chosen]):  # no translate: the image or its mirror
+    for view, image in zip(np.round(epochs[:, 0] * 255), IMAGES[chosen]):  # the image or its mirror
         assert np.array_equal(view, image) or np.array_equal(view, image[:, ::-1])
     np.testing.assert_array_equal(epochs[:, 1], epochs[:, 0, :, ::-1])  # mirrored every other epoch
     np.testing.assert_array_equal(epochs[:, 2], epochs[:, 0])

@@ -78,8 +78,9 @@ def test_a_run_started_on_the_device_stream_is_not_resumed_over_several_processe
 def test_show_views_without_tensorflow_draws_the_device_streams_views(tmp_path):
     """Issue 69 item 9: `clzoo show-views` without TensorFlow said only "No module named 'tensorflow'"."""
     out = tmp_path / "views.png"
-    result = subprocess.run([*NO_TENSORFLOW, "show-views", "--data", "digits", "--images", "2", "--views", "2",
-                             "--output", str(out)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([*NO_TENSORFLOW, "show-views", "--data", "digits", "--images", "2",
+                             "--views", "2", "--output", str(out)], capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     refused = subprocess.run([*NO_TENSORFLOW, "show-views", "--data", "digits", "--stream", "tf_data",
