@@ -321,8 +321,10 @@ def _assert_serves_the_input_contract(loaded, images):
     np.testing.assert_allclose(next(iter(signature.values())).numpy(), want, rtol=1e-5, atol=1e-6)
     assert set(loaded.signatures) == {"serving_default", "serve_uint8"}
     for wrong in (pixels, pixels.astype("float32")):  # a uint8 array becomes float32 0-255 here
-        with pytest.raises(tf.errors.InvalidArgumentError, match="call `serve_uint8`"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="call `serve_uint8`") as refused:
             loaded.serve(wrong)
+        message = next(line for line in str(refused.value).splitlines() if "serve_uint8" in line)
+        assert "received values from" in message and "did not hold element-wise" not in message
 
 
 @pytest.mark.large

@@ -176,9 +176,12 @@ def _save_with_input_contract(keras_export, target):
 
     @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32, name="images")])
     def serve(images):
-        checks = [tf.debugging.assert_greater_equal(images, -1e-3, message=SERVE_CONTRACT),
-                  tf.debugging.assert_less_equal(images, 1.0 + 1e-3, message=SERVE_CONTRACT)]
-        with tf.control_dependencies(checks):
+        low, high = tf.reduce_min(images), tf.reduce_max(images)
+        # one Assert whose data is the contract and the range received (TF's element dump of
+        # assert_less_equal buried the contract in its error)
+        check = tf.debugging.Assert(tf.logical_and(low >= -1e-3, high <= 1.0 + 1e-3),
+                                    [SERVE_CONTRACT + "; received values from", low, "to", high])
+        with tf.control_dependencies([check]):
             return inner.serve(tf.identity(images))
 
     @tf.function(input_signature=[tf.TensorSpec(shape, tf.uint8, name="pixels")])
