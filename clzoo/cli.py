@@ -415,7 +415,8 @@ def _compare_into(out, args, metrics, targets):
     source = _source(args)
     encoders = [_load_encoder(target, args.space) for _, target in targets]
     train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
-    rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1])
+    rate = forward_rate(encoders[0][0], train.images, size=encoders[0][0].input_shape[1],
+                        verbose=not console.is_quiet())
     print(eval_plan(metrics, len(train), len(test), rate, encoders=2)
           + f" Then {args.resamples} bootstrap resamples of A - B per classifier.", flush=True)
     ks = _compare_ks(args.k, len(train))
@@ -513,8 +514,9 @@ def _transfer_into(args):
     train, test = source.load("train", stream="auto"), source.load("test", stream="auto")
     check_splits_apart(train, test, str(source))
     check_input_size(encoder, train, args.data)  # before the plan and the first fit
-    print(transfer_plan(args.protocol, len(train), len(test), forward_rate(encoder, train.images),
-                        list(args.learning_rates), args.epochs), flush=True)
+    rate = forward_rate(encoder, train.images, verbose=not console.is_quiet())
+    print(transfer_plan(args.protocol, len(train), len(test), rate, list(args.learning_rates),
+                        args.epochs), flush=True)
     result = transfer_probe(encoder, train, test, args.protocol, args.learning_rates, args.epochs)
     chosen = ("" if result.learning_rate is None else f", learning rate {result.learning_rate:g}"
               + (" chosen on the validation split" if result.learning_rates_tried > 1 else ""))

@@ -115,7 +115,10 @@ def quiet_tensorflow():
         return
     if keras_backend_name() != "tensorflow":
         # JAX / torch runs may never load TensorFlow (the device stream); loading it first would
-        # also put its LLVM ahead of Triton's, which aborts the process (issue 58).
+        # also put its LLVM ahead of Triton's, which aborts the process (issue 58). Where it is
+        # loaded later (tf.data, TensorBoard), its import is as quiet.
+        if not any(isinstance(finder, _QuietTensorFlowImport) for finder in sys.meta_path):
+            sys.meta_path.insert(0, _QuietTensorFlowImport())
         return
     _import_tensorflow_quietly()
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
@@ -193,18 +196,55 @@ def interrupts_deferred():
 def _import_tensorflow_quietly():
     """Import TensorFlow with file descriptor 2 captured; replay all but its INFO / WARNING lines.
     A Ctrl-C meanwhile is held until the import is done (`interrupts_deferred`)."""
-    import tempfile
-
     if "tensorflow" in sys.modules:
         return
+    try:
+        with _start_up_lines_dropped():
+            import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # the command that needs it says so
+
+
+class _QuietTensorFlowImport:
+    """A `sys.meta_path` finder: TensorFlow, when something imports it, is imported as
+    `_import_tensorflow_quietly` does (the real finder's spec, its loader run with the lines dropped)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)  # once, and not for the search below
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+class _QuietLoader:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        with _start_up_lines_dropped():
+            self.loader.exec_module(module)
+
+
+@contextlib.contextmanager
+def _start_up_lines_dropped():
+    """File descriptor 2 captured for the block, then replayed without TensorFlow's INFO / WARNING
+    start-up lines; a Ctrl-C meanwhile is held until the block ends."""
+    import tempfile
+
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as sink, interrupts_deferred():
         os.dup2(sink.fileno(), 2)
         try:
-            import tensorflow  # noqa: F401
-        except ImportError:
-            pass  # the command that needs it says so
+            yield
         finally:
             os.dup2(saved, 2)
             os.close(saved)

@@ -57,6 +57,8 @@ def test_transfer_prints_its_plan_before_the_work(tiny, capsys):
                      "--learning-rates", "0.1,1.0"]) == 0
     printed = capsys.readouterr().out
     _before(printed, "plan: SGD linear probe (SINCERE app. J): 3 fit(s) x 1 epochs", "linear-probe top-1")
+    # issue 69 item 9: the timed passes of the estimate were a silence before the plan
+    _before(printed, "timing the encoder on 48 images for the plan's estimate", "plan: SGD linear probe")
     assert "134 images through the encoder" in printed and "`--protocol lbfgs`" in printed
     chosen = re.search(r"learning rate (\S+) chosen on the validation split\)", printed)
     assert chosen and float(chosen.group(1)) in (0.1, 1.0), printed  # issue 43 item 8
@@ -72,6 +74,7 @@ def test_eval_and_compare_print_their_plans(tiny, tmp_path, capsys):
                      "--output", str(tmp_path / "eval")]) == 0
     printed = capsys.readouterr().out
     _before(printed, "plan: embed 48 train + 24 test images", "embed_train (")
+    _before(printed, "timing the encoder on 48 images for the plan's estimate", "plan: embed 48")
     assert "then 2 metrics on the embeddings: knn, ncc." in printed
     assert cli.main(["compare", str(run), str(run), "--data", data, "--metrics", "knn",
                      "--k", "1,5", "--resamples", "100", "--output", str(tmp_path / "compare")]) == 0

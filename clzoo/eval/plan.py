@@ -17,7 +17,7 @@ SGD_STEP_COST = 1.5
 SAMPLE = 512
 
 
-def forward_rate(model, images, size=None, sample=SAMPLE):
+def forward_rate(model, images, size=None, sample=SAMPLE, verbose=False):
     """Images per second of `model`'s forward pass here, timed on `sample` images.
 
     The first call compiles the predict function; the second is timed.
@@ -27,6 +27,8 @@ def forward_rate(model, images, size=None, sample=SAMPLE):
         images: uint8 `(N, H, W, 3)`; the first `sample` are used.
         size: resize to `size x size` first. Defaults to `None`.
         sample: images timed, one batch. Defaults to `SAMPLE` (512, the embedding's batch).
+        verbose: print a line before the two passes (tens of seconds for a large encoder on a
+            CPU, before any other line of the plan). Defaults to `False`.
 
     Returns:
         float, images per second (> 0).
@@ -38,6 +40,8 @@ def forward_rate(model, images, size=None, sample=SAMPLE):
 
     check_encoder_fits(model, images, size)  # a clear error before the timed pass
     x = images[:sample]
+    if verbose:
+        print(f"timing the encoder on {len(x)} images for the plan's estimate (two passes) ...", flush=True)
     predict_images(model, x, size=size)
     started = time.perf_counter()
     predict_images(model, x, size=size)

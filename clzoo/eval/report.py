@@ -280,7 +280,7 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     if plan and verbose:
         from clzoo.eval.plan import eval_plan, forward_rate
 
-        rate = forward_rate(encoder, train.images, size=size)
+        rate = forward_rate(encoder, train.images, size=size, verbose=True)
         print(eval_plan(names, len(train), len(test), rate,
                         probe_epochs=kwargs.get("probe_epochs", 100)), flush=True)
     features = []
