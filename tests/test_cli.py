@@ -164,6 +164,7 @@ def _tiny_recipe(tmp_path):
 
 
 @pytest.mark.large
+@pytest.mark.backends("tensorflow", "jax", "torch")  # JAX / torch import TensorFlow late (TensorBoard)
 def test_train_into_a_log_file_is_plain_text(tmp_path):
     recipe = _tiny_recipe(tmp_path)
     log, errors = tmp_path / "train.log", tmp_path / "train.err"
