@@ -209,13 +209,18 @@ class _QuietTensorFlowImport:
     """A `sys.meta_path` finder: TensorFlow, when something imports it, is imported as
     `_import_tensorflow_quietly` does (the real finder's spec, its loader run with the lines dropped)."""
 
+    searching = False
+
     def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
+        if name != "tensorflow" or self.searching:
             return None
         import importlib.util
 
-        sys.meta_path.remove(self)  # once, and not for the search below
-        spec = importlib.util.find_spec(name)
+        self.searching = True  # the search below asks this finder too
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.searching = False
         if spec is not None and spec.loader is not None:
             spec.loader = _QuietLoader(spec.loader)
         return spec
