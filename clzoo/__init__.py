@@ -42,4 +42,10 @@ def _run_as_command():
 
 # The command imports clzoo.cli, hence this file, before parsing its arguments.
 if not _run_as_command():
+    from clzoo import console  # noqa: E402
+
+    # TensorFlow 2.17+ prints INFO / WARNING lines while it loads, whatever TF_CPP_MIN_LOG_LEVEL
+    # says; loaded here (by Keras, below) they are dropped, its errors kept (console.py)
+    if console.keras_backend_name() == "tensorflow" and not console.tensorflow_logs_wanted():
+        console._import_tensorflow_quietly()
     from clzoo import losses, metrics, models, optimizers  # noqa: E402, F401  (Keras registrations)

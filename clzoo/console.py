@@ -244,8 +244,12 @@ def _start_up_lines_dropped():
     start-up lines; a Ctrl-C meanwhile is held until the block ends."""
     import tempfile
 
-    sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no stderr to capture (closed, a service): as is
+        yield
+        return
     with tempfile.TemporaryFile() as sink, interrupts_deferred():
         os.dup2(sink.fileno(), 2)
         try:

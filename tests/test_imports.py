@@ -148,3 +148,21 @@ def test_the_package_requires_no_backend_and_offers_each_as_an_extra():
                                                                       "jax", "torch"))], plain
     extras = {r.split("extra ==")[1].strip().strip("'\"") for r in requires if "extra ==" in r}
     assert {"tensorflow", "jax", "torch"} <= extras
+
+
+@pytest.mark.large
+def test_import_clzoo_on_tensorflow_drops_its_start_up_lines_unless_asked():
+    """Issue 69 item 9: TensorFlow's INFO / WARNING lines around the README's preset snippet (TF 2.17+
+    prints them while loading, whatever TF_CPP_MIN_LOG_LEVEL says); TF_CPP_MIN_LOG_LEVEL=0 keeps them."""
+    pytest.importorskip("tensorflow")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    start_up = ("absl::InitializeLog", "oneDNN custom operations", "cpu_feature_guard")
+    printed = {}
+    for level in (None, "0"):
+        result = subprocess.run([sys.executable, "-c", "import clzoo, tensorflow; print('ok')"],
+                                capture_output=True, text=True, timeout=300,
+                                env={**env, "KERAS_BACKEND": "tensorflow",
+                                     **({"TF_CPP_MIN_LOG_LEVEL": level} if level else {})})
+        assert result.stdout.strip() == "ok", result.stderr[-3000:]
+        printed[level] = [line for line in result.stderr.splitlines() if any(s in line for s in start_up)]
+    assert printed[None] == [] and printed["0"], printed
