@@ -515,6 +515,9 @@ def _override_value(key, value, source):
         return value
     if isinstance(parsed, dict) and not value.lstrip().startswith("{"):
         return value
+    if isinstance(parsed, str) and ("\n" in value.strip() or "\r" in value.strip()):
+        raise RecipeError([f"{source}: override {key} ({_short(value)}): a line break in a text value "
+                           "(YAML would fold it into a space); give the value on one line"])
     return parsed
 
 

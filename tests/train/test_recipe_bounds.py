@@ -83,3 +83,13 @@ def test_an_override_typo_is_named_as_the_override_and_the_hint_lists_section_ke
                               "'training.epochz'. Did you mean 'epochs'?")
     known = message.split("Known keys here: ")[1]
     assert "optimizer" in known and "momentum" not in known and "weight_decay" not in known
+
+
+@pytest.mark.parametrize("value", ["a\nb", "'a\n b'", "a\r\nb"])
+def test_an_override_text_with_a_line_break_is_refused_not_folded(value):
+    """Hostile round 6: `--set 'name=a<newline>b'` became the name `a b` (YAML folds plain lines)."""
+    with pytest.raises(RecipeError, match="a line break in a text value"):
+        load_recipe(Path(__file__).parents[2] / "recipes" / "sincere_digits.yaml",
+                    overrides=[f"name={value}"])
+    assert load_recipe(Path(__file__).parents[2] / "recipes" / "sincere_digits.yaml",
+                       overrides=["name=ab\n"]).name == "ab"  # a trailing newline is not a line break in it
