@@ -614,9 +614,9 @@ def _train_checks(args):
 def _show_views_checks(args):
     if Path(args.output).suffix.lower() != ".png":
         raise ValueError(f"--output {args.output}: show-views writes a PNG image; name a .png file")
-    from clzoo.data.device_stream import tensorflow_installed
+    import importlib.util  # not clzoo.data.device_stream's check: that module imports Keras
 
-    if args.stream == "tf_data" and not tensorflow_installed():
+    if args.stream == "tf_data" and importlib.util.find_spec("tensorflow") is None:
         raise ValueError("--stream tf_data: tf.data's views need TensorFlow, which is not installed "
                          "here; --stream device shows the device stream's (keras.ops, any backend)")
     _data_checks(args)
