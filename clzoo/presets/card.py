@@ -422,6 +422,9 @@ def _compute_lines(metadata, run):
     rate = run.images_per_second if run else None
     if rate:
         line += f", {rate:,.0f} training images/s"
+    precision = ((metadata.get("recipe") or {}).get("training") or {}).get("precision", "float32")
+    if precision != "float32":  # a half-precision run says so beside its speed
+        line += f", in {precision} (`training.precision`)"
     return ["## Compute", "", line + f"; devices: {', '.join(compute.get('devices') or ['n/a'])}.", ""]
 
 

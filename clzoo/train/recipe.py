@@ -126,6 +126,9 @@ class TrainingSpec(_Section):
     log_every_steps: PositiveInt | None = None  # steps.jsonl rows; default once per epoch
     # clzoo.train.levers, each {name, **settings}, built to check it: e.g. [{name: ema, momentum: 0.99}]
     levers: list[dict] = Field([], max_length=16)
+    # Keras dtype policy of the model (clzoo.train.precision): mixed_* compute layers in half
+    # precision with float32 weights; mixed_float16 adds loss scaling; losses stay float32
+    precision: Literal["float32", "mixed_bfloat16", "mixed_float16"] = "float32"
 
     @field_validator("learning_rate")
     @classmethod

@@ -33,6 +33,7 @@ from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
 from clzoo.train.memory import check_step_memory
+from clzoo.train.precision import dtype_policy, scaled
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
 from clzoo.train.run_folder import RunFolder
@@ -82,7 +83,7 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     recipe = recipe if isinstance(recipe, Recipe) else validate_recipe(recipe)
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     source, loading = _check_before_work(recipe, place, run.path)
-    with run.owned(enabled=place.is_chief):
+    with run.owned(enabled=place.is_chief), dtype_policy(recipe.training.precision):
         summary = _run(recipe, run, place, (source, loading), verbose, resume, _pipeline(recipe, place))
     return None if summary is None else read_run(run.path)
 
@@ -116,7 +117,8 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     shard = _data_shard(place, task, views, pipeline)
     if place.is_chief:  # the first write: everything above may still refuse the run
-        run.prepare(recipe, {**environment(place), "pipeline": pipeline, "data_loading": loading,
+        run.prepare(recipe, {**environment(place), "pipeline": pipeline,
+                             "precision": recipe.training.precision, "data_loading": loading,
                              "data_loading_why": loaded_why, "data_shards": shard[1] if shard else 1,
                              **record}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
@@ -368,7 +370,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
         for lever in levers:
             lever.configure(optimizer)
         if resume_from is None:
-            model.compile(optimizer=optimizer, loss=loss)
+            model.compile(optimizer=scaled(optimizer, recipe.training.precision), loss=loss)
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
         if place.name == "multi_worker":

@@ -1,0 +1,41 @@
+"""`training.precision`: the Keras dtype policy a run builds and trains its model under.
+
+`float32` (the default), `mixed_bfloat16` or `mixed_float16` (Keras' mixed-precision policies:
+variables in float32, layer computations in the half type). Under `mixed_float16` the optimizer
+is wrapped in `keras.optimizers.LossScaleOptimizer` (float16's range underflows small gradients;
+bfloat16 has float32's range and needs no scaling). The losses compute in float32 whatever the
+policy: a `keras.losses.Loss` casts its inputs to its own dtype (float32), so the similarities,
+log-sum-exps and their gradients are float32 (`clzoo.losses.precision` keeps their products at
+full float32 precision).
+"""
+
+import contextlib
+
+import keras
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@contextlib.contextmanager
+def dtype_policy(precision):
+    """Keras' global dtype policy set to `precision` for the block, the previous one restored after.
+
+    Raises:
+        ValueError: `precision` is not one of `PRECISIONS`.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"training.precision must be one of {', '.join(PRECISIONS)}. "
+                         f"Received: {precision!r}")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(precision)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def scaled(optimizer, precision):
+    """`optimizer` in a `LossScaleOptimizer` under `mixed_float16`, else as it is."""
+    if precision != "mixed_float16" or isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return optimizer
+    return keras.optimizers.LossScaleOptimizer(optimizer)

@@ -1,0 +1,46 @@
+"""`training.precision` (issue 71 item 1): a run builds and trains its model under Keras' mixed
+policies on every backend, records the precision, saves an encoder that keeps it, scales the loss
+under float16, and leaves the process's policy as it found it."""
+
+import json
+
+import keras
+import pytest
+
+from clzoo.saving import load_model
+from clzoo.train import train
+from tests.train.test_resume import tiny_recipe
+from tests.train.tiny_data import write_tiny_digits
+
+pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
+def test_a_run_trains_under_a_mixed_policy_and_records_it(tmp_path, precision):
+    recipe = tiny_recipe(write_tiny_digits(tmp_path / "data", train=64, test=32))
+    recipe["training"].update(epochs=2, checkpoint_every_steps=None, precision=precision)
+    recipe["eval"]["report"] = False
+    result = train(recipe, tmp_path / "run", verbose=0)
+    assert keras.config.dtype_policy().name == "float32"  # the process's policy, restored
+    assert json.loads((tmp_path / "run" / "environment.json").read_text())["precision"] == precision
+    encoder = load_model(tmp_path / "run" / "encoder.keras")
+    policies = {layer.dtype_policy.name for layer in encoder.layers if layer.weights}
+    assert policies == {precision}, policies  # every layer with weights computes in half precision
+    assert all(w.dtype == "float32" for w in encoder.weights)  # and keeps float32 weights
+    optimizer = load_model(tmp_path / "run" / "checkpoint.keras").optimizer
+    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    assert scaled == (precision == "mixed_float16")
+    assert 0.3 < result.knn_top1 <= 1.0  # four classes: chance is 0.25
+    if precision == "mixed_bfloat16":  # the preset's card names it beside the speed
+        from clzoo.presets import build_preset
+
+        preset = build_preset(tmp_path / "run", tmp_path / "preset", name="tiny")
+        assert "in mixed_bfloat16 (`training.precision`)" in (preset / "README.md").read_text()
+
+
+def test_an_unknown_precision_is_refused_naming_the_key():
+    from clzoo.train import RecipeError, validate_recipe
+
+    with pytest.raises(RecipeError, match="training.precision"):
+        validate_recipe({"data": "digits", "training": {"precision": "bfloat16"}})
