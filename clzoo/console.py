@@ -237,6 +237,9 @@ class _QuietLoader:
         with _start_up_lines_dropped():
             self.loader.exec_module(module)
 
+    def __getattr__(self, name):  # the rest of the loader's interface (is_package, resources, ...)
+        return getattr(self.loader, name)
+
 
 @contextlib.contextmanager
 def _start_up_lines_dropped():

@@ -26,12 +26,15 @@ def dtype_policy(precision):
     if precision not in PRECISIONS:
         raise ValueError(f"training.precision must be one of {', '.join(PRECISIONS)}. "
                          f"Received: {precision!r}")
-    previous = keras.config.dtype_policy()
+    from keras.src.backend.common import global_state
+
+    # the raw setting, None included: keras.config.dtype_policy() would fix the default in place
+    previous = global_state.get_global_attribute("dtype_policy", None)
     keras.config.set_dtype_policy(precision)
     try:
         yield
     finally:
-        keras.config.set_dtype_policy(previous)
+        global_state.set_global_attribute("dtype_policy", previous)
 
 
 def scaled(optimizer, precision):
@@ -39,3 +42,8 @@ def scaled(optimizer, precision):
     if precision != "mixed_float16" or isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return optimizer
     return keras.optimizers.LossScaleOptimizer(optimizer)
+
+
+def inner_optimizer(optimizer):
+    """The optimizer a `LossScaleOptimizer` wraps, else `optimizer` (what the levers configure)."""
+    return getattr(optimizer, "inner_optimizer", optimizer)

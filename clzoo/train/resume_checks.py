@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from clzoo.train.builders import build_loss, build_optimizer
+from clzoo.train.precision import scaled
 
 
 def check_checkpoint(model, task, recipe, views, path, classes):
@@ -50,6 +51,7 @@ def check_same_model(model, recipe, task, views, classes, steps_per_epoch, lever
     optimizer = build_optimizer(recipe, steps_per_epoch)
     for lever in levers:
         lever.configure(optimizer)
+    optimizer = scaled(optimizer, recipe.training.precision)
     problem = (_model_difference(model, built) or _optimizer_difference(model.optimizer, optimizer)
                or _loss_difference(getattr(model, "loss", None), loss))
     if problem:

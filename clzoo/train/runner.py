@@ -33,7 +33,7 @@ from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
 from clzoo.train.memory import check_step_memory
-from clzoo.train.precision import dtype_policy, scaled
+from clzoo.train.precision import dtype_policy, inner_optimizer, scaled
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
 from clzoo.train.run_folder import RunFolder
@@ -136,8 +136,9 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     if not place.is_chief:
         finish_together(place)  # wait for the chief's evaluation: it hosts the JAX coordinator
         return None
-    with chief_alone(place):
-        # Evaluate the saved file, outside the strategy (all of it runs on this process).
+    with chief_alone(place), dtype_policy("float32"):
+        # Evaluate the saved file, outside the strategy (all of it runs on this process) and
+        # outside training.precision (probes and baselines built as `clzoo eval` builds them).
         saved = load_model(run / "encoder.keras")
         metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
                                 run / "encoder.keras", verbose)
@@ -360,7 +361,7 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
             check_checkpoint(model, task, recipe, views, resume_from.checkpoint,
                              len(train_split.class_names))
             compile_as_new(model)
-            optimizer = model.optimizer
+            optimizer = inner_optimizer(model.optimizer)
         else:
             loss = build_loss(recipe)  # first: a learnable temperature is a weight of the model
             model = task.build_model(recipe, views, len(train_split.class_names),

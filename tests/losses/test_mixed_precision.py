@@ -13,7 +13,8 @@ import clzoo
 from clzoo.train.precision import dtype_policy
 
 L = clzoo.losses
-EMBEDDING = [L.SINCERELoss, L.SupConLoss, L.SupInfoNCELoss, L.SpreadLoss, L.NSCLLoss, L.DCLLoss, L.InfoNCELoss]
+EMBEDDING = [L.SINCERELoss, L.SupConLoss, L.SupInfoNCELoss, L.SpreadLoss, L.NSCLLoss, L.DCLLoss,
+             L.InfoNCELoss]
 HALF = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
 

@@ -44,3 +44,19 @@ def test_an_unknown_precision_is_refused_naming_the_key():
 
     with pytest.raises(RecipeError, match="training.precision"):
         validate_recipe({"data": "digits", "training": {"precision": "bfloat16"}})
+
+
+@pytest.mark.large
+def test_a_float16_run_with_a_weight_average_resumes(tmp_path):
+    """Review: the resume check compared the checkpoint's LossScaleOptimizer with an unwrapped fresh
+    optimizer, and the ema lever read `use_ema` off the wrapper: every such resume was refused."""
+    recipe = tiny_recipe(write_tiny_digits(tmp_path / "data", train=64, test=32))
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None, precision="mixed_float16",
+                              levers=[{"name": "ema", "momentum": 0.9}])
+    recipe["eval"]["report"] = False
+    first = train(recipe, tmp_path / "run", verbose=0)
+    (tmp_path / "run" / "metrics.json").unlink()  # as if stopped after its last checkpoint
+    again = train(recipe, tmp_path / "run", verbose=0, resume=True)
+    assert again.knn_top1 == pytest.approx(first.knn_top1)
+    optimizer = load_model(tmp_path / "run" / "checkpoint.keras").optimizer
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer) and optimizer.inner_optimizer.use_ema

@@ -1,6 +1,7 @@
 """An exponential moving average of the weights (Polyak averaging), through Keras' optimizer EMA."""
 
 from clzoo.train.levers.base import LEVERS, Lever
+from clzoo.train.precision import inner_optimizer
 
 
 @LEVERS.register("ema", description="exponential moving average of the trainable weights; the "
@@ -63,10 +64,14 @@ class WeightAverage(Lever):
             return True
         return int(self.model.optimizer.iterations.numpy()) >= self.total_steps
 
+    def _averaging(self):
+        """The optimizer that keeps the average: a LossScaleOptimizer's inner one (training.precision)."""
+        return inner_optimizer(self.model.optimizer)
+
     def on_epoch_begin(self, epoch, logs=None):
-        self.model.optimizer.use_ema = True
+        self._averaging().use_ema = True
 
     def on_epoch_end(self, epoch, logs=None):
         # Keras replaces the weights by the average when `fit` returns (after the epoch
         # loop, before `on_train_end` on TensorFlow); only the run's last step may.
-        self.model.optimizer.use_ema = self._finished()
+        self._averaging().use_ema = self._finished()
