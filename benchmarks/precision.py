@@ -41,7 +41,7 @@ def main():
                 continue
             m = json.loads((out / "metrics.json").read_text())
             row = {"backend": backend, "precision": precision, "knn_top1": m["knn_top1"],
-                   "probe_top1": m.get("probe_top1"), "images_per_second": m["images_per_second"],
+                   "probe_top1": m.get("probe"), "images_per_second": m["images_per_second"],
                    "wall_seconds": m["wall_seconds"], "epochs": m["epochs"]}
             print(json.dumps(row), flush=True)
             rows.append(row)
