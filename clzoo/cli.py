@@ -372,10 +372,15 @@ def _embed_into(args):
 def _export(args):
     import numpy as np
 
+    from clzoo.export.float32_copy import float32_copy
     from clzoo.export.serving import check_export, export_encoder, exported_outputs
 
     check_export(args.format, Path(args.output), args.overwrite)  # before loading anything
-    encoder, _ = _load_encoder(args.model, args.space)
+    trained, _ = _load_encoder(args.model, args.space)
+    encoder = float32_copy(trained)  # a run of training.precision mixed_*: exported in float32
+    if encoder is not trained:
+        print("note: the model computes in half precision (training.precision); exported in float32, "
+              "with its weights", flush=True)
     written = export_encoder(encoder, args.output, args.format, overwrite=args.overwrite)
     images = np.random.default_rng(0).uniform(size=(4, *encoder.input_shape[1:])).astype("float32")
     try:
@@ -384,6 +389,12 @@ def _export(args):
     except ImportError as error:  # the runtime to check with is absent; the export stands
         print(f"wrote {written} ({args.format}); not checked: {error}")
         return 0
+    except Exception as error:  # the artifact does not run in its own runtime: not left behind
+        import shutil
+
+        shutil.rmtree(written) if Path(written).is_dir() else Path(written).unlink()
+        raise ValueError(f"{written}: the export does not run in its runtime "
+                         f"({str(error).strip().splitlines()[0][:200]}); removed it") from None
     print(f"wrote {written} ({args.format}); its outputs on 4 random images differ from the "
           f"Keras model's by at most {difference:.2g}")
     print("it takes float32 images in [0, 1]" + (

@@ -131,7 +131,11 @@ def _device_views(shown, chosen, count, config, views, seed, batch_wise):
     for `batch_wise` views, view 0 of epochs 1..`views`."""
     import keras
 
-    from clzoo.data.device_stream import device_batches
+    from clzoo.data.device_stream import device_batches, device_form_missing
+
+    if reason := device_form_missing("views", config):
+        raise ValueError(f"the device stream cannot draw these views: {reason}; show tf.data's "
+                         "(stream='tf_data', clzoo show-views --stream tf_data)")
     from clzoo.data.split import from_arrays
 
     small = from_arrays(shown, np.arange(len(shown)))  # labels unused: one class per image

@@ -98,7 +98,9 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
     runtimes refuse a uint8 array, but not floats in 0-255 (divide by 255).
 
     Args:
-        model: `keras.Model` taking float32 images in [0, 1] `(B, H, W, 3)`.
+        model: `keras.Model` taking float32 images in [0, 1] `(B, H, W, 3)`; one with
+            half-precision layers (`training.precision`) is exported as its float32 copy
+            (`clzoo.export.float32_copy`), so every format returns float32 features.
         path: where to write: a folder for `"saved_model"`, a `.onnx` or `.tflite` file.
         format: `"saved_model"`, `"onnx"` or `"litert"`. Defaults to `"saved_model"`.
         verbose: Keras' export messages.
@@ -116,9 +118,12 @@ def export_encoder(model, path, format="saved_model", verbose=False, overwrite=F
         FileExistsError: `path` exists (without `overwrite`, or it is not an earlier export), or
             another process is exporting to it (the message names that process).
     """
+    from clzoo.export.float32_copy import float32_copy
+
     path = Path(path)
     path = path.resolve() if path.is_symlink() else path  # replace the export a link names
     check_export(format, path, overwrite)
+    model = float32_copy(model)  # a mixed-precision model (training.precision) exports in float32
     if not getattr(model, "_called", True) or not model.built:
         model(np.zeros((1, *model.input_shape[1:]), "float32"))  # Keras exports called models only
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -104,3 +104,11 @@ def test_digits_recipe_is_the_quickstart_views():
     assert view_recipe("digits", size=24).size == 24  # the caller's size wins
     assert views_from_config({"recipe": "digits", "size": 20}).size == 20
     assert view_recipe("supcon").size == 32
+
+
+def test_show_views_on_the_device_stream_names_its_own_option_for_a_setting_without_a_device_form(tmp_path):
+    """Hostile pass: the refusal pointed at training.pipeline, not show-views' own `stream`."""
+    with pytest.raises(ValueError, match="--stream tf_data"):
+        show_views(_split(size=96), tmp_path / "views.png", recipe="simclr", images=2, views=2,
+                   stream="device")
+    assert not (tmp_path / "views.png").exists()

@@ -32,6 +32,8 @@ def test_a_run_trains_under_a_mixed_policy_and_records_it(tmp_path, precision):
     scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
     assert scaled == (precision == "mixed_float16")
     assert 0.3 < result.knn_top1 <= 1.0  # four classes: chance is 0.25
+    if precision == "mixed_bfloat16" and keras.backend.backend() == "tensorflow":
+        _exports_in_float32(tmp_path / "run" / "encoder.keras", tmp_path)
     if precision == "mixed_bfloat16":  # the preset's card names it beside the speed
         from clzoo.presets import build_preset
 
@@ -60,3 +62,21 @@ def test_a_float16_run_with_a_weight_average_resumes(tmp_path):
     assert again.knn_top1 == pytest.approx(first.knn_top1)
     optimizer = load_model(tmp_path / "run" / "checkpoint.keras").optimizer
     assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer) and optimizer.inner_optimizer.use_ema
+
+
+def _exports_in_float32(path, tmp_path):
+    """Hostile pass: a bfloat16 run's SavedModel served bfloat16 features, and its LiteRT file did
+    not run (Flex ops) and was left behind after the failed check."""
+    import numpy as np
+    import tensorflow as tf
+
+    from clzoo.export.serving import export_encoder, exported_outputs
+
+    encoder = load_model(path)
+    images = np.random.default_rng(0).uniform(size=(3, *encoder.input_shape[1:])).astype("float32")
+    half = np.asarray(encoder.predict(images, verbose=0), "float32")
+    saved = tf.saved_model.load(str(export_encoder(encoder, tmp_path / "served")))
+    assert saved.serve(tf.constant(images)).dtype == tf.float32
+    lite = exported_outputs(export_encoder(encoder, tmp_path / "e.tflite", "litert"), "litert", images)
+    assert lite.dtype == np.float32
+    np.testing.assert_allclose(lite, half, atol=0.05 * np.abs(half).max())  # bfloat16's rounding
