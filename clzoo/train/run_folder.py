@@ -119,8 +119,9 @@ class RunFolder:
         changed = [k for k in sorted(set(old) | set(new))
                    if old.get(k) != new.get(k) and k not in SWITCHABLE_ON_RESUME]
         if changed:
+            shown = "; ".join(_changes(old, new, changed)[:4])
             raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
-                             f"started with in {changed}. Resume with the saved recipe.yaml.")
+                             f"started with in {changed} ({shown}). Resume with the saved recipe.yaml.")
 
     def prepare(self, recipe, environment, resuming=False):
         """Create the folder, drop temporary files of a killed writer, write the metadata.
@@ -188,3 +189,21 @@ def fingerprint(recipe):
     """SHA-256 of a recipe dict as canonical JSON: comments and key order do not change it."""
     text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _changes(old, new, keys, prefix=""):
+    """`"training.precision: 'mixed_float16' -> 'float32'"` for each leaf that differs under `keys`."""
+    out = []
+    for key in keys:
+        before, after, name = old.get(key), new.get(key), f"{prefix}{key}"
+        if isinstance(before, dict) and isinstance(after, dict):
+            inner = [k for k in sorted(set(before) | set(after), key=str) if before.get(k) != after.get(k)]
+            out += _changes(before, after, inner, f"{name}.")
+        else:
+            out.append(f"{name}: {_short(before)} -> {_short(after)}")
+    return out
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

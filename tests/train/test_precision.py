@@ -80,3 +80,17 @@ def _exports_in_float32(path, tmp_path):
     lite = exported_outputs(export_encoder(encoder, tmp_path / "e.tflite", "litert"), "litert", images)
     assert lite.dtype == np.float32
     np.testing.assert_allclose(lite, half, atol=0.05 * np.abs(half).max())  # bfloat16's rounding
+
+
+@pytest.mark.large
+def test_a_resume_under_another_precision_is_refused_naming_it(tmp_path):
+    """Hostile pass: the refusal said only "differs ... in ['training']"."""
+    recipe = tiny_recipe(write_tiny_digits(tmp_path / "data", train=64, test=32))
+    recipe["training"].update(epochs=1, checkpoint_every_steps=None)
+    recipe["eval"]["report"] = False
+    train(recipe, tmp_path / "run", verbose=0)
+    (tmp_path / "run" / "metrics.json").unlink()
+    recipe["training"]["precision"] = "mixed_bfloat16"
+    with pytest.raises(ValueError, match=r"training.precision: 'float32' -> 'mixed_bfloat16'"):
+        train(recipe, tmp_path / "run", verbose=0, resume=True)
+    assert keras.config.dtype_policy().name == "float32"
