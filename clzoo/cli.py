@@ -993,6 +993,17 @@ def _quiet_h5py_traceback(kind, value, traceback, default=sys.excepthook):
     default(kind, value, traceback)
 
 
+def _missing_backend(error):
+    """The line for Keras' backend not installed (a `[jax]` install without KERAS_BACKEND set gets
+    Keras' default, tensorflow), else None."""
+    backend = console.keras_backend_name()
+    if not isinstance(error, ImportError) or getattr(error, "name", None) != backend:
+        return None
+    return (f"Keras' backend is {backend} (KERAS_BACKEND, else ~/.keras/keras.json; tensorflow when "
+            f"neither says) but {backend} is not installed: pip install 'clzoo[{backend}]', or set "
+            "KERAS_BACKEND to an installed one (jax, torch, tensorflow)")
+
+
 def _run(args):
     try:  # TensorFlow's import too: a Ctrl-C during it ends in one line as well
         if args.command in _CHECKS:
@@ -1002,7 +1013,7 @@ def _run(args):
         console.set_quiet(getattr(args, "quiet", False))
         return args.func(args)
     except (ValueError, FileNotFoundError, FileExistsError, ImportError) as error:
-        _error(error)
+        _error(_missing_backend(error) or error)
         return 2
     except BrokenPipeError:  # the reader left, e.g. `clzoo presets | head -3`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush

@@ -35,11 +35,6 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
         ValueError: an unknown `stream`; `"tf_data"` without TensorFlow; a view
             setting the device stream has no form for (RandAugment, the blur).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     stream = _stream(stream)
     size = size or int(split.images.shape[1])
     batch_wise = recipe == "airbench" or isinstance(recipe, BatchViewConfig)
@@ -50,39 +45,49 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
     firsts = [int(np.flatnonzero(labels == c)[0]) for c in np.unique(labels)]
     rest = [i for i in range(len(labels)) if i not in set(firsts)]
     chosen = (firsts + rest)[:images]
-    fig, axes = plt.subplots(len(chosen), views + 1, figsize=(1.3 * (views + 1), 1.3 * len(chosen)),
-                             squeeze=False)
     if batch_wise and tuple(split.images.shape[1:3]) != (config.size, config.size):
         raise ValueError(f"airbench's views do not resize: the images must be {config.size}x"
                          f"{config.size}. Received: {tuple(split.images.shape[1:3])}")
     shown = np.asarray(split.images[chosen])
     drawn = (_tf_data_views if stream == "tf_data" else _device_views)(shown, chosen, len(split), config,
                                                                         views, seed, batch_wise)
-    for row, index in enumerate(chosen):
-        image, out = shown[row], drawn[row]
-        axes[row][0].imshow(image)
-        name = split.class_names[labels[index]] if split.class_names else str(labels[index])
-        axes[row][0].set_ylabel(name, fontsize=7)
+    names = [split.class_names[labels[i]] if split.class_names else str(labels[i]) for i in chosen]
+    png = _grid_png(shown, drawn, names, "epoch" if batch_wise else "view", title)
+
+    def write(tmp):
+        with open(tmp, "wb") as handle:
+            handle.write(png)
+
+    atomic_write(path, write)
+    return path
+
+
+def _grid_png(shown, drawn, names, column, title):
+    """PNG bytes of the grid: each row an image (named) then its views `drawn[row]`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, views = len(shown), drawn.shape[1]
+    fig, axes = plt.subplots(rows, views + 1, figsize=(1.3 * (views + 1), 1.3 * rows), squeeze=False)
+    for row in range(rows):
+        axes[row][0].imshow(shown[row])
+        axes[row][0].set_ylabel(names[row], fontsize=7)
         for v in range(views):
-            axes[row][v + 1].imshow(np.clip(out[v], 0, 1))
+            axes[row][v + 1].imshow(np.clip(drawn[row][v], 0, 1))
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
     axes[0][0].set_title("original", fontsize=8)
     for v in range(views):
-        axes[0][v + 1].set_title(f"{'epoch' if batch_wise else 'view'} {v + 1}", fontsize=8)
+        axes[0][v + 1].set_title(f"{column} {v + 1}", fontsize=8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
-
-    def write(tmp):
-        with open(tmp, "wb") as handle:
-            handle.write(buffer.getvalue())
-
-    atomic_write(path, write)
-    return path
+    return buffer.getvalue()
 
 
 def _stream(stream):

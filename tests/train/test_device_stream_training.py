@@ -88,3 +88,15 @@ def test_show_views_without_tensorflow_draws_the_device_streams_views(tmp_path):
                              timeout=300)
     assert refused.returncode == 2 and "--stream device" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "other.png").exists()
+
+
+def test_a_command_on_the_default_backend_without_tensorflow_says_how_to_fix_it(tmp_path):
+    """Keras' default backend is tensorflow: a `[jax]` install without KERAS_BACKEND set got only
+    "No module named 'tensorflow'"."""
+    import os
+
+    result = subprocess.run([*NO_TENSORFLOW, "show-views", "--data", "digits", "--output",
+                             str(tmp_path / "v.png")], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "KERAS_BACKEND": "tensorflow"})
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "pip install 'clzoo[tensorflow]'" in result.stderr and "KERAS_BACKEND" in result.stderr
