@@ -56,13 +56,6 @@ def _per_image(values):
     return values[:, None, None, None]
 
 
-def _adjust(images, which, factors):
-    """Adjustment `which` (0 brightness, 1 contrast, 2 saturation, 3 hue) with per-image factors."""
-    if which == 3:
-        return _hue(images, _per_image(factors[:, 3]))
-    return _blend(images, ops.full((images.shape[0],), which, "int32"), factors)
-
-
 def _blend(images, which, factors):
     """Brightness, contrast or saturation, per image by `which` `(B,)` in {0, 1, 2}, in one pass.
 
@@ -104,20 +97,18 @@ def color_jitter(images, factors, order, strengths):
         which = ops.convert_to_tensor(step, "int32")
         out = images
         if any(strengths[:3]):
-            on = ops.take(active, which) & (which < 3)
-            out = ops.where(_per_image(on), _blend(images, which, factors), out)
+            out = _masked(ops.take(active, which) & (which < 3), _blend(images, which, factors), out)
         if strengths[3]:
-            out = _with_hue(images, out, factors, step)
+            out = _with_hue(images, out, factors, step, which)
         images = out
     return images
 
 
-def _with_hue(images, out, factors, step):
-    """`out` with the hue shift of `images` where `step` is 3 (only those images when `step` is
-    on the host)."""
+def _with_hue(images, out, factors, step, which):
+    """`out` with the hue shift of `images` where the slot's adjustment is 3: only those images
+    when `step` (its host copy) is a NumPy array, else the whole batch, selected by `which`."""
     if not isinstance(step, np.ndarray):
-        picked = _per_image(ops.convert_to_tensor(step, "int32") == 3)
-        return ops.where(picked, _hue(images, _per_image(factors[:, 3])), out)
+        return _masked(which == 3, _hue(images, _per_image(factors[:, 3])), out)
     (rows,) = np.nonzero(step == 3)
     if not len(rows):
         return out

@@ -9,7 +9,7 @@ import pytest
 
 from clzoo.data import BatchViewConfig, ViewConfig, device_batches, from_arrays
 from clzoo.data import view_draws as draws
-from clzoo.data.device_views import _adjust, color_jitter, sample
+from clzoo.data.device_views import color_jitter, sample
 from clzoo.data.streams import resolve_pipeline
 
 pytestmark = pytest.mark.backends("tensorflow", "jax", "torch")  # every lane (tests/conftest.py)
@@ -151,8 +151,10 @@ def test_each_colour_adjustment_matches_its_definition(which, factor):
     images = np.random.default_rng(which).random((2, 4, 4, 3)).astype(np.float32)
     factors = np.zeros((2, 4), np.float32)
     factors[:, which] = factor
-    got = keras.ops.convert_to_numpy(_adjust(keras.ops.convert_to_tensor(images), which,
-                                             keras.ops.convert_to_tensor(factors)))
+    order = np.array([[which, *(w for w in range(4) if w != which)]] * 2, np.int32)  # `which` alone
+    strengths = tuple(float(w == which) for w in range(4))
+    got = keras.ops.convert_to_numpy(color_jitter(keras.ops.convert_to_tensor(images),
+                                                  keras.ops.convert_to_tensor(factors), order, strengths))
     for image, out in zip(images, got):
         np.testing.assert_allclose(out, _jitter_reference(image, which, factor), atol=2e-5)
 
