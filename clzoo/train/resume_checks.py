@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from clzoo.train.builders import build_loss, build_optimizer
+from clzoo.train.config_diff import differences, short
 from clzoo.train.precision import scaled
 
 
@@ -100,26 +101,11 @@ def _unnamed(config):
 
 def _first_difference(saved, fresh, path="model"):
     """`"path: saved vs recipe"` at the first place two configs differ, or None."""
-    if isinstance(saved, dict) and isinstance(fresh, dict):
-        for key in [*saved, *(k for k in fresh if k not in saved)]:  # Keras' order: use_ema first
-            if saved.get(key) != fresh.get(key):
-                return _first_difference(saved.get(key), fresh.get(key), f"{path}.{key}")
+    found = next(differences(saved, fresh, path), None)
+    if found is None:
         return None
-    if isinstance(saved, list) and isinstance(fresh, list) and len(saved) == len(fresh):
-        for i, (a, b) in enumerate(zip(saved, fresh)):
-            if a != b:
-                return _first_difference(a, b, f"{path}[{i}]")
-        return None
-    if saved == fresh:
-        return None
-    return f"{path}: {_short(saved)} in the checkpoint, {_short(fresh)} from the recipe"
-
-
-def _short(value):
-    if isinstance(value, list):
-        return f"{len(value)} entries"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    where, theirs, ours = found
+    return f"{where}: {short(theirs)} in the checkpoint, {short(ours)} from the recipe"
 
 
 def data_record(train_split, plan):

@@ -2,6 +2,7 @@
 
 import contextlib
 import hashlib
+import itertools
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import yaml
 from clzoo.file_lock import output_lock
 from clzoo.files import SYSTEM_FILES, atomic_write_text, write_json
 from clzoo.train import run_lock
+from clzoo.train.config_diff import differences, short
 from clzoo.train.recipe_yaml import dump_yaml
 
 # Every name a run writes at the top of its folder; anything else there is the user's.
@@ -119,7 +121,8 @@ class RunFolder:
         changed = [k for k in sorted(set(old) | set(new))
                    if old.get(k) != new.get(k) and k not in SWITCHABLE_ON_RESUME]
         if changed:
-            shown = "; ".join(_changes(old, new, changed)[:4])
+            shown = "; ".join(f"{path}: {short(a)} -> {short(b)}" for path, a, b in itertools.islice(
+                differences({k: old.get(k) for k in changed}, {k: new.get(k) for k in changed}), 4))
             raise ValueError(f"Cannot resume {self.path}: the recipe differs from the one it "
                              f"started with in {changed} ({shown}). Resume with the saved recipe.yaml.")
 
@@ -190,20 +193,3 @@ def fingerprint(recipe):
     text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
-
-def _changes(old, new, keys, prefix=""):
-    """`"training.precision: 'mixed_float16' -> 'float32'"` for each leaf that differs under `keys`."""
-    out = []
-    for key in keys:
-        before, after, name = old.get(key), new.get(key), f"{prefix}{key}"
-        if isinstance(before, dict) and isinstance(after, dict):
-            inner = [k for k in sorted(set(before) | set(after), key=str) if before.get(k) != after.get(k)]
-            out += _changes(before, after, inner, f"{name}.")
-        else:
-            out.append(f"{name}: {_short(before)} -> {_short(after)}")
-    return out
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
