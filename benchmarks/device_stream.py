@@ -108,7 +108,7 @@ def worker(args):
         if pipeline == "tf_data" and not tensorflow_installed():
             continue
         row = {"backend": keras.backend.backend(), "pipeline": pipeline,
-               "busy": int(os.environ.get("CLZOO_BENCH_BUSY", 0)),
+               "busy": args.busy,
                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
                "recipe": Path(args.recipe).name, "batch_size": recipe.training.batch_size,
                "views": views.views,
@@ -127,15 +127,15 @@ def main():
     for backend in args.backends:
         command = [sys.executable, __file__, "--worker", backend, "--data", args.data, "--recipe",
                    args.recipe, "--stream-batches", str(args.stream_batches), "--fit-steps",
-                   str(args.fit_steps), "--pipelines", *args.pipelines]
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-               "CLZOO_BENCH_BUSY": str(args.busy)}
+                   str(args.fit_steps), "--busy", str(args.busy), "--pipelines", *args.pipelines]
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
         spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
         try:
             result = subprocess.run(command, env=env, capture_output=True, text=True)
         finally:
             for spinner in spinners:
                 spinner.kill()
+                spinner.wait()
         found = [json.loads(line[4:]) for line in result.stdout.splitlines() if line.startswith("ROW ")]
         if result.returncode or not found:
             print(f"{backend}: failed\n{result.stderr[-2000:]}", file=sys.stderr)

@@ -14,7 +14,11 @@ def machine_bytes():
 
 def busy_cpus(seconds=0.2):
     """CPUs kept busy by every process over the next `seconds` (from `/proc/stat`; may count a
-    container's neighbours), or None where the OS does not say."""
+    container's neighbours), or None where the OS does not say.
+
+    Returns:
+        float in `[0, os.cpu_count()]` (1.0: one CPU's worth of work), or None; sleeps `seconds`.
+    """
     import time
 
     def ticks():

@@ -30,18 +30,12 @@ def float32_copy(model):
     >>> float32_copy(model).layers[-1].dtype_policy.name
     'float32'
     """
-    if all(layer.dtype_policy.name == "float32" for layer in _layers(model)):
+    layers = model._flatten_layers(include_self=False, recursive=True)  # as clzoo.compat walks a model
+    if all(layer.dtype_policy.name == "float32" for layer in layers):
         return model
     copy = keras.saving.deserialize_keras_object(_in_float32(keras.saving.serialize_keras_object(model)))
     copy.set_weights(model.get_weights())
     return copy
-
-
-def _layers(model):
-    """Every layer of `model`, nested models' layers included."""
-    for layer in getattr(model, "layers", []):
-        yield layer
-        yield from _layers(layer)
 
 
 def _in_float32(node):

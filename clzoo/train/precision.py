@@ -20,8 +20,20 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 def dtype_policy(precision):
     """Keras' global dtype policy set to `precision` for the block, the previous one restored after.
 
+    Layers built inside the block take the policy (Keras' mixed precision: variables float32,
+    computations in the half type); the global setting is restored exactly, an unset one included.
+
     Raises:
         ValueError: `precision` is not one of `PRECISIONS`.
+
+    Example:
+
+    >>> import keras
+    >>> from clzoo.train.precision import dtype_policy
+    >>> with dtype_policy("mixed_bfloat16"):
+    ...     layer = keras.layers.Dense(2)
+    >>> layer.compute_dtype, layer.variable_dtype, keras.config.dtype_policy().name
+    ('bfloat16', 'float32', 'float32')
     """
     if precision not in PRECISIONS:
         raise ValueError(f"training.precision must be one of {', '.join(PRECISIONS)}. "
