@@ -16,6 +16,8 @@ before it (inputs included there). Each timing is the median of CUDA-event times
     python benchmarks/fused_kernel.py --json benchmarks/fused_kernel.json
 
 Needs a CUDA device, PyTorch and Triton (and keras with KERAS_BACKEND=torch for the dense rows).
+`--device cpu` (with `TRITON_INTERPRET=1`, float32 only) runs the same rows in Triton's interpreter,
+timed by the wall clock with no memory figure: the dry run of `benchmarks/gpu/run.sh` uses it.
 """
 
 import argparse
@@ -33,6 +35,7 @@ from clzoo.losses.fused.function import BLOCKS, anchor_loss  # noqa: E402
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 CHUNK = 8192
 SWEEPS = []  # what --sweep measured, written beside the rows
+DEVICE = "cuda"  # --device
 # Tile shapes tried by --sweep, (BLOCK_M, BLOCK_N, num_warps, num_stages), forward then backward;
 # float32 (3xTF32) tiles hold a high and a low TF32 half: only these fit Hopper's 227 KiB.
 SWEEP = {"bfloat16": ([(64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 128, 4, 3),
@@ -44,7 +47,10 @@ SWEEP = {"bfloat16": ([(64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (64, 1
 
 
 def timed(step, budget_s=3.0, reps=5):
-    """(median ms, peak MiB above the memory held before) of `step()`, after one warm-up."""
+    """(median ms, peak MiB above the memory held before) of `step()`, after one warm-up.
+    On the CPU (the interpreter's dry run): wall-clock ms and no peak (None)."""
+    if DEVICE == "cpu":
+        return _timed_on_cpu(step, budget_s, reps)
     torch.cuda.synchronize()
     step()
     torch.cuda.synchronize()
@@ -60,6 +66,16 @@ def timed(step, budget_s=3.0, reps=5):
         times.append(begin.elapsed_time(end))
     peak = (torch.cuda.max_memory_allocated() - before) / 2**20
     return sorted(times)[len(times) // 2], peak
+
+
+def _timed_on_cpu(step, budget_s, reps):
+    step()
+    times, start = [], time.perf_counter()
+    while len(times) < reps and (not times or time.perf_counter() - start < budget_s):
+        begin = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - begin) * 1e3)
+    return sorted(times)[len(times) // 2], None
 
 
 def floor_step(z):
@@ -92,9 +108,9 @@ def fused_step(z, labels, mode, blocks=None, backward=True):
 def sweep(n, dtype_name, args):
     """The fastest (forward, backward) tiles for SupCon L_out at size n: forward alone first,
     then forward + backward with that forward."""
-    z = torch.nn.functional.normalize(torch.randn(n, args.dim, device="cuda"), dim=1)
+    z = torch.nn.functional.normalize(torch.randn(n, args.dim, device=DEVICE), dim=1)
     z = z.to(DTYPES[dtype_name])
-    labels = torch.randint(0, 100, (n,), device="cuda")
+    labels = torch.randint(0, 100, (n,), device=DEVICE)
     forwards, backwards = SWEEP[dtype_name]
     default = BLOCKS[DTYPES[dtype_name]]
     timings = _time_each(forwards, lambda c: fused_step(z, labels, "supcon_out", (c, default[1]), False))
@@ -144,11 +160,11 @@ def _time_each(configs, factory):
 def rows_for(n, dtype_name, args, blocks):
     """(name, step factory) of every row measured at this size and dtype."""
     dtype = DTYPES[dtype_name]
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    z = torch.nn.functional.normalize(torch.randn(n, args.dim, device="cuda", generator=gen), dim=1)
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(n, args.dim, device=DEVICE, generator=gen), dim=1)
     z = z.to(dtype)
-    classes = torch.randint(0, 100, (n,), device="cuda", generator=gen)
-    instances = torch.arange(n, device="cuda") // 2
+    classes = torch.randint(0, 100, (n,), device=DEVICE, generator=gen)
+    instances = torch.arange(n, device=DEVICE) // 2
     rows = [("floor (3 products)", lambda: floor_step(z)),
             ("fused SupCon L_out", lambda: fused_step(z, classes, "supcon_out", blocks)),
             ("fused SINCERE", lambda: fused_step(z, classes, "noise_contrastive", blocks)),
@@ -187,7 +203,8 @@ def measure(args):
                         row["ms"], row["peak_mib"] = timed(factory())
                     except torch.OutOfMemoryError:
                         row["skipped"] = "out of memory"
-                    torch.cuda.empty_cache()
+                    if DEVICE == "cuda":
+                        torch.cuda.empty_cache()
                 results.append(row)
                 print(json.dumps(row), flush=True)
                 if args.json:
@@ -197,7 +214,8 @@ def measure(args):
 
 def _write(path, results):
     with open(path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+        device = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (Triton's interpreter)"
+        json.dump({"device": device, "torch": torch.__version__,
                    "triton": triton.__version__, "sweeps": SWEEPS, "rows": results}, f, indent=1)
 
 
@@ -214,8 +232,8 @@ def table(path):
             lines.append(f"| {r['n']:,} | {r['dtype']} | {r['row']} | {r['skipped']} | | |")
             continue
         ratio = r["ms"] / floors[(r["n"], r["dtype"])]
-        lines.append(f"| {r['n']:,} | {r['dtype']} | {r['row']} | {r['ms']:,.1f} | {ratio:.2f} | "
-                     f"{r['peak_mib']:,.0f} |")
+        peak = "" if r["peak_mib"] is None else f"{r['peak_mib']:,.0f}"
+        lines.append(f"| {r['n']:,} | {r['dtype']} | {r['row']} | {r['ms']:,.1f} | {ratio:.2f} | {peak} |")
     return "\n".join(lines)
 
 
@@ -231,11 +249,17 @@ def main():
     parser.add_argument("--sweep", type=int, default=0,
                         help="first time the SWEEP tiles at this N and use the fastest (0: BLOCKS)")
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                        help="cpu: Triton's interpreter (TRITON_INTERPRET=1), float32, for dry runs")
     parser.add_argument("--table", metavar="JSON", help="only print a --json file as a markdown table")
     args = parser.parse_args()
     if args.table:
         print(table(args.table))
         return
+    global DEVICE
+    DEVICE = args.device
+    if DEVICE == "cpu" and (os.environ.get("TRITON_INTERPRET") != "1" or "bfloat16" in args.dtypes):
+        parser.error("--device cpu runs in Triton's interpreter: set TRITON_INTERPRET=1 and --dtypes float32")
     measure(args)
 
 
