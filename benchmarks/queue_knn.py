@@ -52,7 +52,7 @@ def run(args, overrides, train, test):
     memory = embed(model.encoder, train.images, verbose=False)
     queries = embed(model.encoder, test.images, verbose=False)
     knn = knn_accuracy(memory, train.labels, queries, test.labels, ks=(1, 20, 200))
-    return {"queue_size": recipe.model.queue_size, "momentum": recipe.model.momentum,
+    return {"queue_size": recipe.model.queue.size, "momentum": recipe.model.queue.momentum,
             "batch_size": recipe.training.batch_size, "epochs": args.epochs, "steps": steps * args.epochs,
             "final_loss": history.history["loss"][-1], "train_seconds": round(seconds, 1),
             "knn_top1": {str(k): round(v, 4) for k, v in knn.items()}}

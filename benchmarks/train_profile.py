@@ -142,7 +142,7 @@ def profile(path, split, steps, rounds, peak):
     flops = encoder_flops(model.encoder) * 3 * images  # forward + backward, per batch
     parts = ("encoder fwd+bwd", "head + loss fwd+bwd", "optimizer", "view pipeline")
     serial = sum(times[p] for p in parts)
-    rows = [f"| `{path}` ({recipe.model.architecture}, {images // recipe.training.batch_size} "
+    rows = [f"| `{path}` ({recipe.model.encoder.name}, {images // recipe.training.batch_size} "
             f"view(s), batch {recipe.training.batch_size}) | | | |"]
     for part in (*parts, "whole step"):
         share = f"{times[part] / serial:.0%}" if part in parts else "-"

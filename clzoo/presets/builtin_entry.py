@@ -57,7 +57,7 @@ def run_fields(run_dir, name, earlier=None):
         metrics["probe_top1"] = round(probe, 4)
     entry = {"handle": earlier.get("handle", f"hf://clzoo/{name}"),
              "published": bool(earlier.get("published", False)), "path": name,
-             "architecture": recipe.model.architecture, "loss": recipe.loss.name,
+             "architecture": recipe.model.encoder.name, "loss": recipe.loss.name,
              "dataset": public_data_name(recipe.data)}
     if earlier.get("recipe"):
         entry["recipe"] = earlier["recipe"]

@@ -9,7 +9,6 @@ them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
 import contextlib
-import inspect
 import math
 import os
 import re
@@ -40,7 +39,6 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_K
     ScheduleSpec,
     Section,
     as_section,
-    flat_default,
     float32_positive,
     inert_key_dropped,
     move_flat_keys,
@@ -155,31 +153,11 @@ class TrainingSpec(_Section):
 
     @model_validator(mode="after")
     def _warmup_fits(self):
-        if (self.warmup_epochs or 0) > self.epochs:  # a schedule without warm-up: None
-            raise ValueError(f"warmup_epochs ({self.warmup_epochs}) is longer than training "
+        warmup = self.schedule.setting("warmup_epochs")  # a schedule without warm-up: None
+        if (warmup or 0) > self.epochs:
+            raise ValueError(f"warmup_epochs ({warmup}) is longer than training "
                              f"(epochs {self.epochs})")
         return self
-
-
-def _flat_key(key, section):
-    """A read-only attribute for an earlier flat key: the section's setting, else its factory's default."""
-    def read(self):
-        spec = getattr(self, section)
-        if key in spec.settings:
-            return spec.settings[key]
-        from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
-
-        factory = (OPTIMIZERS if section == "optimizer" else SCHEDULES).get(spec.name)
-        parameter = inspect.signature(factory).parameters.get(key)
-        if settings_of(factory) is None:  # the earlier form reads the flat keys' defaults
-            return flat_default(section, key)
-        return None if parameter is None else parameter.default
-
-    return property(read, doc=f"training.{section}'s `{key}` (its factory's default when not given)")
-
-
-for _key, _section in FLAT_KEYS.items():
-    setattr(TrainingSpec, _key, _flat_key(_key, _section))
 
 
 class EvalSpec(_Section):
@@ -461,12 +439,12 @@ def queue_bytes(recipe):
     """Bytes a recipe's memory queue needs: the float32 keys and int32 labels, and the float32
     anchor x queue logits with their exp and gradient (3 copies)."""
     spec = recipe.model
-    if spec.queue_size is None:
+    if spec.queue is None:
         return 0
     from clzoo.train.builders import views_from_config
 
     anchors = recipe.training.batch_size * views_from_config(recipe.views).views
-    return 4 * spec.queue_size * (spec.embedding_dim + 1 + 3 * anchors)
+    return 4 * spec.queue.size * (spec.embedding_dim + 1 + 3 * anchors)
 
 
 def _check_queue_memory(recipe, source, overridden, written=()):
@@ -476,7 +454,7 @@ def _check_queue_memory(recipe, source, overridden, written=()):
         return
     key = spelled_as_written("model.queue.size", written)
     raise RecipeError([
-        f"{_where(source, key, overridden)}: {key} = {recipe.model.queue_size}: the queue needs "
+        f"{_where(source, key, overridden)}: {key} = {recipe.model.queue.size}: the queue needs "
         f"about {needed / 2**30:.1f} GiB (size x (embedding_dim {recipe.model.embedding_dim}"
         f" + 1 + 3 x {recipe.training.batch_size} x views) x 4 bytes), over half of the "
         f"{available / 2**30:.1f} GiB available; use a smaller queue"])

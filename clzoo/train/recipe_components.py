@@ -103,11 +103,6 @@ def _registry(section):
     return OPTIMIZERS if section == "optimizer" else SCHEDULES
 
 
-def flat_default(section, key):
-    """What an earlier flat key defaulted to: its first factory's default."""
-    return _defaults(_registry(section)).get(key)
-
-
 def factory_defaults(factory):
     """`{setting: default}` of a registered factory's own settings (none for the earlier form
     `(learning_rate, training)`)."""
@@ -196,6 +191,11 @@ class ComponentSpec(BaseModel):
     def defaults(self):
         """`{setting: default}` of the named factory (none for one of the earlier form)."""
         return factory_defaults(_registry(self.section).get(self.name))
+
+    def setting(self, key):
+        """The section's `key` as the run uses it: given, else the factory's default; None where
+        the factory has no such setting (`schedule: constant` has no `warmup_epochs`)."""
+        return {**self.defaults(), **self.settings}.get(key)
 
     @model_serializer(mode="wrap")
     def _with_defaults(self, handler):

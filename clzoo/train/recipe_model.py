@@ -135,7 +135,8 @@ class ModelSpec(Section):
     def _parts_combine(self):
         from clzoo.steps.parts import check_parts
 
-        check_parts(encoder_chunk_size=self.encoder_chunk_size, auxiliary=self.auxiliary is not None,
+        chunk_size = None if self.grad_cache is None else self.grad_cache.chunk_size
+        check_parts(encoder_chunk_size=chunk_size, auxiliary=self.auxiliary is not None,
                     names={"encoder_chunk_size": "model.grad_cache", "auxiliary": "model.auxiliary"},
                     received={"encoder_chunk_size": "model.grad_cache.chunk_size"})
         return self
@@ -337,25 +338,3 @@ def spelled_as_written(line, written):
     if not names:
         return line
     return re.sub(r"model\.[a-z_]+(?:\.[a-z_]+)?", lambda m: names.get(m.group(0), m.group(0)), line)
-
-
-def _flat_key(key):
-    section, setting = MODEL_FLAT_KEYS[key]
-
-    def read(self):
-        value = getattr(self, section)
-        if section == "encoder":
-            return value.name if setting else value.options
-        part = PARTS[section]
-        if value is None:
-            fields = _SPECS[section].model_fields
-            return part.off if key == part.switch else fields[part.settings[key]].default
-        return True if setting is None else getattr(value, setting)
-
-    return property(read, doc=f"model.{section}'s {setting or 'state'} (the flat key `{key}` of earlier "
-                              "recipes)")
-
-
-for _key in MODEL_FLAT_KEYS:
-    setattr(ModelSpec, _key, _flat_key(_key))
-

@@ -281,11 +281,11 @@ def _check_against_data(recipe, data, source, output):
             problems.append(f"training.epochs = {recipe.training.epochs}: {steps:,} steps; the "
                             "learning-rate schedule counts steps in float32, exact up to "
                             "16,777,216 steps")
-        every = recipe.training.lookahead_every
+        every = recipe.training.optimizer.setting("lookahead_every")
         if recipe.training.optimizer.name == "lookahead_sgd" and every > steps:
-            problems.append(f"training.lookahead_every = {every}: more than the run's {steps:,} steps; "
-                            "it ends on the slow weights, which no Lookahead step would update "
-                            "(the untrained weights): lower it, or 0 for no Lookahead")
+            problems.append(f"training.optimizer.lookahead_every = {every}: more than the run's "
+                            f"{steps:,} steps; it ends on the slow weights, which no Lookahead step "
+                            "would update (the untrained weights): lower it, or 0 for no Lookahead")
         headline = recipe.eval.knn_headline_k  # other k above the images are skipped, by design
         if headline > images:
             problems.append(f"eval.knn_headline_k = {headline}: more than the {images:,} training "
@@ -384,7 +384,7 @@ def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):
     return (f"clzoo {__version__} | keras {keras.__version__} ({keras.backend.backend()}, "
             f"{place.name} x{place.replicas}, {pipeline} stream) | {recipe.data}: "
             f"{len(train_split)} train images, "
-            f"{len(train_split.class_names)} classes | encoder {recipe.model.architecture} "
+            f"{len(train_split.class_names)} classes | encoder {recipe.model.encoder.name} "
             f"({encoder.count_params():,} params) | loss {recipe.loss.name}"
             + (f" | resuming at step {resumed_at} of {plan.epochs * plan.steps}"
                if resumed_at is not None else "")

@@ -607,13 +607,13 @@ def test_a_queue_over_the_memory_is_refused_at_the_check(model, training):
 def test_the_queue_check_uses_the_available_memory(monkeypatch):
     sections = {"loss": {"name": "SupConLoss"}, "model": {"queue_size": 65536}}
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**34)  # 16 GiB
-    assert validate_recipe(sections).model.queue_size == 65536  # about 0.4 GiB: fine
+    assert validate_recipe(sections).model.queue.size == 65536  # about 0.4 GiB: fine
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**28)  # 256 MiB
     with pytest.raises(RecipeError, match=r"--set model.queue_size \(over <defaults>\): "
                                           r"model.queue_size = 65536"):
         load_recipe(None, ["loss.name=SupConLoss", "model.queue_size=65536"])
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: None)  # unknown: not refused
-    assert validate_recipe(sections).model.queue_size == 65536
+    assert validate_recipe(sections).model.queue.size == 65536
 
 
 def test_the_queue_memory_estimate():

@@ -187,7 +187,8 @@ def test_queue_recipe_validates_and_builds_the_model():
 
     path = HERE.parents[1] / "recipes" / "supcon" / "cifar10_queue_small.yaml"
     recipe = load_recipe(path)
-    assert (recipe.model.queue_size, recipe.model.momentum, recipe.training.batch_size) == (4096, 0.99, 32)
+    queue = recipe.model.queue
+    assert (queue.size, queue.momentum, recipe.training.batch_size) == (4096, 0.99, 32)
     for override, message in (("model.momentum=1.0", "less than 1"), ("model.queue_size=0", "greater than 0"),
                               # queue_size=null alone turns the whole queue off (momentum with it)
                               ("model.queue_size=null,model.momentum=0.9", "needs a queue"),

@@ -49,7 +49,7 @@ def test_values_float32_cannot_hold_are_refused(setup, override, says):
      "views.size = 32: the airbench views take the images as they are, and"),
     # issue 58 item 6: LookaheadSGD that never pulls ended on the untrained weights
     (["training.optimizer=lookahead_sgd", "training.lookahead_every=7"],
-     "training.lookahead_every = 7: more than the run's 6 steps"),
+     "training.optimizer.lookahead_every = 7: more than the run's 6 steps"),
 ])
 def test_values_impossible_for_the_data_are_refused_before_writing(setup, override, says):
     path, tmp_path = setup

@@ -21,7 +21,7 @@ def test_defaults_and_overrides(tmp_path):
     assert config.name == "r"
     assert config.training.epochs == 3
     assert config.training.batch_size == 64
-    assert config.training.momentum == DEFAULTS["training"]["optimizer"]["momentum"]
+    assert config.training.optimizer.setting("momentum") == DEFAULTS["training"]["optimizer"]["momentum"]
     assert config.loss.name == "SupConLoss"
     assert config.loss.kwargs == {"temperature": 0.2, "variant": "in"}
     assert config.views == {"flip": False}
@@ -41,7 +41,8 @@ def test_exponent_floats_are_numbers(tmp_path):
     recipe.write_text("training:\n  optimizer: lars\n  trust_coefficient: 1e-3\n"
                       "  learning_rate: 5e-2\n")
     config = load_recipe(recipe)
-    assert config.training.trust_coefficient == 1e-3 and config.training.learning_rate == 0.05
+    assert config.training.optimizer.setting("trust_coefficient") == 1e-3
+    assert config.training.learning_rate == 0.05
 
 
 BAD = [  # (override, the key the message must name, a fragment of the reason)

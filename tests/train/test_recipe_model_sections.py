@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
-from clzoo.train.recipe_model import MODEL_FLAT_KEYS, move_model_flat_keys, section_to_flat
+from clzoo.train.recipe_model import _SPECS, MODEL_FLAT_KEYS, PARTS, move_model_flat_keys, section_to_flat
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
@@ -26,11 +26,23 @@ SECTIONS = {"encoder": {"name": "airbench_half", "whitening": False},
 
 
 def _model_keeps_what_was_written(raw_model, recipe):
-    """Each flat key the file writes reads back (`recipe.model.queue_size`) as written; a part's
-    setting written while the part is off reads back as its default, which is what was written."""
+    """Each flat key the file writes is in its section (`model.queue_size` as `model.queue.size`);
+    a part's setting written while the part is off is its default, which is what was written."""
     for key, value in (raw_model or {}).items():
         if key in MODEL_FLAT_KEYS:
-            assert getattr(recipe.model, key) == value, key
+            assert _in_section(recipe.model, key) == value, key
+
+
+def _in_section(model, key):
+    """The value the flat key `key` of an earlier recipe now has in its section of `model`."""
+    section, setting = MODEL_FLAT_KEYS[key]
+    value = getattr(model, section)
+    if section == "encoder":
+        return value.name if setting else value.options
+    part = PARTS[section]
+    if value is None:  # the part is off: its switch's "off", else the setting's default
+        return part.off if key == part.switch else _SPECS[section].model_fields[part.settings[key]].default
+    return True if setting is None else getattr(value, setting)
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: str(p.relative_to(ROOT / "recipes")))
@@ -55,8 +67,8 @@ def test_every_preset_stored_recipe_keeps_its_model(path):
 def test_the_flat_and_the_section_spellings_build_the_same_model():
     a, b = validate_recipe({"model": FLAT}), validate_recipe({"model": SECTIONS})
     assert a.to_dict() == b.to_dict()
-    assert b.model.queue_size == 4096 and b.model.test_time_flip
-    assert b.model.encoder_options == {"whitening": False}
+    assert b.model.queue.size == 4096 and b.model.test_time is not None
+    assert b.model.encoder.options == {"whitening": False}
     assert section_to_flat(b.to_dict()["model"])["queue_size"] == 4096
     assert validate_recipe({"model": section_to_flat(b.to_dict()["model"])}).to_dict() == b.to_dict()
     off = validate_recipe({"model": {

@@ -62,7 +62,8 @@ def test_the_flat_and_the_section_spellings_build_the_same_recipe():
                 "schedule": {"name": "linear", "warmup_epochs": 2, "final_learning_rate_fraction": 0.07}}
     a, b = validate_recipe({"training": flat}), validate_recipe({"training": sections})
     assert a.to_dict() == b.to_dict()
-    assert a.training.momentum == 0.85 and a.training.weight_decay == 1e-4  # the factory's default
+    assert a.training.optimizer.setting("momentum") == 0.85
+    assert a.training.optimizer.setting("weight_decay") == 1e-4  # the factory's default
     assert move_flat_keys({"epochs": 3}) == {"epochs": 3}  # nothing flat: untouched
 
 

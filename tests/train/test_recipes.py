@@ -46,7 +46,7 @@ def test_recipe_resolves_and_builds(path):
     text = path.read_text()
     assert text.startswith("#"), "a recipe starts with comments saying where its values come from"
     config = load_recipe(path)
-    assert config.model.architecture in list_encoders()
+    assert config.model.encoder.name in list_encoders()
     loss = build_loss(config)
     assert isinstance(loss, keras.losses.Loss)
     optimizer = build_optimizer(config, steps_per_epoch=10)
@@ -60,7 +60,7 @@ def test_recipe_resolves_and_builds(path):
         model = task.build_model(config, ViewConfig(views=1, size=32), 3) if small else None
         assert model is None or model.output_shape == (None, 3)
     elif path.stem.endswith(("_fast", "_airbench")):  # the airbench presets' recipes average
-        assert config.model.test_time_flip  # the encoder over test-time views
+        assert config.model.test_time is not None  # the encoder over test-time views
         # One view where labels give the positives; two where a positive is the image's other
         # view (DCL, NSCL, L_spread) and for SupCon's CIFAR10-Coarse baseline of L_spread.
         other_view = config.loss.name in OTHER_VIEW_LOSSES or "coarse" in path.stem
@@ -68,21 +68,21 @@ def test_recipe_resolves_and_builds(path):
     else:
         assert views.views == 2
     if path.stem.endswith("_fast"):  # the CPU-budget recipes of the airbench presets
-        assert config.model.architecture == "airbench_half" and config.training.epochs <= 30
+        assert config.model.encoder.name == "airbench_half" and config.training.epochs <= 30
     elif path.stem.endswith("_airbench"):  # airbench's whole stack, within an hour on 2 cores
-        assert config.model.architecture == "airbench" and config.training.epochs <= 30
+        assert config.model.encoder.name == "airbench" and config.training.epochs <= 30
         # airbench's batch-wise views, except for self-supervised InfoNCE, whose two views of an
         # image must differ by more than a flip and a 2 px shift (per-image crops and colour)
         view_recipe = "supcon" if config.loss.name == "InfoNCELoss" else "airbench"
         assert config.views["recipe"] == view_recipe and config.training.optimizer.name == "lookahead_sgd"
-        assert config.model.encoder_options["whitening"] and config.model.encoder_options["dirac"]
+        assert config.model.encoder.options["whitening"] and config.model.encoder.options["dirac"]
     elif path.stem.endswith("_small"):
-        assert config.model.architecture == "resnet20" and config.training.epochs <= 12
+        assert config.model.encoder.name == "resnet20" and config.training.epochs <= 12
     elif config.task == "soft_target":  # the paper's ImageNet schedule (Table 3)
         assert config.training.epochs == 100 and config.training.batch_size == 1024
     elif path.parent.name != "recipes":  # the full recipes carry the papers' lengths
         assert config.training.epochs >= 800 and config.training.batch_size >= 512
-        assert config.training.warmup_epochs == 10
+        assert config.training.schedule.setting("warmup_epochs") == 10
 
 
 # benchmarks/reproduce.py compares these pairs: the recipes may differ only in the loss, and in
