@@ -108,6 +108,10 @@ def _train(args):
     try:
         stored = recipe != args.recipe  # `_train_recipe` took the run's own recipe.yaml
         config = load_recipe(recipe, overrides, stored=stored)
+        if not stored:  # a stored recipe's notes are the run's, said when it started
+            for note in config.upgrade_notes:
+                print(f"note: {note} (an earlier recipe spelling; clzoo upgrades it on reading)",
+                      file=sys.stderr)
         output = Path(args.resume if isinstance(args.resume, str) else
                       args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         run = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))

@@ -348,7 +348,7 @@ def _auxiliary_lines(metadata):
 
 def _auxiliary_section(model):
     """The stored recipe's `model.auxiliary` as a dict, whichever spelling the recipe was stored in."""
-    from clzoo.train.recipe_model import move_model_flat_keys
+    from clzoo.train.recipe_upgrade import move_model_flat_keys
 
     try:
         model = move_model_flat_keys(model)

@@ -25,6 +25,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -32,31 +33,35 @@ from pydantic import (
 
 from clzoo.data.checks import DEFAULT_KS
 from clzoo.registry import did_you_mean
-from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY, FLAT_KEYS: re-exported)
-    FLAT_KEYS,
+from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY: re-exported)
     FLOAT32_TINY,
     OptimizerSpec,
     ScheduleSpec,
     Section,
     as_section,
     float32_positive,
-    inert_key_dropped,
-    move_flat_keys,
-    reading_stored_recipe,
 )
 from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
-    MODEL_FLAT_KEYS,
-    PARTS,
     AuxiliarySpec,
     EncoderSpec,
     GradCacheSpec,
     ModelSpec,
     QueueSpec,
     TestTimeSpec,
+)
+from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_key: re-exported)
+    FLAT_KEYS,
+    MODEL_FLAT_KEYS,
+    PARTS,
+    RECIPE_VERSION,
+    canonical_key,
+    inert_key_dropped,
     move_model_flat_keys,
     part_turned_off,
+    reading_stored_recipe,
     section_to_flat,
     spelled_as_written,
+    upgrade,
 )
 from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     MAX_ALIASES,
@@ -135,9 +140,8 @@ class TrainingSpec(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _sections_from_names_and_flat_keys(cls, data):
-        """`optimizer: sgd` as `{name: sgd}`, and earlier recipes' flat keys in their section."""
-        data = move_flat_keys(data)
+    def _sections_from_names(cls, data):
+        """`optimizer: sgd` as `{name: sgd}`."""
         if isinstance(data, dict):
             data = {key: as_section(value) if key in ("optimizer", "schedule") else value
                     for key, value in data.items()}
@@ -196,6 +200,10 @@ class Recipe(_Section):
     (task `soft_target`). Both are checked by building the config.
     """
 
+    # the key spelling the recipe is written in (clzoo.train.recipe_upgrade); absent: 1, the
+    # earliest, whose flat keys are moved into their sections with a note on reading
+    recipe_version: Literal[2] = RECIPE_VERSION
+    _upgrade_notes: list = PrivateAttr(default_factory=list)
     name: str = "run"  # the default run folder is runs/<name>-<time>
     # weights, data order and views: the same seed gives the same run (CPU); 0 .. 2**32 - 1
     seed: NonNegativeInt = Field(0, lt=2**32)
@@ -313,6 +321,12 @@ class Recipe(_Section):
         """Plain data (what `recipe.yaml` in a run folder holds)."""
         return self.model_dump(mode="json")
 
+    @property
+    def upgrade_notes(self):
+        """One line per flat key of an earlier recipe version that reading moved into its section
+        (`training.momentum is now training.optimizer.momentum`); empty for today's spelling."""
+        return list(self._upgrade_notes)
+
 
 def __getattr__(name):
     if name == "DEFAULTS":  # built on use: validating the defaults imports the loss classes
@@ -386,10 +400,17 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     written = _flat_keys_written(sections)
     try:
         with reading_stored_recipe() if stored else contextlib.nullcontext():
+            sections, notes = upgrade(sections)
             recipe = Recipe.model_validate(sections)
     except ValidationError as error:
         raise RecipeError([spelled_as_written(line, written["model"]) for line in
                            _explain(error, source, overridden, written["training"])]) from None
+    except ValueError as error:  # an upgrade's refusal: "<section>: <why>"
+        section, _, why = str(error).partition(": ")
+        line = why if why.startswith(f"{section}.") else f"{section}: {why}"
+        raise RecipeError([spelled_as_written(f"{_where(source, section, overridden)}: {line}",
+                                              written["model"])]) from None
+    recipe._upgrade_notes = notes
     _check_queue_memory(recipe, source, overridden, written["model"])
     return recipe
 
@@ -554,29 +575,6 @@ def _refuse_overlap(spelled, key, source):
     if inner is not None:
         raise RecipeError([f"{source}: override {key} replaces the whole section, discarding the "
                            f"earlier {inner}: give {key} first, or {inner} inside it"])
-
-
-def canonical_key(key):
-    """The key an override sets, in the section spelling (two spellings of one key given at
-    once are refused).
-
-    Example:
-
-    >>> from clzoo.train.recipe import canonical_key
-    >>> canonical_key("model.queue_size"), canonical_key("training.momentum")
-    ('model.queue.size', 'training.optimizer.momentum')
-    >>> canonical_key("model.encoder_options.whitening"), canonical_key("model.test_time_flip")
-    ('model.encoder.whitening', 'model.test_time')
-    """
-    parts = key.split(".")
-    if parts[:2] == ["model", "encoder_options"] and len(parts) == 2:
-        return key  # the options as a whole: not the encoder's name with them
-    if parts[0] == "model" and len(parts) > 1 and parts[1] in MODEL_FLAT_KEYS:
-        section, setting = MODEL_FLAT_KEYS[parts[1]]
-        return ".".join(["model", section, *([setting] if setting else []), *parts[2:]])
-    if parts[0] == "training" and len(parts) == 2 and parts[1] in FLAT_KEYS:
-        return f"training.{FLAT_KEYS[parts[1]]}.{parts[1]}"
-    return key
 
 
 def _section_key(raw, key, source="<recipe>"):

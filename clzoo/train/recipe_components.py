@@ -5,14 +5,10 @@
 signature (unknown keys, types of its defaults) and by building it (its ranges), as `loss:`
 is checked by its class. A setting the recipe leaves out keeps the factory's default.
 
-Recipes written before the sections (flat keys such as `training.momentum`) still load:
-`FLAT_KEYS` says which section each flat key now belongs to, and `move_flat_keys` moves it
-there. A flat key set to its default for an optimizer that does not take it was ignored
-before and is dropped; set to another value, it is refused.
+Recipes written before the sections (flat keys such as `training.momentum`) are upgraded before
+they reach these classes (`clzoo.train.recipe_upgrade`).
 """
 
-import contextlib
-import contextvars
 import inspect
 import math
 from typing import ClassVar
@@ -22,27 +18,6 @@ from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 from clzoo.registry import check_kwargs, did_you_mean
 
 FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
-
-
-# A run's stored recipe.yaml is read leniently: earlier versions stored flat keys that did
-# nothing in the run (a setting of a part that was off, of an optimizer without it), which a
-# written recipe is refused for; the run they record must still resume.
-_STORED = contextvars.ContextVar("stored_recipe", default=False)
-
-
-@contextlib.contextmanager
-def reading_stored_recipe():
-    """Inside it, the earlier flat keys that did nothing in a run are dropped, not refused."""
-    token = _STORED.set(True)
-    try:
-        yield
-    finally:
-        _STORED.reset(token)
-
-
-def inert_key_dropped():
-    """True where an inert flat key is dropped (a stored recipe) rather than refused."""
-    return _STORED.get()
 
 
 def float32_positive(value, key=None):
@@ -82,21 +57,6 @@ class Section(BaseModel):
         return self
 
 
-# The key-translation table: flat `training` keys of earlier recipes -> their section.
-FLAT_KEYS = {
-    **dict.fromkeys(("momentum", "nesterov", "weight_decay", "bias_learning_rate_multiplier",
-                     "offset_weight_decay_multiplier", "lookahead_every", "lookahead_alpha",
-                     "trust_coefficient"), "optimizer"),
-    **dict.fromkeys(("warmup_epochs", "warmup_start_fraction", "final_learning_rate_fraction"),
-                    "schedule"),
-}
-# Why a factory has no use for the flat keys its section's others take.
-_IGNORES = {("schedule", "constant"): "schedule constant keeps the peak learning rate throughout and "
-            "would ignore it; use schedule cosine or linear, or drop the key"}
-# Flat values that meant "off" for a factory without the setting (no warm-up for `constant`).
-_NEUTRAL = {"warmup_epochs": (0,)}
-
-
 def _registry(section):
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
 
@@ -125,51 +85,6 @@ def _defaults(registry):
 def as_section(value):
     """`sgd` as `{name: sgd}`; a mapping as it is."""
     return {"name": value} if isinstance(value, str) else value
-
-
-def move_flat_keys(training):
-    """`training` (a recipe's raw section) with each flat key of `FLAT_KEYS` moved into its
-    section (`optimizer: sgd` + `momentum: 0.8` -> `optimizer: {name: sgd, momentum: 0.8}`).
-
-    Raises:
-        ValueError: a key given both flat and in its section; a flat key set away from its
-            default that the named factory does not take (it would be ignored).
-    """
-
-    if not isinstance(training, dict) or not any(key in training for key in FLAT_KEYS):
-        return training
-    training = dict(training)
-    for section in ("optimizer", "schedule"):
-        flat = {key: training.pop(key) for key in list(training) if FLAT_KEYS.get(key) == section}
-        if flat:
-            training[section] = _with_flat(section, training.get(section, SECTION_DEFAULTS[section]),
-                                           flat)
-    return training
-
-
-def _with_flat(section, given, flat):
-    """The section `given` (a name or a mapping) with the `flat` keys of its factory moved in."""
-    from clzoo.optimizers.registry import owners, settings_of
-
-    target = as_section(given)
-    registry = _registry(section)
-    if not isinstance(target, dict) or target.get("name") not in registry:
-        return target  # the section's own check names the problem
-    target, name = dict(target), target["name"]
-    taken = settings_of(registry.get(name))
-    for key, value in flat.items():
-        if key in target:
-            raise ValueError(f"{key} is given twice, as training.{key} and training.{section}.{key}")
-        if taken is None or key in taken:
-            target[key] = value
-        elif value not in _NEUTRAL.get(key, ()) and not inert_key_dropped():
-            # refused even at another factory's default (adamw + momentum 0.9): it does nothing
-            if (section, name) in _IGNORES:
-                raise ValueError(f"{key} = {value!r}: {_IGNORES[section, name]}")
-            owned = owners(registry)[key]
-            owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
-            raise ValueError(f"{key} is a setting of {section} {owner}, not {name}")
-    return target
 
 
 class ComponentSpec(BaseModel):

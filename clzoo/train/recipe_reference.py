@@ -118,7 +118,8 @@ def recipe_reference():
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
     from clzoo.train.levers import LEVERS
     from clzoo.train.recipe import EvalSpec, LossSpec, ModelSpec, Recipe, TrainingSpec
-    from clzoo.train.recipe_model import PARTS, part_spec
+    from clzoo.train.recipe_model import part_spec
+    from clzoo.train.recipe_upgrade import PARTS
 
     top = [name for name in Recipe.model_fields if name not in ("model", "loss", "training", "eval")]
     out = [HEADER, "## Top level", ""]

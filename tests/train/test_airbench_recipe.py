@@ -97,7 +97,7 @@ def test_a_stack_run_whitens_its_stem_checkpoints_lookahead_and_ships_test_time_
 def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     import yaml
 
-    from clzoo.train.recipe_model import section_to_flat
+    from clzoo.train.recipe_upgrade import section_to_flat
     from clzoo.train.run_folder import RunFolder, fingerprint
 
     recipe = load_recipe(None, ["training.epochs=2"])

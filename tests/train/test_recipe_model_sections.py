@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
-from clzoo.train.recipe_model import _SPECS, MODEL_FLAT_KEYS, PARTS, move_model_flat_keys, section_to_flat
+from clzoo.train.recipe_model import _SPECS
+from clzoo.train.recipe_upgrade import MODEL_FLAT_KEYS, PARTS, move_model_flat_keys, section_to_flat
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))

@@ -9,7 +9,7 @@ import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
 from clzoo.train.recipe import FLAT_KEYS
-from clzoo.train.recipe_components import move_flat_keys
+from clzoo.train.recipe_upgrade import move_flat_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))

@@ -1,0 +1,55 @@
+"""Issue 70 item 1: an earlier recipe spelling is upgraded once, where it is read, with a note per
+moved key; stored records carry `recipe_version`; nothing past the upgrade reads a flat key."""
+
+import pytest
+
+from clzoo.train import RecipeError, validate_recipe
+from clzoo.train.recipe_upgrade import RECIPE_VERSION, upgrade
+
+EARLIER = {"training": {"optimizer": "lookahead_sgd", "momentum": 0.85, "lookahead_every": 5,
+                        "schedule": "linear", "warmup_epochs": 2},
+           "model": {"architecture": "resnet8", "queue_size": 1024, "momentum": 0.99,
+                     "test_time_flip": True}}
+TODAY = {"training": {"optimizer": {"name": "lookahead_sgd", "momentum": 0.85, "lookahead_every": 5},
+                      "schedule": {"name": "linear", "warmup_epochs": 2}},
+         "model": {"encoder": {"name": "resnet8"}, "queue": {"size": 1024, "momentum": 0.99},
+                   "test_time": {}}}
+
+
+def test_an_earlier_spelling_reads_as_todays_with_a_note_per_moved_key():
+    earlier, today = validate_recipe(EARLIER), validate_recipe(TODAY)
+    assert earlier.to_dict() == today.to_dict() and today.upgrade_notes == []
+    assert earlier.upgrade_notes == [
+        "training.momentum is now training.optimizer.momentum",
+        "training.lookahead_every is now training.optimizer.lookahead_every",
+        "training.warmup_epochs is now training.schedule.warmup_epochs",
+        "model.architecture is now model.encoder.name",
+        "model.queue_size is now model.queue.size",
+        "model.momentum is now model.queue.momentum",
+        "model.test_time_flip is now model.test_time"]
+    stored = earlier.to_dict()
+    assert stored["recipe_version"] == RECIPE_VERSION
+    assert validate_recipe(stored).upgrade_notes == []  # read once: the record is today's
+    assert upgrade(EARLIER)[0]["recipe_version"] == RECIPE_VERSION and "recipe_version" not in EARLIER
+
+
+def test_the_upgrade_reads_attributes_of_sections_only():
+    recipe = validate_recipe(EARLIER)
+    assert recipe.model.encoder.name == "resnet8" and recipe.model.queue.size == 1024
+    assert recipe.training.optimizer.setting("lookahead_every") == 5
+    for flat in ("architecture", "queue_size", "test_time_flip"):
+        assert not hasattr(recipe.model, flat)
+    assert not hasattr(recipe.training, "momentum")
+
+
+@pytest.mark.parametrize("version", [3, 0, "2", True])
+def test_a_recipe_version_this_clzoo_cannot_read_is_refused_in_one_line(version):
+    with pytest.raises(RecipeError) as caught:
+        validate_recipe({"recipe_version": version})
+    assert len(caught.value.lines) == 1 and "recipe_version" in caught.value.lines[0]
+
+
+def test_an_upgrade_refusal_names_the_section_and_both_spellings():
+    with pytest.raises(RecipeError, match=r"<recipe>: training: momentum is given twice, as "
+                                          r"training.momentum and training.optimizer.momentum"):
+        validate_recipe({"training": {"optimizer": {"name": "sgd", "momentum": 0.5}, "momentum": 0.8}})
