@@ -160,6 +160,7 @@ def main(argv=None):
     cores = os.cpu_count() or 2
     limit = decode_limit(paths, args.load_size, cores)
     rows = [{"stream": f"decode limit ({cores} processes)", "backend": "-", "images_per_s": limit}]
+    print(json.dumps(rows[0]), flush=True)  # each row as it is measured: a run cut short keeps them
     for stream, backend in ROWS:
         child = [sys.executable, __file__, "--folder", folder, "--child", stream, backend,
                  "--load-size", str(args.load_size), "--view-size", str(args.view_size),
@@ -173,8 +174,7 @@ def main(argv=None):
         rate = json.loads(out.stdout.strip().splitlines()[-1])["rate"]
         rows.append({"stream": stream, "backend": backend, "images_per_s": rate,
                      "of_limit": rate / limit})
-    for row in rows:
-        print(json.dumps(row))
+        print(json.dumps(rows[-1]), flush=True)
     print(f"\n{len(paths)} JPEGs, load {args.load_size} px, views {args.view_size} px, batch {args.batch}\n")
     print("| stream | backend | images/s | of the limit |\n| --- | --- | --- | --- |")
     for row in rows:

@@ -35,7 +35,7 @@ def test_the_carried_wheels_are_what_clzoo_needs_beyond_the_gpu_image():
     from importlib import metadata
 
     needed = wheels.missing()
-    assert {"keras", "pydantic", "pydantic-core", "namex", "optree"} <= set(needed)
+    assert {"keras", "pydantic", "pydantic-core", "namex", "optree", "typing-extensions"} <= set(needed)
     assert needed["keras"] == metadata.version("keras")  # pinned to what is tested here
     present = wheels.device_packages()
     assert not set(needed) & present and {"numpy", "torch", "jax", "scikit-learn"} <= present
@@ -47,6 +47,39 @@ def test_a_requirement_not_installed_here_is_named(monkeypatch):
     monkeypatch.setattr(wheels, "requirements", lambda name: ["no-such-dist"] if name == "clzoo" else [])
     with pytest.raises(LookupError, match="no-such-dist .needed by clzoo. is not installed here"):
         wheels.missing(present=set())
+
+
+def test_the_gpu_runs_train_the_recipe_as_given():
+    """Each training step's arguments on the GPU (not the dry run's) make a recipe that validates:
+    a shortened run keeps its warm-up inside the run (5.52 warm-up epochs refused 3 epochs)."""
+    from clzoo.train import load_recipe
+
+    runs = [step for step in steps.step_table(_Args(ROOT, dry=False)) if "train" in step.command]
+    assert [step.name for step in runs] == ["airbench_jax_float32", "airbench_jax_mixed_bfloat16",
+                                            "airbench_torch"]
+    for step in runs:
+        args = step.command[step.command.index(steps.RECIPE) + 1:]
+        overrides = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+        if "--epochs" in args:
+            overrides.append(f"training.epochs={args[args.index('--epochs') + 1]}")
+        recipe = load_recipe(ROOT / steps.RECIPE, overrides)
+        assert recipe.training.schedule.setting("warmup_epochs") < recipe.training.epochs, step.name
+    assert "training.precision=mixed_bfloat16" in runs[1].command
+
+
+@pytest.mark.backends("jax")
+def test_the_jax_floor_keeps_its_three_products():
+    """XLA merges two identical products: the floor's second G Z multiplies a copy of Z."""
+    import jax
+    import jax.numpy as jnp
+
+    path = ROOT / "benchmarks" / "pallas_kernel.py"
+    spec = importlib.util.spec_from_file_location("bench_pallas_kernel", path)
+    pallas_kernel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pallas_kernel)
+    z = jnp.ones((96, 16))
+    compiled = jax.jit(pallas_kernel.floor_fn(96)).lower(z, jnp.array(z, copy=True)).compile()
+    assert compiled.as_text().count(" dot(") == 3
 
 
 @pytest.mark.parametrize("args, says", [
@@ -69,6 +102,8 @@ def test_the_gpu_call_dry_runs_every_step_on_the_cpu(tmp_path):
                             timeout=120)
     assert packed.returncode == 0, packed.stderr
     assert "160 images packed" in packed.stdout and "of the 64 MiB" in packed.stdout
+    # the GPU's Python 3.12 wheels: a dry run here leaves them alone
+    (pack / "wheels" / "optree-0.20.0-cp312-cp312-manylinux_2_17_x86_64.whl").write_bytes(b"")
     env = {**os.environ, "CLZOO_GPU_PACK": str(pack), "OUT": str(out), "PYTHON": sys.executable,
            "TMPDIR": str(tmp_path)}
     run = subprocess.run(["bash", "benchmarks/gpu/run.sh", "--dry"], cwd=ROOT, env=env, capture_output=True,
@@ -94,8 +129,8 @@ def test_the_gpu_call_dry_runs_every_step_on_the_cpu(tmp_path):
 
 
 class _Args:
-    def __init__(self, pack):
-        self.dry, self.out, self.work, self.data = True, pack, pack, pack
+    def __init__(self, folder, dry=True):
+        self.dry, self.out, self.work, self.data = dry, folder, folder, folder
 
 
 def _assert_each_step_measured(results):

@@ -17,19 +17,22 @@ if [ ! -f "$PACK/cifar10.tar.xz" ]; then
   echo "run.sh: $PACK/cifar10.tar.xz is missing: run bash benchmarks/gpu/pack.sh first (and carry $PACK)" >&2
   exit 2
 fi
+DRY=0
+[ "${1:-}" = "--dry" ] && DRY=1
 mkdir -p "$OUT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clzoo-gpu.XXXXXX")
-if compgen -G "$PACK/wheels/*.whl" >/dev/null; then
+trap 'rm -rf "$WORK"' EXIT
+# the wheels are Python 3.12's, for the GPU machine: a dry run here uses this Python's packages
+if [ "$DRY" = 0 ] && compgen -G "$PACK/wheels/*.whl" >/dev/null; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$WORK/site" "$PACK"/wheels/*.whl || { echo "run.sh: the carried wheels did not install" >&2; exit 1; }
   export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if [ "${1:-}" = "--dry" ]; then
+if [ "$DRY" = 1 ]; then
   export PYTHONPATH="$PWD/tests/hide_tensorflow:$PYTHONPATH" TRITON_INTERPRET=1 CLZOO_PALLAS_INTERPRET=1
 fi
-mkdir -p "$WORK/data" && tar -xJf "$PACK/cifar10.tar.xz" -C "$WORK/data" || { echo "run.sh: the data did not unpack" >&2; exit 1; }
+# Python's tarfile, not tar -J: the GPU image may lack the xz program
+"$PYTHON" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="data")' \
+  "$PACK/cifar10.tar.xz" "$WORK/data" || { echo "run.sh: the data did not unpack" >&2; exit 1; }
 "$PYTHON" benchmarks/gpu/steps.py --data "$WORK/data/cifar10" --work "$WORK" --out "$OUT" "$@"
-status=$?
-rm -rf "$WORK"
-exit $status

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+# Carried although the image has them: a carried wheel needs a recent version, and the image's
+# version is not recorded (pydantic 2.14 and pydantic-core 2.50 need typing-extensions >= 4.16).
+CARRIED_ANYWAY = ("typing-extensions",)
 DEVICE = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
           "platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython",
           "platform_python_implementation": "CPython", "os_name": "posix", "extra": ""}
@@ -24,9 +27,11 @@ def normalized(name):
 
 
 def device_packages(path=None):
-    """The normalized names of the distributions the GPU image holds (`device_packages.txt`)."""
+    """The normalized names of the distributions the GPU image holds (`device_packages.txt`),
+    less `CARRIED_ANYWAY`."""
     lines = (path or Path(__file__).with_name("device_packages.txt")).read_text().splitlines()
-    return {normalized(line.strip()) for line in lines if line.strip() and not line.startswith("#")}
+    names = {normalized(line.strip()) for line in lines if line.strip() and not line.startswith("#")}
+    return names - set(CARRIED_ANYWAY)
 
 
 def requirements(name):
