@@ -23,10 +23,10 @@ while [ $# -gt 0 ]; do
     *) echo "pack.sh: unknown argument '$1' (expected --data DIR, --dest DIR, --subset K or --no-wheels)" >&2; exit 2 ;;
   esac
 done
+[[ "$SUBSET" =~ ^[0-9]+$ ]] || { echo "pack.sh: --subset takes a whole number of images per class, not '$SUBSET'" >&2; exit 2; }
 for split in train test; do
   [ -d "$DATA/$split" ] || { echo "pack.sh: --data $DATA has no $split/ folder (expected DIR/{train,test}/<class>/<image>)" >&2; exit 2; }
 done
-[[ "$SUBSET" =~ ^[0-9]+$ ]] || { echo "pack.sh: --subset takes a whole number of images per class, not '$SUBSET'" >&2; exit 2; }
 NEW="$DEST.new"
 rm -rf "$NEW" && mkdir -p "$NEW/wheels"
 if [ "$WHEELS" = 1 ]; then

@@ -54,6 +54,7 @@ from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_ke
     MODEL_FLAT_KEYS,
     PARTS,
     RECIPE_VERSION,
+    UpgradeError,
     canonical_key,
     inert_key_dropped,
     move_model_flat_keys,
@@ -405,14 +406,20 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     except ValidationError as error:
         raise RecipeError([spelled_as_written(line, written["model"]) for line in
                            _explain(error, source, overridden, written["training"])]) from None
-    except ValueError as error:  # an upgrade's refusal: "<section>: <why>"
-        section, _, why = str(error).partition(": ")
-        line = why if why.startswith(f"{section}.") else f"{section}: {why}"
-        raise RecipeError([spelled_as_written(f"{_where(source, section, overridden)}: {line}",
-                                              written["model"])]) from None
+    except UpgradeError as error:
+        raise RecipeError([_upgrade_line(line, source, overridden, written["model"])
+                           for line in error.lines]) from None
     recipe._upgrade_notes = notes
     _check_queue_memory(recipe, source, overridden, written["model"])
     return recipe
+
+
+def _upgrade_line(line, source, overridden, written):
+    """`<section>: <why>` of an upgrade's refusal as an error line: who wrote it, and the key as
+    written (a message naming its own key, `model.test_time_translate = 2: ...`, stands alone)."""
+    section, _, why = line.partition(": ")
+    line = why if why.startswith(f"{section}.") else line
+    return spelled_as_written(f"{_where(source, section, overridden)}: {line}", written)
 
 
 def _flat_keys_written(sections):

@@ -332,19 +332,19 @@ def upgrade(sections):
     section, `recipe_version` set to `RECIPE_VERSION`, and one note per moved key.
 
     Raises:
-        ValueError: an unknown `recipe_version`, a flat key beside its own section, a flat key
-            another factory or an off part would ignore (see `move_flat_keys`,
-            `move_model_flat_keys`); the message starts with the section it is about.
+        UpgradeError: (a `ValueError`) an unknown `recipe_version`, a flat key beside its own
+            section, a flat key another factory or an off part would ignore (see
+            `move_flat_keys`, `move_model_flat_keys`); `lines` holds one `<section>: <why>` each.
     """
     if not isinstance(sections, dict):
         return sections, []
     version = sections.get("recipe_version", 1)
     if version not in (1, RECIPE_VERSION) or isinstance(version, bool):
-        raise ValueError(f"recipe_version = {version!r}: this clzoo reads recipes of versions 1 "
-                         f"to {RECIPE_VERSION} (a newer clzoo wrote it? pip install -U clzoo)")
-    out, notes = dict(sections), []
-    for section, table, move in (("training", FLAT_KEYS, move_flat_keys),
-                                 ("model", MODEL_FLAT_KEYS, move_model_flat_keys)):
+        raise UpgradeError([f"recipe_version: {version!r} is not a version this clzoo reads (1 to "
+                            f"{RECIPE_VERSION}); a newer clzoo wrote it? pip install -U clzoo"])
+    out, notes, problems = dict(sections), [], []
+    for section, table, move in (("model", MODEL_FLAT_KEYS, move_model_flat_keys),
+                                 ("training", FLAT_KEYS, move_flat_keys)):  # the recipe's order
         raw = out.get(section)
         moved = [key for key in raw if key in table] if isinstance(raw, dict) else []
         if not moved:
@@ -352,7 +352,18 @@ def upgrade(sections):
         try:
             out[section] = move(raw)
         except ValueError as error:
-            raise ValueError(f"{section}: {error}") from None
+            problems.append(f"{section}: {error}")
+            continue
         notes += [f"{section}.{key} is now {canonical_key(f'{section}.{key}')}" for key in moved]
+    if problems:
+        raise UpgradeError(problems)
     out["recipe_version"] = RECIPE_VERSION
     return out, notes
+
+
+class UpgradeError(ValueError):
+    """What stops an earlier recipe from upgrading; `lines`: one `<section>: <why>` each."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))

@@ -20,13 +20,13 @@ def test_an_earlier_spelling_reads_as_todays_with_a_note_per_moved_key():
     earlier, today = validate_recipe(EARLIER), validate_recipe(TODAY)
     assert earlier.to_dict() == today.to_dict() and today.upgrade_notes == []
     assert earlier.upgrade_notes == [
-        "training.momentum is now training.optimizer.momentum",
-        "training.lookahead_every is now training.optimizer.lookahead_every",
-        "training.warmup_epochs is now training.schedule.warmup_epochs",
         "model.architecture is now model.encoder.name",
         "model.queue_size is now model.queue.size",
         "model.momentum is now model.queue.momentum",
-        "model.test_time_flip is now model.test_time"]
+        "model.test_time_flip is now model.test_time",
+        "training.momentum is now training.optimizer.momentum",
+        "training.lookahead_every is now training.optimizer.lookahead_every",
+        "training.warmup_epochs is now training.schedule.warmup_epochs"]
     stored = earlier.to_dict()
     assert stored["recipe_version"] == RECIPE_VERSION
     assert validate_recipe(stored).upgrade_notes == []  # read once: the record is today's
@@ -49,7 +49,10 @@ def test_a_recipe_version_this_clzoo_cannot_read_is_refused_in_one_line(version)
     assert len(caught.value.lines) == 1 and "recipe_version" in caught.value.lines[0]
 
 
-def test_an_upgrade_refusal_names_the_section_and_both_spellings():
-    with pytest.raises(RecipeError, match=r"<recipe>: training: momentum is given twice, as "
-                                          r"training.momentum and training.optimizer.momentum"):
-        validate_recipe({"training": {"optimizer": {"name": "sgd", "momentum": 0.5}, "momentum": 0.8}})
+def test_an_upgrade_refusal_names_the_section_and_both_spellings_and_every_section_is_checked():
+    with pytest.raises(RecipeError) as caught:
+        validate_recipe({"training": {"optimizer": {"name": "sgd", "momentum": 0.5}, "momentum": 0.8},
+                         "model": {"test_time_translate": 2}})
+    assert caught.value.lines == [
+        "<recipe>: model.test_time_translate = 2: shifts average mirrored pairs; set test_time_flip too",
+        "<recipe>: training: momentum is given twice, as training.momentum and training.optimizer.momentum"]
