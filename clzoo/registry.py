@@ -71,6 +71,8 @@ class Registry:
         kind: what the names are, for error messages (`"loss"`, `"encoder"`).
         order: names listed in this order whenever they are registered (the others
             after them, in registration order). Defaults to registration order.
+        check: called with each factory as it is registered; raises `TypeError` for one
+            the registry cannot call (e.g. a signature it does not fill). Defaults to None.
 
     Example:
 
@@ -87,21 +89,25 @@ class Registry:
     ValueError: Unknown shape 'sqare'. Known: square. Did you mean 'square'?
     """
 
-    def __init__(self, kind, order=()):
+    def __init__(self, kind, order=(), check=None):
         self.kind = kind
         self._entries = {}
         self._rank = {name: i for i, name in enumerate(order)}
+        self._check = check
 
     def register(self, name=None, factory=None, **metadata):
         """Register `factory` under `name`; without `factory`, return a decorator.
 
         Raises:
             ValueError: when `name` is already registered.
+            TypeError: a factory the registry's `check` refuses.
         """
         def add(fn):
             key = name or getattr(fn, "__name__", None)
             if key in self._entries:
                 raise ValueError(f"A {self.kind} named {key!r} is already registered.")
+            if self._check is not None:
+                self._check(fn)
             self._entries[key] = Entry(key, fn, dict(metadata))
             if self._rank:
                 ranked = sorted(self._entries, key=lambda n: self._rank.get(n, len(self._rank)))

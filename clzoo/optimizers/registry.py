@@ -18,8 +18,19 @@ from clzoo.optimizers.lookahead_sgd import LookaheadSGD
 from clzoo.optimizers.schedules import WarmupLinearDecay
 from clzoo.registry import Registry
 
-OPTIMIZERS = Registry("optimizer")
-SCHEDULES = Registry("schedule")
+
+def _settings_as_arguments(factory):
+    """Refuse a factory of the form before the recipe's sections, `(learning_rate, training)`:
+    each setting is now its own keyword argument, filled from `training.optimizer` / `.schedule`."""
+    if "training" in inspect.signature(factory).parameters:
+        raise TypeError(f"{getattr(factory, '__name__', factory)} takes `training` (the whole recipe "
+                        "section, the form before the sections); take each setting as a keyword "
+                        "argument with its default (momentum=0.9, ...), and learning_rate "
+                        "(and total_steps / epochs, steps_per_epoch) as the run fills them")
+
+
+OPTIMIZERS = Registry("optimizer", check=_settings_as_arguments)
+SCHEDULES = Registry("schedule", check=_settings_as_arguments)
 
 
 def _in_range(key, value, low, high=None, high_open=False, low_open=False):
@@ -142,11 +153,8 @@ _NOT_SETTINGS = ("learning_rate", "total_steps", "epochs", "steps_per_epoch")
 
 
 def settings_of(factory):
-    """The recipe `training` keys `factory` takes as its own settings, or None for a factory of
-    the earlier form `(learning_rate, training[, total_steps])`, which reads the section itself."""
+    """The recipe keys `factory` takes as its own settings (its parameters but the run's)."""
     parameters = inspect.signature(factory).parameters
-    if "training" in parameters:
-        return None
     return tuple(name for name in parameters if name not in _NOT_SETTINGS)
 
 
@@ -154,6 +162,6 @@ def owners(registry):
     """`{setting: [names of registry's factories that take it]}`, each signature read once."""
     out = {}
     for name in registry:
-        for key in settings_of(registry.get(name)) or ():
+        for key in settings_of(registry.get(name)):
             out.setdefault(key, []).append(name)
     return out

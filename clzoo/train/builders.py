@@ -86,21 +86,14 @@ def build_optimizer(recipe, steps_per_epoch):
 
     spec = recipe.training
     total_steps = max(1, spec.epochs * steps_per_epoch)
-    schedule = _call(SCHEDULES.get(spec.schedule.name), spec.schedule, spec, (spec, steps_per_epoch),
-                     learning_rate=spec.learning_rate, epochs=spec.epochs, steps_per_epoch=steps_per_epoch)
-    return _call(OPTIMIZERS.get(spec.optimizer.name), spec.optimizer, spec, (schedule, spec),
-                 learning_rate=schedule, total_steps=total_steps)
+    schedule = _call(SCHEDULES.get(spec.schedule.name), spec.schedule, learning_rate=spec.learning_rate,
+                     epochs=spec.epochs, steps_per_epoch=steps_per_epoch)
+    return _call(OPTIMIZERS.get(spec.optimizer.name), spec.optimizer, learning_rate=schedule,
+                 total_steps=total_steps)
 
 
-def _call(factory, section, spec, earlier_args, **given):
-    """`factory` with the `given` run arguments it takes and its `section`'s settings; a factory of
-    the earlier form (a `training` parameter: the whole section) gets `earlier_args` (and
-    `total_steps` when it takes it)."""
-    from clzoo.optimizers.registry import settings_of
-
+def _call(factory, section, **given):
+    """`factory` with the `given` run arguments it takes and its `section`'s settings."""
     parameters = inspect.signature(factory).parameters
-    if settings_of(factory) is None:
-        takes_total = "total_steps" in parameters and "total_steps" in given
-        return factory(*earlier_args, **({"total_steps": given["total_steps"]} if takes_total else {}))
     kwargs = {key: value for key, value in given.items() if key in parameters}
     return factory(**kwargs, **section.settings)

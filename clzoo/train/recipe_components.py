@@ -64,12 +64,11 @@ def _registry(section):
 
 
 def factory_defaults(factory):
-    """`{setting: default}` of a registered factory's own settings (none for the earlier form
-    `(learning_rate, training)`)."""
+    """`{setting: default}` of a registered factory's own settings."""
     from clzoo.optimizers.registry import settings_of
 
     parameters = inspect.signature(factory).parameters
-    return {key: parameters[key].default for key in settings_of(factory) or ()
+    return {key: parameters[key].default for key in settings_of(factory)
             if parameters[key].default is not inspect.Parameter.empty}
 
 
@@ -104,7 +103,7 @@ class ComponentSpec(BaseModel):
         return dict(self.model_extra or {})
 
     def defaults(self):
-        """`{setting: default}` of the named factory (none for one of the earlier form)."""
+        """`{setting: default}` of the named factory."""
         return factory_defaults(_registry(self.section).get(self.name))
 
     def setting(self, key):
@@ -125,10 +124,6 @@ class ComponentSpec(BaseModel):
             raise ValueError(f"name {self.name!r}: must be one of {registry.list()}."
                              + did_you_mean(self.name, registry))
         factory = registry.get(self.name)
-        from clzoo.optimizers.registry import settings_of
-
-        if settings_of(factory) is None:  # the earlier form `(learning_rate, training)` reads the
-            return self                   # section's settings itself (TrainingSpec's flat keys)
         check_kwargs(factory, self.settings, f"training.{self.section}", owner=self.name,
                      skip=("self", "name", *self.run_arguments))
         parameters = inspect.signature(factory).parameters

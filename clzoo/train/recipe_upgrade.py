@@ -101,7 +101,7 @@ def _with_flat(section, given, flat):
     for key, value in flat.items():
         if key in target:
             raise ValueError(f"{key} is given twice, as training.{key} and training.{section}.{key}")
-        if taken is None or key in taken:
+        if key in taken:
             target[key] = value
         elif value not in _NEUTRAL.get(key, ()) and not inert_key_dropped():
             # refused even at another factory's default (adamw + momentum 0.9): it does nothing

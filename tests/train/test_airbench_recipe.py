@@ -61,15 +61,28 @@ def test_levers_are_refused_where_they_do_nothing(override, key):
 def test_a_factory_without_total_steps_still_builds():
     from clzoo.optimizers.registry import OPTIMIZERS
 
-    @OPTIMIZERS.register("two_argument_sgd", description="a user's factory, old signature")
+    @OPTIMIZERS.register("plain_sgd", description="a user's factory, no run length")
+    def plain_sgd(learning_rate, momentum=0.5):
+        return keras.optimizers.SGD(learning_rate, momentum=momentum)
+
+    try:
+        recipe = load_recipe(None, ["training.optimizer={name: plain_sgd, momentum: 0.7}"])
+        optimizer = build_optimizer(recipe, steps_per_epoch=3)
+        assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.momentum == 0.7
+    finally:
+        OPTIMIZERS._entries.pop("plain_sgd", None)
+
+
+def test_a_factory_of_the_form_before_the_sections_is_refused_at_registration():
+    from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
+
     def two_argument_sgd(learning_rate, training):
         return keras.optimizers.SGD(learning_rate)
 
-    try:
-        recipe = load_recipe(None, ["training.optimizer=two_argument_sgd"])
-        assert isinstance(build_optimizer(recipe, steps_per_epoch=3), keras.optimizers.SGD)
-    finally:
-        OPTIMIZERS._entries.pop("two_argument_sgd", None)
+    for registry in (OPTIMIZERS, SCHEDULES):
+        with pytest.raises(TypeError, match="two_argument_sgd takes `training` .the whole recipe section"):
+            registry.register("two_argument_sgd", two_argument_sgd)
+        assert "two_argument_sgd" not in registry.list()
 
 
 @pytest.mark.large
