@@ -52,17 +52,13 @@ from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-
 from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_key: re-exported)
     FLAT_KEYS,
     MODEL_FLAT_KEYS,
-    PARTS,
     RECIPE_VERSION,
     UpgradeError,
     canonical_key,
     inert_key_dropped,
-    move_model_flat_keys,
-    part_turned_off,
     reading_stored_recipe,
-    section_to_flat,
-    spelled_as_written,
     upgrade,
+    upgrade_override,
 )
 from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     MAX_ALIASES,
@@ -374,11 +370,15 @@ def load_recipe(path=None, overrides=(), stored=False):
     clzoo.train.recipe.RecipeError: --set training.epochz (over <defaults>): unknown recipe key ...
     """
     source = "<defaults>" if path is None else str(path)
-    raw = _read(path, source)
+    raw, notes = _read(path, source), []
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         raw = validate_recipe(raw, source, stored=True).to_dict()
-    overridden = _apply_overrides(raw, overrides, source)
-    return validate_recipe(raw, source, overridden)
+    else:  # upgraded before the overrides, which then meet one spelling
+        raw, notes = _upgraded(raw, source)
+    overridden, moved = _apply_overrides(raw, overrides, source)
+    recipe = validate_recipe(raw, source, overridden)
+    recipe._upgrade_notes = notes + moved
+    return recipe
 
 
 def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
@@ -393,42 +393,35 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     Raises:
         RecipeError: every problem, one line each (see `load_recipe`).
     """
-    overridden = set(overridden)
+    # {key: the override as given}: an error names the key the user wrote on the command line
+    overridden = dict(overridden) if isinstance(overridden, dict) else {key: key for key in overridden}
     lines = [f"{_where(source, key, overridden)}: {key} = {value!r}: must be a finite number"
              for key, value in _non_finite(sections)]
     if lines:
         raise RecipeError(lines)
-    written = _flat_keys_written(sections)
-    try:
-        with reading_stored_recipe() if stored else contextlib.nullcontext():
-            sections, notes = upgrade(sections)
+    with reading_stored_recipe() if stored else contextlib.nullcontext():
+        sections, notes = _upgraded(sections, source, overridden)
+        try:
             recipe = Recipe.model_validate(sections)
-    except ValidationError as error:
-        raise RecipeError([spelled_as_written(line, written["model"]) for line in
-                           _explain(error, source, overridden, written["training"])]) from None
-    except UpgradeError as error:
-        raise RecipeError([_upgrade_line(line, source, overridden, written["model"])
-                           for line in error.lines]) from None
+        except ValidationError as error:
+            raise RecipeError(_explain(error, source, overridden)) from None
     recipe._upgrade_notes = notes
-    _check_queue_memory(recipe, source, overridden, written["model"])
+    _check_queue_memory(recipe, source, overridden)
     return recipe
 
 
-def _upgrade_line(line, source, overridden, written):
-    """`<section>: <why>` of an upgrade's refusal as an error line: who wrote it, and the key as
-    written (a message naming its own key, `model.test_time_translate = 2: ...`, stands alone)."""
-    section, _, why = line.partition(": ")
-    line = why if why.startswith(f"{section}.") else line
-    return spelled_as_written(f"{_where(source, section, overridden)}: {line}", written)
-
-
-def _flat_keys_written(sections):
-    """`{section: the flat keys of earlier recipes it writes}` for `training` and `model`."""
-    out = {}
-    for section, table in (("training", FLAT_KEYS), ("model", MODEL_FLAT_KEYS)):
-        raw = sections.get(section) if isinstance(sections, dict) else None
-        out[section] = {key for key in raw if key in table} if isinstance(raw, dict) else set()
-    return out
+def _upgraded(sections, source, overridden=()):
+    """`upgrade(sections)`, its refusals as `RecipeError` lines: who wrote the section, and why
+    (a message naming its own key, `model.test_time_translate = 2: ...`, stands alone)."""
+    try:
+        return upgrade(sections)
+    except UpgradeError as error:
+        lines = []
+        for line in error.lines:
+            section, _, why = line.partition(": ")
+            lines.append(f"{_where(source, section, overridden)}: "
+                         + (why if why.startswith(f"{section}.") else line))
+        raise RecipeError(lines) from None
 
 
 def _non_finite(value, path=""):
@@ -446,7 +439,7 @@ def _non_finite(value, path=""):
 
 def _where(source, key, overridden):
     """Who wrote `key`: the recipe file, or an override given on top of it (`--set`)."""
-    return f"--set {key} (over {source})" if key in overridden else source
+    return f"--set {overridden[key]} (over {source})" if key in overridden else source
 
 
 def _available_memory():
@@ -475,12 +468,12 @@ def queue_bytes(recipe):
     return 4 * spec.queue.size * (spec.embedding_dim + 1 + 3 * anchors)
 
 
-def _check_queue_memory(recipe, source, overridden, written=()):
+def _check_queue_memory(recipe, source, overridden):
     """Refuse a `model.queue.size` whose queue needs over half of the memory available now."""
     needed, available = queue_bytes(recipe), _available_memory()
     if not needed or available is None or needed <= available / 2:
         return
-    key = spelled_as_written("model.queue.size", written)
+    key = "model.queue.size"
     raise RecipeError([
         f"{_where(source, key, overridden)}: {key} = {recipe.model.queue.size}: the queue needs "
         f"about {needed / 2**30:.1f} GiB (size x (embedding_dim {recipe.model.embedding_dim}"
@@ -531,7 +524,8 @@ def _override_value(key, value, source):
 
 
 def _apply_overrides(raw, overrides, source):
-    """Set each `a.b=value` in `raw`; returns the dotted keys that came from overrides.
+    """Set each `a.b=value` in the upgraded `raw`; returns `{dotted key set: the override's key
+    as given}` and a note per key given in an earlier spelling (`upgrade_override`).
 
     A key given twice takes its last value (the command line refuses that itself); one key in
     two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
@@ -539,7 +533,7 @@ def _apply_overrides(raw, overrides, source):
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
-    done, spelled = set(), {}
+    done, spelled, notes = {}, {}, []
     for item in overrides:
         if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
             (key, value), sep, typed = item, "=", True  # already typed: never re-parsed as YAML
@@ -550,24 +544,35 @@ def _apply_overrides(raw, overrides, source):
             raise RecipeError([f"{source}: overrides look like training.epochs=5. "
                                f"Received: {_short(item)}"])
         _refuse_overlap(spelled, key, source)
-        routed = _section_key(raw, key, source)
-        *parents, leaf = routed.split(".")
-        node = raw
-        for i, part in enumerate(parents):
-            if node.get(part) is None:  # absent, or a part written null (off): set turns it on
-                node[part] = {}
-            node = node[part]
-            if not isinstance(node, dict):
-                raise RecipeError([f"{source}: override {_short(item)}: "
-                                   f"{'.'.join(parents[:i + 1])} is not a section"])
         value = value if typed else _override_value(key, value, source)
-        without_part = part_turned_off(raw["model"], leaf, value) if parents == ["model"] else None
-        if without_part is not None:
-            raw["model"] = without_part
-        else:
-            node[leaf] = value
-        done.update({key, routed})
-    return done
+        if canonical_key(key) != key:
+            notes.append(f"{key} is now {canonical_key(key)}")
+        try:
+            upgraded = upgrade_override(raw, key, value)
+        except ValueError as error:
+            raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
+        done.update({key: key, canonical_key(key): key})
+        if upgraded is not None:
+            _set(raw, *upgraded, source, item)
+            done[upgraded[0]] = key
+    return done, notes
+
+
+def _set(raw, key, value, source, item):
+    """`raw[a][b]... = value` for the dotted `key`; a section written as a name (`optimizer: sgd`,
+    `encoder: resnet8`) becomes `{name: ...}`, a part that is off (null) is turned on."""
+    *parents, leaf = key.split(".")
+    node = raw
+    for i, part in enumerate(parents):
+        if node.get(part) is None:  # absent, or a part written null (off): set turns it on
+            node[part] = {}
+        elif isinstance(node[part], str) and i == 1:  # training.optimizer: sgd, model.encoder: x
+            node[part] = {"name": node[part]}
+        node = node[part]
+        if not isinstance(node, dict):
+            raise RecipeError([f"{source}: override {_short(item)}: "
+                               f"{'.'.join(parents[:i + 1])} is not a section"])
+    node[leaf] = value
 
 
 def _refuse_overlap(spelled, key, source):
@@ -584,44 +589,6 @@ def _refuse_overlap(spelled, key, source):
                            f"earlier {inner}: give {key} first, or {inner} inside it"])
 
 
-def _section_key(raw, key, source="<recipe>"):
-    """An override key in the recipe's own spelling: a flat `training` key (`FLAT_KEYS`) goes into
-    its section when the recipe writes the section as a mapping; a section key
-    (`training.optimizer.momentum`) replaces the flat one and turns `optimizer: sgd` into a mapping.
-    `model` overrides: see `_model_spelling`."""
-    parts = key.split(".")
-    if parts[0] == "model" and len(parts) > 1 and isinstance(raw.get("model"), dict):
-        try:
-            raw["model"] = _model_spelling(raw["model"], parts[1])
-        except ValueError as error:
-            raise RecipeError([f"{source}: override {key}: {error}"]) from None
-        if parts[1] == "encoder" and len(parts) > 2 and isinstance(raw["model"].get("encoder"), str):
-            raw["model"]["encoder"] = {"name": raw["model"]["encoder"]}
-        return key
-    training = raw.get("training")
-    if parts[0] != "training" or len(parts) not in (2, 3) or not isinstance(training, dict):
-        return key
-    if len(parts) == 2 and isinstance(training.get(FLAT_KEYS.get(parts[1])), dict):
-        return f"training.{FLAT_KEYS[parts[1]]}.{parts[1]}"
-    if len(parts) == 3 and parts[1] in ("optimizer", "schedule"):
-        if isinstance(training.get(parts[1]), str):
-            training[parts[1]] = {"name": training[parts[1]]}
-        if FLAT_KEYS.get(parts[2]) == parts[1]:
-            training.pop(parts[2], None)
-    return key
-
-
-def _model_spelling(model, key):
-    """The raw `model` section in the spelling of an override's `key`: a flat key of earlier
-    recipes (`queue_size`) turns the recipe's sections back into flat keys; a section
-    (`queue`) moves the recipe's flat keys into their sections."""
-    if key in MODEL_FLAT_KEYS and any(section in model for section in (*PARTS, "encoder")):
-        return section_to_flat(model)
-    if key in (*PARTS, "encoder") and any(flat in model for flat in MODEL_FLAT_KEYS):
-        return move_model_flat_keys(model)
-    return model
-
-
 _REPR = reprlib.Repr()  # (keyword arguments need Python 3.12)
 _REPR.maxstring, _REPR.maxother, _REPR.maxlevel = 60, 60, 2
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 6
@@ -634,36 +601,36 @@ def _short(value):
     return _REPR.repr(value)
 
 
-def _component_line(loc, message, source, overridden, flat):
-    """`training.optimizer: momentum = 1.5: ...` named by its whole key, as the recipe wrote it
-    (`training.momentum` for a flat key of an earlier recipe); None for other messages."""
+def _component_line(loc, message, source, overridden):
+    """`training.optimizer: momentum = 1.5: ...` named by its whole key
+    (`training.optimizer.momentum`); None for other messages."""
     if len(loc) != 2 or loc[0] != "training" or loc[1] not in ("optimizer", "schedule"):
         return None
     setting, sep, rest = message.partition(" = ")
     if not sep or not setting.isidentifier():
         return None
-    key = f"training.{setting}" if setting in flat else f"training.{loc[1]}.{setting}"
+    key = f"training.{loc[1]}.{setting}"
     value, _, reason = rest.partition(": ")
     section = f"training.{loc[1]}"  # an override of the whole section set it too
     where = _where(source, key if key in overridden else section, overridden)
     return f"{where}: {key} = {value}: {reason}"
 
 
-def _explain(error, source, overridden, flat=()):
+def _explain(error, source, overridden):
     lines = []
     for problem in error.errors(include_url=False):
         loc = [str(p) for p in problem["loc"] if not isinstance(p, int)]
         key = ".".join(loc)
         where = _where(source, key, overridden)
         if problem["type"] == "extra_forbidden":
-            known, earlier = _known_keys(loc[:-1])
+            known = _known_keys(loc[:-1])
             # the did-you-mean first: a long list of known keys is what gets cut at MAX_LINE
             line = (f"{where}: unknown recipe key {_short(key)}."
-                    + did_you_mean(loc[-1], known + earlier) + f" Known keys here: {', '.join(known)}.")
+                    + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
         else:
             # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
             message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
-            component = _component_line(loc, message, source, overridden, flat)
+            component = _component_line(loc, message, source, overridden)
             if component is not None:
                 lines.append(component if len(component) <= MAX_LINE else component[:MAX_LINE - 3] + "...")
                 continue
@@ -682,6 +649,4 @@ def _known_keys(loc):
     for part in loc:
         model = model.model_fields[part].annotation
         model = next((t for t in typing.get_args(model) if isinstance(t, type)), model)  # X | None
-    # the flat keys of earlier recipes (moved into their sections) still answer a did-you-mean
-    earlier = {TrainingSpec: list(FLAT_KEYS), ModelSpec: list(MODEL_FLAT_KEYS)}.get(model, [])
-    return list(model.model_fields), earlier
+    return list(model.model_fields)

@@ -23,7 +23,6 @@ Example:
 
 import contextlib
 import contextvars
-import re
 from typing import NamedTuple
 
 from clzoo.train.recipe_components import SECTION_DEFAULTS, _registry, as_section
@@ -246,64 +245,6 @@ def _off_message(section, key, value):
             f"{PARTS[section].off}); turn it on or drop the key")
 
 
-def section_to_flat(model):
-    """`model` with its part and encoder sections written as the flat keys of earlier recipes
-    (an override in the flat spelling then meets the recipe's section).
-
-    Example:
-
-    >>> from clzoo.train.recipe_upgrade import section_to_flat
-    >>> section_to_flat({"encoder": "resnet8", "queue": None, "test_time": {"translate": 2}})
-    {'architecture': 'resnet8', 'encoder_options': {}, 'queue_size': None,
-     'test_time_translate': 2, 'test_time_flip': True}
-    """
-    model = dict(model)
-    if "encoder" in model:
-        encoder = as_section(model.pop("encoder"))
-        if not isinstance(encoder, dict):
-            raise ValueError(f"model.encoder = {encoder!r}: must be a name or {{name, **options}}")
-        options = {key: value for key, value in encoder.items() if key != "name"}
-        model.update({"architecture": encoder.get("name", EncoderSpec().name), "encoder_options": options})
-    for section, part in PARTS.items():
-        if section not in model:
-            continue
-        given = model.pop(section)
-        if given is None:
-            model[part.switch] = part.off
-            continue
-        if not isinstance(given, dict):
-            raise ValueError(f"model.{section} = {given!r}: must be a mapping or null")
-        named = {setting: key for key, setting in part.settings.items()}
-        model.update({named.get(setting, f"{section}.{setting}"): value for setting, value in given.items()})
-        if part.off is False:
-            model[part.switch] = True
-    return model
-
-
-def spelled_as_written(line, written):
-    """`line` with each section key (`model.queue.size`, `model.queue`) spelled as the flat key
-    the recipe wrote (`model.queue_size`); `written` is the set of flat keys it used.
-
-    Example:
-
-    >>> from clzoo.train.recipe_upgrade import spelled_as_written
-    >>> spelled_as_written("model.grad_cache.chunk_size = 0: must be > 0", {"encoder_chunk_size"})
-    'model.encoder_chunk_size = 0: must be > 0'
-    """
-    names = {}
-    for key in written:
-        section, setting = MODEL_FLAT_KEYS[key]
-        if setting:
-            names[f"model.{section}.{setting}"] = f"model.{key}"
-        if setting is None or key == getattr(PARTS.get(section), "switch", None):
-            names[f"model.{section}"] = f"model.{key}"  # the part (or the encoder's options) itself
-    if "encoder_options" not in written and "architecture" in written:
-        names["model.encoder"] = "model.architecture"
-    if not names:
-        return line
-    return re.sub(r"model\.[a-z_]+(?:\.[a-z_]+)?", lambda m: names.get(m.group(0), m.group(0)), line)
-
-
 def canonical_key(key):
     """The key an override sets, in the section spelling (two spellings of one key given at
     once are refused).
@@ -367,3 +308,56 @@ class UpgradeError(ValueError):
     def __init__(self, lines):
         self.lines = list(lines)
         super().__init__("\n".join(self.lines))
+
+
+def upgrade_override(raw, key, value):
+    """An override `key=value` on the upgraded recipe `raw`, in today's spelling.
+
+    Returns `(key, value)` to set, or None where it is applied here: a flat `training` key goes
+    into its section as a recipe's would (`move_flat_keys`: refused for a factory without it);
+    a part's flat switch at "off" (`model.queue_size=null`) removes the part; a setting of a part
+    that is off is refused, or dropped at its default (it would do nothing).
+    `model.encoder_options` replaces the options and keeps the name; `model.test_time_flip=true`
+    keeps or adds the part.
+
+    Raises:
+        ValueError: a flat key its section or factory would ignore; a switch of the wrong type.
+    """
+    parts, routed = key.split("."), canonical_key(key)
+    if len(parts) != 2 or not isinstance(raw.get(parts[0], {}), dict):
+        return routed, value
+    section = raw.setdefault(parts[0], {})
+    if parts[0] == "training" and parts[1] in FLAT_KEYS:
+        name = FLAT_KEYS[parts[1]]
+        given = as_section(section.get(name, SECTION_DEFAULTS[name]))
+        if isinstance(given, dict):  # the override replaces the recipe's own setting
+            given = {k: v for k, v in given.items() if k != parts[1]}
+        section[name] = move_flat_keys({name: given, parts[1]: value})[name]
+        return None
+    if parts[0] != "model" or parts[1] not in MODEL_FLAT_KEYS:
+        return routed, value
+    return _model_override(raw, section, parts[1], routed, value)
+
+
+def _model_override(raw, model, flat, routed, value):
+    off = part_turned_off(model, flat, value)
+    if off is not None:
+        raw["model"] = off
+        return None
+    where, setting = MODEL_FLAT_KEYS[flat]
+    if flat == "encoder_options":
+        name = as_section(model.get("encoder") or EncoderSpec().name)
+        return "model.encoder", _encoder_section(name.get("name", EncoderSpec().name)
+                                                 if isinstance(name, dict) else name, value)
+    if where == "encoder":
+        return routed, value
+    part = PARTS[where]
+    if flat == part.switch and setting is None:  # test_time_flip: true
+        if not isinstance(value, bool):
+            raise ValueError(f"model.{flat} = {value!r}: must be true or false")
+        return f"model.{where}", model.get(where) or {}
+    if model.get(where) is None and flat != part.switch:
+        if value is None or value == _SPECS[where].model_fields[part.settings[flat]].default:
+            return None  # a setting of a part that is off, at its default: nothing to do
+        raise ValueError(_off_message(where, flat, value))
+    return routed, value

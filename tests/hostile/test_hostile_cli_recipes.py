@@ -191,15 +191,15 @@ def test_a_merge_key_may_be_overridden(tmp_path):
 @pytest.mark.parametrize("text, key", [
     ("training:\n  learning_rate: .inf\n", "training.learning_rate = inf"),
     ("training:\n  learning_rate: .nan\n", "training.learning_rate = nan"),
-    ("training:\n  weight_decay: -.inf\n", "training.weight_decay = -inf"),
-    ("training:\n  warmup_epochs: .inf\n", "training.warmup_epochs = inf"),
-    ("training:\n  final_learning_rate_fraction: .nan\n", "training.final_learning_rate_fraction"),
+    ("training:\n  weight_decay: -.inf\n", "training.optimizer.weight_decay = -inf"),
+    ("training:\n  warmup_epochs: .inf\n", "training.schedule.warmup_epochs = inf"),
+    ("training:\n  final_learning_rate_fraction: .nan\n", "training.schedule.final_learning_rate_fraction"),
     ("loss:\n  name: SupConLoss\n  temperature: .inf\n", "loss.temperature = inf"),
     ("views:\n  jitter: [0.4, .nan, 0.4, 0.1]\n", "views.jitter = nan"),
     ("views:\n  crop_scale: [0.2, .inf]\n", "views.crop_scale = inf"),
     ("task: soft_target\nloss: {name: SoftTargetCrossEntropy}\nmix:\n  mixup_alpha: .inf\n",
      "mix.mixup_alpha = inf"),
-    ("model:\n  momentum: .nan\n  queue_size: 64\n", "model.momentum = nan"),
+    ("model:\n  momentum: .nan\n  queue_size: 64\n", "model.queue.momentum = nan"),
 ])
 def test_non_finite_numbers_are_refused(text, key, tmp_path):
     _refused("data: digits\n" + text, tmp_path, key, "must be a finite number")
@@ -598,7 +598,7 @@ def test_pk_batches_at_the_limit_have_distinct_images():
     ({"queue_size": 1_000_000, "embedding_dim": 32_768, "momentum": 0.99}, {}),
 ])
 def test_a_queue_over_the_memory_is_refused_at_the_check(model, training):
-    with pytest.raises(RecipeError, match=f"model.queue_size = {model['queue_size']}") as info:
+    with pytest.raises(RecipeError, match=f"model.queue.size = {model['queue_size']}") as info:
         validate_recipe({"data": "digits", "loss": {"name": "SupConLoss"}, "model": model,
                          "training": training})
     assert "GiB available" in str(info.value)
@@ -610,7 +610,7 @@ def test_the_queue_check_uses_the_available_memory(monkeypatch):
     assert validate_recipe(sections).model.queue.size == 65536  # about 0.4 GiB: fine
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**28)  # 256 MiB
     with pytest.raises(RecipeError, match=r"--set model.queue_size \(over <defaults>\): "
-                                          r"model.queue_size = 65536"):
+                                          r"model.queue.size = 65536"):
         load_recipe(None, ["loss.name=SupConLoss", "model.queue_size=65536"])
     monkeypatch.setattr(recipe_module, "_available_memory", lambda: None)  # unknown: not refused
     assert validate_recipe(sections).model.queue.size == 65536

@@ -228,9 +228,9 @@ def test_config_round_trip_keeps_the_chunk_size():
 def test_recipe_key_refuses_what_is_not_a_positive_int(bad, message):
     from clzoo.train.recipe import RecipeError, validate_recipe
 
-    with pytest.raises(RecipeError, match=f"model.encoder_chunk_size = .*{message}"):
+    with pytest.raises(RecipeError, match=f"model.grad_cache.chunk_size = .*{message}"):
         validate_recipe({"model": {"encoder_chunk_size": bad}})
-    with pytest.raises(RecipeError, match="encoder_chunk_size .*needs task contrastive"):
+    with pytest.raises(RecipeError, match="model.grad_cache .*needs task contrastive"):
         validate_recipe({"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"},
                          "model": {"encoder_chunk_size": 8}})
 

@@ -110,8 +110,8 @@ def test_a_stack_run_whitens_its_stem_checkpoints_lookahead_and_ships_test_time_
 def test_a_run_started_before_the_new_keys_still_resumes(tmp_path):
     import yaml
 
-    from clzoo.train.recipe_upgrade import section_to_flat
     from clzoo.train.run_folder import RunFolder, fingerprint
+    from tests.train.earlier_spelling import section_to_flat
 
     recipe = load_recipe(None, ["training.epochs=2"])
     saved = recipe.to_dict()
@@ -148,7 +148,7 @@ def test_the_auxiliary_head_is_a_recipe_key_and_refused_where_it_cannot_run():
     soft_target = ["task=soft_target", "loss.name=SoftTargetInfoNCELoss"]
     for overrides, key in ((soft_target, "needs task contrastive"),
                            (["model.encoder_chunk_size=64"], "GradCache"),
-                           (["model.auxiliary_label_smoothing=1"], "auxiliary_label_smoothing"),
+                           (["model.auxiliary_label_smoothing=1"], "model.auxiliary.label_smoothing = 1"),
                            (["model.auxiliary_logit_scale=0"], "auxiliary_logit_scale"),
                            (["model.auxiliary_logit_scale=nan"], "auxiliary_logit_scale")):
         with pytest.raises(RecipeError, match=key):

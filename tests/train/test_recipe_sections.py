@@ -81,7 +81,7 @@ def test_overrides_meet_the_recipe_in_either_spelling(tmp_path, overrides, expec
 @pytest.mark.parametrize("training, words", [
     ({"optimizer": {"name": "sgd", "momentum": 1.0}},
      "training.optimizer.momentum = 1.0: must be greater than or equal to 0 and less than 1"),
-    ({"optimizer": "sgd", "momentum": 1.0}, "training.momentum = 1.0: must be greater"),
+    ({"optimizer": "sgd", "momentum": 1.0}, "training.optimizer.momentum = 1.0: must be greater"),
     ({"optimizer": {"name": "sgd", "momentun": 0.5}}, "unknown training.optimizer argument 'momentun' of "
      "sgd; known: momentum, nesterov, weight_decay. Did you mean 'momentum'"),
     ({"optimizer": {"name": "sdg"}}, "name 'sdg': must be one of .*Did you mean 'sgd'"),

@@ -1,7 +1,10 @@
 """Issue 70 item 1: an earlier recipe spelling is upgraded once, where it is read, with a note per
 moved key; stored records carry `recipe_version`; nothing past the upgrade reads a flat key."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from clzoo.train import RecipeError, validate_recipe
 from clzoo.train.recipe_upgrade import RECIPE_VERSION, upgrade
@@ -56,3 +59,31 @@ def test_an_upgrade_refusal_names_the_section_and_both_spellings_and_every_secti
     assert caught.value.lines == [
         "<recipe>: model.test_time_translate = 2: shifts average mirrored pairs; set test_time_flip too",
         "<recipe>: training: momentum is given twice, as training.momentum and training.optimizer.momentum"]
+
+
+FIXTURES = Path(__file__).with_name("earlier_recipes")
+
+
+@pytest.mark.parametrize("name", ["flat_stored.yaml", "sections_unversioned.yaml"])
+def test_a_stored_recipe_of_each_earlier_spelling_reads_as_todays(name):
+    """A run folder's recipe.yaml of every earlier spelling loads (stored: settings that did
+    nothing dropped), equals the same run in today's spelling, and resumes (the run folder's
+    check compares it with the run's recipe through `_with_defaults`)."""
+    from clzoo.train import load_recipe
+    from clzoo.train.run_folder import _with_defaults
+
+    recipe = load_recipe(FIXTURES / name, stored=True)
+    today = load_recipe(FIXTURES / "sections_unversioned.yaml", stored=True).to_dict()
+    assert recipe.to_dict() == today and today["recipe_version"] == RECIPE_VERSION
+    assert "momentum" not in today["training"]["optimizer"] and today["model"]["auxiliary"] is None
+    assert _with_defaults(yaml.safe_load((FIXTURES / name).read_text())) == today
+    assert validate_recipe(today).to_dict() == today  # the record it writes reads back as is
+
+
+def test_the_flat_fixture_written_by_a_user_is_refused_for_what_did_nothing():
+    from clzoo.train import load_recipe
+
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(FIXTURES / "flat_stored.yaml")
+    assert any("auxiliary part is off" in line for line in caught.value.lines)
+    assert any("momentum is a setting of optimizer" in line for line in caught.value.lines)
