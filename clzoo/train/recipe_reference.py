@@ -31,13 +31,13 @@ build what they name: the settings are the named factory's own keyword arguments
 the section. Each optional part of the model (`model.queue`, `model.grad_cache`,
 `model.auxiliary`, `model.test_time`) is its own section, absent or `null` when off.
 
-Recipes written before these sections still load: their flat keys move into the section.
+Recipes written before these sections still load: their flat keys move into the section once,
+as the recipe is read, with a note per key (`clzoo.train.recipe_upgrade`, the one table).
 `training.momentum`, `training.warmup_epochs`, ... go to `training.optimizer` /
-`training.schedule` (`clzoo.train.recipe_components.FLAT_KEYS`); `model.architecture` and
-`model.encoder_options` to `model.encoder`, `model.queue_size` and `model.momentum` to
-`model.queue`, `model.encoder_chunk_size` to `model.grad_cache`, `model.auxiliary_*` to
-`model.auxiliary`, `model.test_time_flip` and `model.test_time_translate` to `model.test_time`
-(`clzoo.train.recipe_model.MODEL_FLAT_KEYS`).
+`training.schedule` (`FLAT_KEYS`); `model.architecture` and `model.encoder_options` to
+`model.encoder`, `model.queue_size` and `model.momentum` to `model.queue`,
+`model.encoder_chunk_size` to `model.grad_cache`, `model.auxiliary_*` to `model.auxiliary`,
+`model.test_time_flip` and `model.test_time_translate` to `model.test_time` (`MODEL_FLAT_KEYS`).
 """
 
 
