@@ -55,10 +55,13 @@ from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_ke
     RECIPE_VERSION,
     UpgradeError,
     canonical_key,
+    flat_training_keys,
     inert_key_dropped,
     reading_stored_recipe,
+    switches_first,
     upgrade,
     upgrade_override,
+    with_written_flat,
 )
 from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
     MAX_ALIASES,
@@ -371,13 +374,14 @@ def load_recipe(path=None, overrides=(), stored=False):
     """
     source = "<defaults>" if path is None else str(path)
     raw, notes = _read(path, source), []
+    written_flat = flat_training_keys(raw)  # a section override takes them along, as before
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         raw = validate_recipe(raw, source, stored=True).to_dict()
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes = _upgraded(raw, source)
-    overridden, moved = _apply_overrides(raw, overrides, source)
+    overridden, moved = _apply_overrides(raw, switches_first(overrides), source, written_flat)
     recipe = validate_recipe(raw, source, overridden)
-    recipe._upgrade_notes = notes + moved
+    recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
     return recipe
 
 
@@ -523,12 +527,14 @@ def _override_value(key, value, source):
     return parsed
 
 
-def _apply_overrides(raw, overrides, source):
+def _apply_overrides(raw, overrides, source, written_flat=None):
     """Set each `a.b=value` in the upgraded `raw`; returns `{dotted key set: the override's key
     as given}` and a note per key given in an earlier spelling (`upgrade_override`).
 
     A key given twice takes its last value (the command line refuses that itself); one key in
     two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
+    `written_flat`: the flat `training` keys the file wrote (`flat_training_keys`); an override
+    of their whole section (`training.optimizer=adamw`) takes them along, checked by its factory.
 
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
@@ -548,6 +554,7 @@ def _apply_overrides(raw, overrides, source):
         if canonical_key(key) != key:
             notes.append(f"{key} is now {canonical_key(key)}")
         try:
+            value = with_written_flat(key, value, written_flat or {})
             upgraded = upgrade_override(raw, key, value)
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None

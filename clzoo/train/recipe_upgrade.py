@@ -280,7 +280,10 @@ def upgrade(sections):
     if not isinstance(sections, dict):
         return sections, []
     version = sections.get("recipe_version", 1)
-    if version not in (1, RECIPE_VERSION) or isinstance(version, bool):
+    if type(version) is not int:
+        raise UpgradeError([f"recipe_version: must be a whole number, 1 or {RECIPE_VERSION}, "
+                            f"not {version!r}"])
+    if version not in (1, RECIPE_VERSION):
         raise UpgradeError([f"recipe_version: {version!r} is not a version this clzoo reads (1 to "
                             f"{RECIPE_VERSION}); a newer clzoo wrote it? pip install -U clzoo"])
     out, notes, problems = dict(sections), [], []
@@ -289,6 +292,11 @@ def upgrade(sections):
         raw = out.get(section)
         moved = [key for key in raw if key in table] if isinstance(raw, dict) else []
         if not moved:
+            continue
+        if version == RECIPE_VERSION:  # today's records write sections only
+            problems.append(f"{section}: " + ", ".join(f"{section}.{key}" for key in moved)
+                            + f": the earlier spelling in a recipe_version {version} recipe; write "
+                            + ", ".join(canonical_key(f"{section}.{key}") for key in moved))
             continue
         try:
             out[section] = move(raw)
@@ -361,3 +369,52 @@ def _model_override(raw, model, flat, routed, value):
             return None  # a setting of a part that is off, at its default: nothing to do
         raise ValueError(_off_message(where, flat, value))
     return routed, value
+
+
+def flat_training_keys(raw):
+    """`{section: {flat key: value}}` of the flat `training` keys a raw recipe writes."""
+    training = raw.get("training") if isinstance(raw, dict) else None
+    out = {}
+    for key, value in (training.items() if isinstance(training, dict) else ()):
+        if key in FLAT_KEYS:
+            out.setdefault(FLAT_KEYS[key], {})[key] = value
+    return out
+
+
+def with_written_flat(key, value, written_flat):
+    """The value of an override of a whole `training` section (`training.optimizer=adamw`) with
+    the flat keys the recipe file wrote for it moved in, as an earlier recipe's would be.
+
+    Raises:
+        ValueError: a flat key of the file that the new factory does not take (`move_flat_keys`).
+    """
+    section = key.split(".")[1] if key.count(".") == 1 and key.startswith("training.") else None
+    if section not in written_flat:
+        return value
+    return move_flat_keys({section: value, **written_flat[section]})[section]
+
+
+def switches_first(overrides):
+    """`overrides` with each flat setting of a model part (`model.momentum=0.9`) moved after the
+    part's switch or section given later (`model.queue_size=1024`, `model.queue={...}`): the
+    earlier spelling applied them together, in any order."""
+    def part_of(item):
+        key = (item[0] if isinstance(item, tuple) else str(item).partition("=")[0]).strip()
+        parts = key.split(".")
+        if parts[0] != "model" or len(parts) != 2:
+            return None, False
+        if parts[1] in PARTS:
+            return parts[1], True
+        section = MODEL_FLAT_KEYS.get(parts[1], (None,))[0]
+        return (section, parts[1] == PARTS[section].switch) if section in PARTS else (None, False)
+    kinds = [part_of(item) for item in overrides]
+    ordered, waiting = [], {}
+    for index, (item, (part, switch)) in enumerate(zip(overrides, kinds)):
+        switch_later = any(p == part and s for p, s in kinds[index + 1:])
+        if part is not None and not switch and switch_later:
+            waiting.setdefault(part, []).append(item)
+            continue
+        ordered.append(item)
+        if switch:
+            ordered += waiting.pop(part, [])
+    return ordered + [item for items in waiting.values() for item in items]

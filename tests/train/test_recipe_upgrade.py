@@ -45,7 +45,7 @@ def test_the_upgrade_reads_attributes_of_sections_only():
     assert not hasattr(recipe.training, "momentum")
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", True])
+@pytest.mark.parametrize("version", [3, 0, "2", True, None, 2.0])
 def test_a_recipe_version_this_clzoo_cannot_read_is_refused_in_one_line(version):
     with pytest.raises(RecipeError) as caught:
         validate_recipe({"recipe_version": version})
@@ -87,3 +87,56 @@ def test_the_flat_fixture_written_by_a_user_is_refused_for_what_did_nothing():
         load_recipe(FIXTURES / "flat_stored.yaml")
     assert any("auxiliary part is off" in line for line in caught.value.lines)
     assert any("momentum is a setting of optimizer" in line for line in caught.value.lines)
+
+
+def test_a_section_override_takes_the_files_flat_keys_along(tmp_path):
+    """Hostile pass: `--set training.optimizer=adamw` over a flat `momentum: 0.9` dropped the
+    momentum silently once the file was upgraded first; the earlier spelling refused it."""
+    from clzoo.train import load_recipe
+
+    path = tmp_path / "flat.yaml"
+    path.write_text("data: digits\ntraining: {optimizer: sgd, momentum: 0.9, schedule: cosine, "
+                    "warmup_epochs: 2}\n")
+    with pytest.raises(RecipeError, match=r"--set training.optimizer .*momentum is a setting of "
+                                          r"optimizer sgd, lookahead_sgd and lars, not adamw"):
+        load_recipe(path, ["training.optimizer=adamw"])
+    with pytest.raises(RecipeError, match="schedule constant keeps the peak learning rate"):
+        load_recipe(path, ["training.schedule=constant"])
+    lars = load_recipe(path, ["training.optimizer=lars"]).training.optimizer
+    assert lars.name == "lars" and lars.setting("momentum") == 0.9
+
+
+@pytest.mark.parametrize("overrides, queue, test_time", [
+    (["model.momentum=0.9", "model.queue_size=1024"], {"size": 1024, "momentum": 0.9}, None),
+    (["model.queue_size=1024", "model.momentum=0.9"], {"size": 1024, "momentum": 0.9}, None),
+    (["model.momentum=0.5", "model.queue={size: 100}"], {"size": 100, "momentum": 0.5}, None),
+    (["model.test_time_translate=2", "model.test_time_flip=true"], None, {"translate": 2}),
+])
+def test_flat_overrides_of_a_part_apply_in_any_order(overrides, queue, test_time):
+    from clzoo.train import load_recipe
+
+    model = load_recipe(None, ["loss.name=SupConLoss", *overrides]).to_dict()["model"]
+    assert (model["queue"], model["test_time"]) == (queue, test_time)
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["model.momentum=0.5", "model.queue_size=null"], "needs a queue"),
+    (["model.auxiliary_label_smoothing=0.3", "model.auxiliary_cross_entropy_weight=0"], "part is off"),
+])
+def test_a_setting_of_a_part_switched_off_later_is_refused_not_dropped(overrides, words):
+    from clzoo.train import load_recipe
+
+    with pytest.raises(RecipeError, match=words):
+        load_recipe(None, ["loss.name=SupConLoss", *overrides])
+
+
+def test_todays_version_refuses_the_earlier_spelling_and_notes_are_said_once(tmp_path):
+    from clzoo.train import load_recipe
+
+    with pytest.raises(RecipeError, match=r"training.momentum: the earlier spelling in a recipe_version 2 "
+                                          r"recipe; write training.optimizer.momentum"):
+        validate_recipe({"recipe_version": 2, "training": {"momentum": 0.8}})
+    path = tmp_path / "flat.yaml"
+    path.write_text("data: digits\nloss: {name: SupConLoss}\nmodel: {queue_size: 64}\n")
+    notes = load_recipe(path, ["model.queue_size=null"]).upgrade_notes
+    assert notes == ["model.queue_size is now model.queue.size"]
