@@ -30,24 +30,22 @@ def head(seed):
                              keras.layers.Dense(128), keras.layers.UnitNormalization()])
 
 
-class StepTimes:
-    """Wall-clock seconds of each training batch (a Keras callback)."""
+def step_timer():
+    """A Keras callback holding each training batch's wall-clock seconds and loss."""
+    import keras
 
-    def __new__(cls):
-        import keras
+    class StepTimes(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.seconds, self.losses = [], []
 
-        class Timer(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.seconds, self.losses = [], []
+        def on_train_batch_begin(self, batch, logs=None):
+            self._start = time.perf_counter()
 
-            def on_train_batch_begin(self, batch, logs=None):
-                self._start = time.perf_counter()
-
-            def on_train_batch_end(self, batch, logs=None):
-                self.seconds.append(time.perf_counter() - self._start)
-                self.losses.append(float(logs["loss"]))
-        return Timer()
+        def on_train_batch_end(self, batch, logs=None):
+            self.seconds.append(time.perf_counter() - self._start)
+            self.losses.append(float(logs["loss"]))
+    return StepTimes()
 
 
 def path_taken(batch):
@@ -67,7 +65,7 @@ def train(kernel, features, labels, args):
 
     model = head(0)
     model.compile(optimizer="sgd", loss=L.SupConLoss(kernel=kernel))
-    timer = StepTimes()
+    timer = step_timer()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.fit(features, labels, batch_size=args.batch, epochs=1, shuffle=False, verbose=0,

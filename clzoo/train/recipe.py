@@ -379,7 +379,7 @@ def load_recipe(path=None, overrides=(), stored=False):
         raw = validate_recipe(raw, source, stored=True).to_dict()
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes = _upgraded(raw, source)
-    overridden, moved = _apply_overrides(raw, switches_first(overrides), source, written_flat)
+    overridden, moved = _apply_overrides(raw, overrides, source, written_flat)
     recipe = validate_recipe(raw, source, overridden)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
     return recipe
@@ -540,29 +540,38 @@ def _apply_overrides(raw, overrides, source, written_flat=None):
         RecipeError: a malformed override, or a value over the YAML limits.
     """
     done, spelled, notes = {}, {}, []
-    for item in overrides:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-            (key, value), sep, typed = item, "=", True  # already typed: never re-parsed as YAML
-        else:
-            (key, sep, value), typed = str(item).partition("="), False
-        key = key.strip()
-        if not sep or not key:
-            raise RecipeError([f"{source}: overrides look like training.epochs=5. "
-                               f"Received: {_short(item)}"])
+    for key, value, typed, item in switches_first([_split_override(item, source) for item in overrides]):
         _refuse_overlap(spelled, key, source)
         value = value if typed else _override_value(key, value, source)
-        if canonical_key(key) != key:
-            notes.append(f"{key} is now {canonical_key(key)}")
+        routed = canonical_key(key)
+        if routed != key:
+            notes.append(f"{key} is now {routed}")
         try:
             value = with_written_flat(key, value, written_flat or {})
             upgraded = upgrade_override(raw, key, value)
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
-        done.update({key: key, canonical_key(key): key})
+        done.update({key: key, routed: key})
         if upgraded is not None:
             _set(raw, *upgraded, source, item)
             done[upgraded[0]] = key
     return done, notes
+
+
+def _split_override(item, source):
+    """`(key, value, typed, item)` of one override: `"a.b=text"` (typed False: the text is YAML)
+    or a `(key, value)` pair (typed True: never re-parsed).
+
+    Raises:
+        RecipeError: an override without `=` or without a key.
+    """
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        (key, value), sep, typed = item, "=", True
+    else:
+        (key, sep, value), typed = str(item).partition("="), False
+    if not sep or not key.strip():
+        raise RecipeError([f"{source}: overrides look like training.epochs=5. Received: {_short(item)}"])
+    return key.strip(), value, typed, item
 
 
 def _set(raw, key, value, source, item):

@@ -75,15 +75,14 @@ def move_flat_keys(training):
         ValueError: a key given both flat and in its section; a flat key set away from its
             default that the named factory does not take (it would be ignored).
     """
-
-    if not isinstance(training, dict) or not any(key in training for key in FLAT_KEYS):
+    grouped = flat_training_keys({"training": training})
+    if not grouped:
         return training
-    training = dict(training)
+    training = {key: value for key, value in training.items() if key not in FLAT_KEYS}
     for section in ("optimizer", "schedule"):
-        flat = {key: training.pop(key) for key in list(training) if FLAT_KEYS.get(key) == section}
-        if flat:
-            training[section] = _with_flat(section, training.get(section, SECTION_DEFAULTS[section]),
-                                           flat)
+        if section in grouped:
+            given = training.get(section, SECTION_DEFAULTS[section])
+            training[section] = _with_flat(section, given, grouped[section])
     return training
 
 
@@ -395,12 +394,18 @@ def with_written_flat(key, value, written_flat):
 
 
 def switches_first(overrides):
-    """`overrides` with each flat setting of a model part (`model.momentum=0.9`) moved after the
-    part's switch or section given later (`model.queue_size=1024`, `model.queue={...}`): the
-    earlier spelling applied them together, in any order."""
+    """`overrides` (tuples whose first item is the dotted key) with each flat setting of a model
+    part (`model.momentum`) moved after the part's switch or section given later
+    (`model.queue_size`, `model.queue`): the earlier spelling applied them together, in any order.
+
+    Example:
+
+    >>> from clzoo.train.recipe_upgrade import switches_first
+    >>> switches_first([("model.momentum", 0.9), ("training.epochs", 3), ("model.queue_size", 64)])
+    [('training.epochs', 3), ('model.queue_size', 64), ('model.momentum', 0.9)]
+    """
     def part_of(item):
-        key = (item[0] if isinstance(item, tuple) else str(item).partition("=")[0]).strip()
-        parts = key.split(".")
+        parts = item[0].split(".")
         if parts[0] != "model" or len(parts) != 2:
             return None, False
         if parts[1] in PARTS:
