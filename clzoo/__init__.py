@@ -14,7 +14,7 @@ import sys
 
 from clzoo.version import __version__
 
-_SUBPACKAGES = ("data", "eval", "losses", "metrics", "models", "optimizers", "presets", "train")
+_SUBPACKAGES = ("data", "eval", "losses", "metrics", "models", "optimizers", "parts", "presets", "train")
 
 __all__ = ["data", "losses", "models", "__version__"]
 

@@ -125,7 +125,7 @@ def added_losses(model):
     """The model's `add_loss` and regularizer losses, each as Keras' `compute_loss` adds it to the
     compiled loss (`Trainer._aggregate_additional_loss`: summed, cast to floatx and, on TensorFlow,
     scaled for `tf.distribute`). For a train step that calls its loss itself, with an argument
-    Keras' compiled loss cannot pass (`clzoo.steps.queue_step`: the memory queue)."""
+    Keras' compiled loss cannot pass (`clzoo.parts.queue`: the memory queue)."""
     return [model._aggregate_additional_loss(loss) for loss in model.losses]
 
 

@@ -113,8 +113,8 @@ def test_rooms_form_no_circle_and_models_sit_below_presets():
         order += ready
     assert order.index("clzoo.models") < order.index("clzoo.presets") < order.index("clzoo.cli")
     # issue 60: the training step's parts sit below the models that compose them
-    assert order.index("clzoo.steps") < order.index("clzoo.models")
-    assert "clzoo.models" not in rooms["clzoo.steps"]
+    assert order.index("clzoo.parts") < order.index("clzoo.models")
+    assert "clzoo.models" not in rooms["clzoo.parts"]
 
 
 def test_clzoo_models_encoder_names_its_new_home():

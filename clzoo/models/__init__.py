@@ -18,8 +18,8 @@ from clzoo.models.test_time_flip import (
     test_time_averaged,
 )
 from clzoo.models.whitening import PatchWhitening, adapt_whitening
-from clzoo.steps.memory_queue import MemoryQueue
-from clzoo.steps.momentum import MomentumEncoder
+from clzoo.parts.memory_queue import MemoryQueue
+from clzoo.parts.momentum import MomentumEncoder
 
 __all__ = ["ARCHITECTURES", "ENCODERS", "BatchNormalization", "ContrastiveModel",
            "DiracInitializer", "HorizontalFlip", "ImageEncoder", "MemoryQueue", "MomentumEncoder",

@@ -3,41 +3,69 @@
 import keras
 from keras import ops
 
-from clzoo.models.auxiliary_classifier import AIRBENCH_LOGIT_SCALE, AuxiliaryPart
-from clzoo.steps.fit_labels import check_labels
-from clzoo.steps.grad_cache import GradCacheStep
-from clzoo.steps.jax_step_guard import guard_jax_step
-from clzoo.steps.parts import check_parts
-from clzoo.steps.queue_step import QueuePart
+from clzoo.models.fit_labels import check_labels
+from clzoo.models.jax_step_guard import guard_jax_step
+from clzoo.parts import (
+    FLAT_ARGUMENTS,
+    PARTS,
+    ModelPart,
+    check_together,
+    deserialize_part,
+    part_name,
+    sections_from_arguments,
+    serialize_part,
+)
+from clzoo.parts.auxiliary import AIRBENCH_LOGIT_SCALE, AuxiliaryPart
+from clzoo.parts.grad_cache import GradCacheStep
+from clzoo.parts.queue import QueuePart
 
 
-def model_parts(queue_size=None, momentum=None, encoder_chunk_size=None, auxiliary_classes=None,
-                auxiliary=(1.0, 0.2, AIRBENCH_LOGIT_SCALE)):
-    """The parts `ContrastiveModel`'s arguments ask for, each checked by its own class and the
-    rules between them by `check_parts`: a `QueuePart`, a `GradCacheStep`, an `AuxiliaryPart`.
+def model_parts(parts=(), **arguments):
+    """The model's `ModelPart`s, in `PARTS` order (the order their layers are attached), checked
+    together (`clzoo.parts.check_together`).
 
     Args:
-        queue_size, momentum, encoder_chunk_size, auxiliary_classes: as `ContrastiveModel`.
-        auxiliary: `(weight, label_smoothing, logit_scale)` of the auxiliary classifier.
+        parts: `ModelPart`s, or `{"class_name": <PARTS name>, "config": {...}}` mappings (what
+            `get_config` writes).
+        **arguments: `ContrastiveModel`'s earlier flat arguments (`queue_size`, `momentum`,
+            `encoder_chunk_size`, `auxiliary_*`: `clzoo.parts.FLAT_ARGUMENTS`), upgraded to parts.
 
     Returns:
-        a tuple of `clzoo.steps.parts.ModelPart`, in that order, without those not asked for.
+        a tuple of `clzoo.parts.ModelPart`.
 
     Raises:
-        ValueError: a part's own setting out of range (the argument named), or parts that do
-            not combine (`check_parts`).
+        ValueError: a part's own setting out of range, parts that do not run together, a part
+            given both ways, an argument that names no part.
 
     Example:
 
     >>> from clzoo.models.contrastive_model import model_parts
-    >>> [type(part).__name__ for part in model_parts(queue_size=64, encoder_chunk_size=8)]
+    >>> from clzoo.parts.grad_cache import GradCacheStep
+    >>> [type(part).__name__ for part in model_parts([GradCacheStep(8)], queue_size=64)]
     ['QueuePart', 'GradCacheStep']
     """
-    classifier = None if auxiliary_classes is None else AuxiliaryPart(auxiliary_classes, *auxiliary)
-    check_parts(queue_size, momentum, encoder_chunk_size, classifier is not None)
-    parts = (None if queue_size is None else QueuePart(queue_size, momentum),
-             None if encoder_chunk_size is None else GradCacheStep(encoder_chunk_size), classifier)
-    return tuple(part for part in parts if part is not None)
+    unknown = sorted(set(arguments) - set(FLAT_ARGUMENTS))
+    if unknown:
+        raise TypeError(f"ContrastiveModel got an unexpected argument {unknown[0]!r}; its parts go in "
+                        f"parts=[...] (clzoo.parts: {', '.join(PARTS)})")
+    if isinstance(parts, (ModelPart, dict)) or not isinstance(parts, (list, tuple)):
+        raise ValueError(f"`parts` must be a list of model parts. Received: parts={parts!r}")
+    given = [deserialize_part(part) for part in parts]
+    for name, settings in sections_from_arguments(arguments).items():
+        try:
+            given.append(PARTS.get(name)(**settings))
+        except ValueError as error:
+            spelled = ", ".join(f"{key}={value!r}" for key, value in arguments.items()
+                                if FLAT_ARGUMENTS[key][0] == name)
+            raise ValueError(f"ContrastiveModel({spelled}): {error}") from None
+    order = {name: rank for rank, name in enumerate(PARTS)}
+    given.sort(key=lambda part: order.get(part_name(part), len(order)))
+    check_together(given)
+    return tuple(given)
+
+
+# what keras.Model's constructor takes besides a subclass's own arguments
+_KERAS_ARGUMENTS = ("name", "dtype", "trainable", "autocast", "input_dim", "input_shape")
 
 
 def nan_unless_finite(loss, x):
@@ -106,73 +134,46 @@ class ContrastiveModel(keras.Model):
     views), then encoded, projected and unfolded. `model.encoder` is the
     network to keep for transfer; the head is dropped after training.
 
-    The optional arguments build the model's parts (`model.parts`, see
-    `model_parts`): the queue (`clzoo.steps.queue_step.QueuePart`), GradCache's
-    step (`clzoo.steps.grad_cache.GradCacheStep`) and the auxiliary classifier
-    (`clzoo.models.auxiliary_classifier.AuxiliaryPart`). Each checks its own
-    settings; `build`, `call`, `fit`, `train_step`, `compute_loss` and
-    `compile` call every part's hooks (`clzoo.steps.parts.ModelPart`).
+    `parts` are the model's optional training parts (`clzoo.parts`, each a
+    `ModelPart` registered in `clzoo.parts.PARTS`): `build`, `call`, `fit`,
+    `train_step`, `compute_loss` and `compile` call every part's hooks, so the
+    model never branches on which parts it has.
 
     Args:
         encoder: `keras.Model` mapping `(batch, H, W, C)` images to
             `(batch, features)`.
         projection_head: layer mapping `(batch, features)` to `(batch, dim)`.
-        queue_size: None, or K: keep the last K key embeddings and labels
-            (`MemoryQueue`) and, in `fit`, contrast each anchor against
-            batch + queue (the loss's `memory` argument: queue entries are
-            positives or noise by label, never anchors, no gradient). Needs
-            an embedding loss. `evaluate` uses the batch only. Defaults to
-            `None`.
-        momentum: None, or MoCo's EMA coefficient in `[0, 1)`: keys come
-            from a momentum copy of encoder + head (`MomentumEncoder`);
-            None enqueues the model's own embeddings (cross-batch memory).
-            Needs `queue_size`. Defaults to `None`.
+        parts: list of `clzoo.parts.ModelPart`s, or their
+            `{"class_name": <PARTS name>, "config": {...}}` mappings (what
+            `get_config` writes): `QueuePart(size, momentum)` (MoCo's queue
+            and key encoder, `clzoo.parts.queue`), `GradCacheStep(chunk_size)`
+            (GradCache, `clzoo.parts.grad_cache`), `AuxiliaryPart(classes,
+            weight, label_smoothing, logit_scale)` (airbench94's classifier,
+            its loss added, `clzoo.parts.auxiliary`), `OnlineLinearProbe(classes)`
+            (a linear probe on stop-gradient features, its top-1 logged,
+            `clzoo.parts.online_probe`). Attached in `PARTS` order whatever
+            the list's. Defaults to none.
         learnable_temperature: None or a `clzoo.losses.LearnableTemperature`
             the model owns (weight trained by `fit`, saved with the model).
             A loss compiled with `temperature="learnable"` reads this layer;
             when the model has none, `compile` adopts the loss's own layer
             (which needs the model not yet built). Defaults to `None`.
-        encoder_chunk_size: None, or M: GradCache (Gao et al. 2021) in
-            `fit`: embed the batch's `batch * views` images in sub-batches
-            of M images without keeping activations, take the loss and its
-            gradient with respect to the `(batch, views, dim)` embeddings,
-            then re-run each sub-batch with gradients and back-propagate its
-            cached embedding gradients (`clzoo.steps.grad_cache`). Peak
-            activation memory is that of M images instead of the batch, for
-            one extra forward pass. Weight gradients equal the full-batch
-            ones when nothing in encoder or head depends on the sub-batch:
-            batch norm in training mode does, as each sub-batch is then
-            normalized with its own statistics and the moving statistics
-            are updated once per sub-batch (ghost batch norm with M images);
-            use a GroupNorm / LayerNorm encoder, batch norm in inference
-            mode (`trainable=False`), or M equal to the batch for
-            full-batch statistics. With `momentum`, the key encoder still
-            embeds the whole batch at once (forward only, no activations
-            kept). On TensorFlow the batch size must be static (a dataset
-            batched with `drop_remainder=True`). `evaluate` and `predict`
-            are unchanged. Defaults to `None`.
-        auxiliary_classes: None, or C: a linear classifier on the encoder's
-            features (`auxiliary_classifier`, C logits, airbench94's: no
-            bias, logits times `auxiliary_logit_scale`) trained beside the
-            contrastive loss with label-smoothed cross-entropy on every view
-            (`clzoo.models.auxiliary_classifier`): `fit` minimises
-            `contrastive + auxiliary_weight * CE`; labels must be one class id
-            per sample. `evaluate` reports the contrastive loss alone.
-            Defaults to `None`.
-        auxiliary_weight: the cross-entropy's weight. Defaults to `1.0`.
-        auxiliary_label_smoothing: Defaults to `0.2` (airbench94's).
-        auxiliary_logit_scale: the fixed factor on the classifier's logits.
-            Defaults to `1 / 9` (airbench94's).
+        **kwargs: Keras' (`name`, ...), and the earlier flat arguments, which
+            build the same parts (`clzoo.parts.FLAT_ARGUMENTS`): `queue_size=K`,
+            `momentum=m`, `encoder_chunk_size=M`, `auxiliary_classes=C`,
+            `auxiliary_weight`, `auxiliary_label_smoothing`,
+            `auxiliary_logit_scale`; saved models of earlier versions load
+            through them.
 
     Raises:
-        ValueError: `queue_size` or `encoder_chunk_size` not None or a
-            positive integer; `momentum` without `queue_size` or outside
-            `[0, 1)`; `queue_size` with a projection head that has no
-            `output_dim`; `auxiliary_*` out of range (see
-            `auxiliary_classifier.check_auxiliary`) or with `encoder_chunk_size`.
-            In `fit` with `encoder_chunk_size`: `x` that is not one
+        ValueError: a part's setting out of range (see each part), parts that
+            do not run together (`ModelPart.refuse`: the auxiliary classifier
+            or the online probe with GradCache), `momentum` without
+            `queue_size`; `queue_size` with a projection head that has no
+            `output_dim`. In `fit` with GradCache: `x` that is not one
             `(batch, views, H, W, C)` tensor, or a TensorFlow batch size
             unknown when the step is traced.
+        TypeError: an argument that is neither Keras' nor a flat part argument.
 
     Example:
 
@@ -191,7 +192,7 @@ class ContrastiveModel(keras.Model):
     >>> model = clzoo.models.ContrastiveModel(
     ...     clzoo.models.cifar_resnet("resnet20"),
     ...     clzoo.models.ProjectionHead(hidden_dims=(64,), output_dim=16),
-    ...     encoder_chunk_size=4)
+    ...     parts=[clzoo.parts.GradCacheStep(chunk_size=4)])
     >>> model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
     >>> data = tf.data.Dataset.from_tensor_slices(
     ...     (np.random.rand(8, 2, 32, 32, 3).astype("float32"), np.arange(8) % 2))
@@ -208,14 +209,11 @@ class ContrastiveModel(keras.Model):
       Limited Setup, 2021 (GradCache)](https://arxiv.org/abs/2101.06983)
     """
 
-    def __init__(self, encoder, projection_head, queue_size=None, momentum=None,
-                 learnable_temperature=None, encoder_chunk_size=None, auxiliary_classes=None,
-                 auxiliary_weight=1.0, auxiliary_label_smoothing=0.2,
-                 auxiliary_logit_scale=AIRBENCH_LOGIT_SCALE, **kwargs):
+    def __init__(self, encoder, projection_head, parts=(), learnable_temperature=None, **kwargs):
+        flat = {key: kwargs.pop(key) for key in FLAT_ARGUMENTS if key in kwargs}
+        unknown = {key: kwargs.pop(key) for key in list(kwargs) if key not in _KERAS_ARGUMENTS}
         super().__init__(**kwargs)
-        self._auxiliary_given = (auxiliary_weight, auxiliary_label_smoothing, auxiliary_logit_scale)
-        self.parts = model_parts(queue_size, momentum, encoder_chunk_size, auxiliary_classes,
-                                 self._auxiliary_given)
+        self.parts = model_parts(parts, **flat, **unknown)
         self.memory_queue = self.momentum_encoder = self.auxiliary_classifier = None
         for part in self.parts:
             if part.attach_first:
@@ -227,6 +225,10 @@ class ContrastiveModel(keras.Model):
                 part.attach(self)
         if learnable_temperature is not None:
             self.learnable_temperature = learnable_temperature
+
+    def part(self, name):
+        """The model's part registered as `name` (`clzoo.parts.PARTS`), or None."""
+        return next((part for part in self.parts if part_name(part) == name), None)
 
     def _output_parts(self):
         """The parts whose training output follows the embeddings in `call`, in that order."""
@@ -244,12 +246,11 @@ class ContrastiveModel(keras.Model):
     queue_size = property(lambda self: self._setting(QueuePart, "size"), doc="The queue's size K, or None.")
     auxiliary_classes = property(lambda self: self._setting(AuxiliaryPart, "classes"),
                                  doc="The auxiliary classifier's classes C, or None.")
-    # as given (unchecked) when the classifier is off
-    auxiliary_weight = property(lambda self: self._setting(AuxiliaryPart, "weight", self._auxiliary_given[0]))
-    auxiliary_label_smoothing = property(
-        lambda self: self._setting(AuxiliaryPart, "label_smoothing", self._auxiliary_given[1]))
+    # the defaults when the classifier is off
+    auxiliary_weight = property(lambda self: self._setting(AuxiliaryPart, "weight", 1.0))
+    auxiliary_label_smoothing = property(lambda self: self._setting(AuxiliaryPart, "label_smoothing", 0.2))
     auxiliary_logit_scale = property(
-        lambda self: self._setting(AuxiliaryPart, "logit_scale", self._auxiliary_given[2]))
+        lambda self: self._setting(AuxiliaryPart, "logit_scale", AIRBENCH_LOGIT_SCALE))
 
     @property
     def encoder_chunk_size(self):
@@ -259,9 +260,10 @@ class ContrastiveModel(keras.Model):
 
     @encoder_chunk_size.setter
     def encoder_chunk_size(self, chunk_size):
-        check_parts(self.queue_size, self.momentum, chunk_size, self.auxiliary_classifier is not None)
         step = () if chunk_size is None else (GradCacheStep(chunk_size),)
-        self.parts = tuple(part for part in self.parts if not isinstance(part, GradCacheStep)) + step
+        parts = tuple(part for part in self.parts if not isinstance(part, GradCacheStep)) + step
+        check_together(parts)
+        self.parts = parts
         # Keras keeps the traced train function of the last fit (TensorFlow, JAX): it holds the old step
         self.train_function = None
 
@@ -337,7 +339,7 @@ class ContrastiveModel(keras.Model):
         return super().evaluate(x, y, *args, **kwargs)
 
     def train_step(self, *args):
-        """Keras' training step, or a part's in its place (GradCache's, `clzoo.steps.grad_cache`,
+        """Keras' training step, or a part's in its place (GradCache's, `clzoo.parts.grad_cache`,
         with `encoder_chunk_size`)."""
         for part in self.parts:
             logs = part.train_step(self, *args)
@@ -360,7 +362,7 @@ class ContrastiveModel(keras.Model):
 
         Keys are the momentum encoder's embeddings of `x` (after its momentum
         update) or, without one, `y_pred` itself (no gradient). See
-        `clzoo.steps.queue_step.contrast_with_queue`.
+        `clzoo.parts.queue.contrast_with_queue`.
 
         With `auxiliary_classes`, `y_pred` is `(embeddings, logits)` in training and the
         weighted cross-entropy is added.
@@ -430,15 +432,8 @@ class ContrastiveModel(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "projection_head": keras.saving.serialize_keras_object(
                 self.projection_head),
-            "queue_size": self.queue_size,
-            "momentum": self.momentum,
-            "encoder_chunk_size": self.encoder_chunk_size,
+            "parts": [serialize_part(part) for part in self.parts],
         })
-        if self.auxiliary_classifier is not None:
-            config.update(auxiliary_classes=self.auxiliary_classes,
-                          auxiliary_weight=self.auxiliary_weight,
-                          auxiliary_label_smoothing=self.auxiliary_label_smoothing,
-                          auxiliary_logit_scale=self.auxiliary_logit_scale)
         layer = getattr(self, "learnable_temperature", None)
         if layer is not None:
             config["learnable_temperature"] = keras.saving.serialize_keras_object(layer)

@@ -429,20 +429,36 @@ def _compute_lines(metadata, run):
 
 
 def _curve_lines(metadata):
-    """The card's "Accuracy during training" table: the online kNN monitor, epoch by epoch."""
+    """The card's "Accuracy during training" table: the online kNN monitor, and the top-1 a model
+    part logs (`model.online_probe`'s, over the epoch's training views), epoch by epoch."""
     curve = metadata.get("curve") or {}
-    rows = [r for r in curve.get("rows", []) if "knn_top1_k20" in r]
+    every = curve.get("rows", [])
+    parts = sorted({key for row in every for key in row if key.endswith("_top1")})
+    knn = any("knn_top1_k20" in row for row in every)
+    rows = [row for row in every if "knn_top1_k20" in row or any(key in row for key in parts)]
     if not rows:
         return []
     monitor = curve.get("monitor", {})
-    lines = ["## Accuracy during training", "",
-             f"Weighted kNN top-1 (k=20) of the encoder while it trained: "
+    about = (f"Weighted kNN top-1 (k=20) of the encoder while it trained: "
              f"{monitor.get('monitor_memory'):,} training images as memory, "
-             f"{monitor.get('monitor_queries'):,} test images as queries.", "",
-             "| epoch | images seen | training loss | kNN top-1 (k=20) |", "| --- | --- | --- | --- |"]
-    lines += [f"| {r['epoch']} | {r['images_seen']:,} | {r['loss']:.4f} | {r['knn_top1_k20']:.2%} |"
-              for r in rows]
+             f"{monitor.get('monitor_queries'):,} test images as queries." if knn else "")
+    if parts:
+        about += (" " if about else "") + ", ".join(f"`{key}`" for key in parts) + (
+            ": the top-1 a model part logs over the epoch's augmented training views "
+            "(`model.online_probe`: the online linear probe on the encoder's stop-gradient features).")
+    columns = (["kNN top-1 (k=20)"] if knn else []) + [f"`{key}`" for key in parts]
+    lines = ["## Accuracy during training", "", about, "",
+             "| epoch | images seen | training loss | " + " | ".join(columns) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in columns) + " |"]
+    for row in rows:
+        cells = [_percent(row.get(key)) for key in (["knn_top1_k20"] if knn else []) + parts]
+        lines.append(f"| {row['epoch']} | {row['images_seen']:,} | {row['loss']:.4f} | "
+                     + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def _percent(value):
+    return "-" if value is None else f"{value:.2%}"
 
 
 def _test_time_lines(metadata):

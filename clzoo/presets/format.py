@@ -83,7 +83,8 @@ def training_compute(run, recipe, result, cores=None):
 
 
 def training_curve(run, recipe, result, test_images=None):
-    """The run's per-epoch history: `{"monitor": ..., "rows": [{epoch, images_seen, loss, knn_top1_k20?}]}`.
+    """The run's per-epoch history: `{"monitor": ..., "rows": [{epoch, images_seen, loss, knn_top1_k20?,
+    <part>_top1?}]}`.
 
     `knn_top1_k20` is the online monitor's weighted kNN (`eval.monitor_memory`
     training images as memory, `eval.monitor_queries` test images), every
@@ -99,6 +100,8 @@ def training_curve(run, recipe, result, test_images=None):
                "loss": round(row["loss"], 4)}
         if "knn_top1_k20" in row:
             out["knn_top1_k20"] = row["knn_top1_k20"]
+        # a model part's own top-1 over the epoch's training views (model.online_probe)
+        out.update({key: value for key, value in row.items() if key.endswith("_top1")})
         if "partial_epoch_steps" in row:  # cut short by a signal: fewer images, a partial mean
             out["partial_epoch_steps"] = int(row["partial_epoch_steps"])
             out["images_seen"] = (row["epoch"] - 1) * per_epoch + out["partial_epoch_steps"] * batch

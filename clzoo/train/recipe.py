@@ -42,11 +42,8 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY: re-exp
     float32_positive,
 )
 from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
-    AuxiliarySpec,
     EncoderSpec,
-    GradCacheSpec,
     ModelSpec,
-    QueueSpec,
     TestTimeSpec,
 )
 from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_key: re-exported)
@@ -252,16 +249,21 @@ class Recipe(_Section):
         return spec
 
     @model_validator(mode="after")
-    def _queue_needs_embedding_loss(self):
-        if self.model.queue is None:
-            return self
-        from clzoo.losses.base import ContrastiveLoss
+    def _parts_fit_the_run(self):
+        """Each model part and training lever may refuse the task, the loss or the other parts
+        (`refuse(context)`: a queue needs an embedding loss, GradCache task contrastive, ...)."""
+        from clzoo.parts import PartContext, build_parts
         from clzoo.train.builders import loss_class
+        from clzoo.train.levers import build_levers
 
-        cls = loss_class(self.loss.name)  # a function for SoftTargetCrossEntropy
-        if self.task != "contrastive" or not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
-            raise ValueError("model.queue needs task contrastive and an embedding loss "
-                             f"(not {self.loss.name} / task {self.task})")
+        context = PartContext(task=self.task, loss=loss_class(self.loss.name))
+        build_parts(self.model.parts, context, spelled="model.{}")
+        context = context._replace(parts=tuple(self.model.parts))
+        for index, lever in enumerate(build_levers(self.training.levers)):
+            reason = lever.refuse(context)
+            if reason:
+                name = self.training.levers[index]["name"]
+                raise ValueError(f"training.levers[{index}] ({name}): {reason}")
         return self
 
     @model_validator(mode="after")
@@ -301,20 +303,6 @@ class Recipe(_Section):
         for key, given, why in inert:
             if given and not inert_key_dropped():
                 raise ValueError(f"{key} would do nothing ({why}); drop it")
-        return self
-
-    @model_validator(mode="after")
-    def _auxiliary_head_needs_contrastive_task(self):
-        if self.model.auxiliary is not None and self.task != "contrastive":
-            raise ValueError("model.auxiliary needs task contrastive (task "
-                             f"{self.task} trains a classifier already)")
-        return self
-
-    @model_validator(mode="after")
-    def _chunking_needs_contrastive_task(self):
-        if self.model.grad_cache is not None and self.task != "contrastive":
-            raise ValueError("model.grad_cache (GradCache) needs task contrastive "
-                             f"(not task {self.task})")
         return self
 
     def to_dict(self):
@@ -654,7 +642,9 @@ def _explain(error, source, overridden):
             typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
             line = f"{where}: {key or 'recipe'}{shown}: {message}"
-            if message.startswith(f"{key}.") and shown == "":  # the message names its own key
+            head = message.split(":")[0].split(" ")[0]
+            if (message.startswith(f"{key}.") and shown == "") or (not key and "." in head):
+                # the message names its own key (a rule of the whole recipe names the keys it met)
                 line = f"{where}: {message}"
         lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return lines

@@ -14,6 +14,7 @@ Recipes written before the sections (flat keys such as `model.queue_size`) are u
 they reach these classes (`clzoo.train.recipe_upgrade`).
 """
 
+import inspect
 from typing import Annotated
 
 from pydantic import (
@@ -21,8 +22,6 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
     field_validator,
     model_validator,
 )
@@ -59,31 +58,6 @@ class EncoderSpec(BaseModel):
         return self
 
 
-class QueueSpec(Section):
-    """`model.queue`: MoCo-style memory (clzoo.models.ContrastiveModel)."""
-
-    size: PositiveInt = Field(le=1_000_000)  # keys + labels kept; each anchor meets batch + queue
-    momentum: float | None = Field(None, ge=0, lt=1)  # the EMA key encoder's; None: no key encoder
-
-
-class GradCacheSpec(Section):
-    """`model.grad_cache`: GradCache (Gao et al. 2021), same gradients with less memory."""
-
-    # images (views included) embedded at a time without keeping activations, then
-    # back-propagated chunk by chunk: one extra forward pass; batch norm statistics per chunk
-    chunk_size: PositiveInt
-
-
-class AuxiliarySpec(Section):
-    """`model.auxiliary`: a linear classifier on the encoder's features (airbench94's head)."""
-
-    weight: PositiveFloat  # loss = contrastive + weight * label-smoothed cross-entropy (uses labels)
-    label_smoothing: float = Field(0.2, ge=0, lt=1)  # of the auxiliary cross-entropy (airbench94's)
-    # logits times this fixed scale, no bias (airbench94: 1/9 =
-    # clzoo.models.auxiliary_classifier.AIRBENCH_LOGIT_SCALE)
-    logit_scale: PositiveFloat = Field(1 / 9, allow_inf_nan=False)
-
-
 class TestTimeSpec(Section):
     """`model.test_time`: the saved encoder averages each image's features with its mirror's."""
 
@@ -97,7 +71,35 @@ MAX_WIDTH = 32_768  # a layer of 32,768 x 32,768 holds 1.1 billion weights (4.3 
 Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
 
 
+class PartSettings(dict):
+    """A `model.<part>` section as the run uses it (the part's defaults filled in): a mapping
+    whose settings read as attributes too (`recipe.model.queue.size`)."""
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+def part_defaults(name):
+    """`{setting: default}` of the model part `name`: a `clzoo.parts.PARTS` part's constructor
+    defaults (its run arguments left out), or `test_time`'s."""
+    if name == "test_time":
+        return {key: field.default for key, field in TestTimeSpec.model_fields.items()}
+    from clzoo.parts import PARTS
+
+    factory = PARTS.get(name)
+    return {key: parameter.default for key, parameter in inspect.signature(factory).parameters.items()
+            if key not in factory.run_arguments and parameter.default is not parameter.empty}
+
+
 class ModelSpec(Section):
+    """`model:`: the encoder, the projection head, and each optional part of the model
+    (`clzoo.parts.PARTS`: `queue`, `grad_cache`, `auxiliary`, `online_probe`, ...) as a section
+    of its constructor's settings, absent or null when off, checked by building the part."""
+
+    model_config = ConfigDict(extra="allow", strict=True, validate_default=True)
     # {name, **options}: a clzoo.models.list_encoders() name and its builder's own arguments, e.g.
     # {name: vit_small_patch4, num_layers: 2}; the image size comes from views.size
     encoder: EncoderSpec = Field(default_factory=EncoderSpec)
@@ -106,14 +108,6 @@ class ModelSpec(Section):
     head_batch_norm: bool = False  # batch norm between the projection head's layers
     embedding_dim: Width = 128  # the projection head's output: the embedding the loss sees (<= 32,768)
     classifier_hidden_dims: list[Width] = Field([], max_length=16)  # task soft_target: classifier widths
-    # MoCo-style memory {size, momentum}: contrast each anchor against batch + the last `size`
-    # keys; momentum: an EMA key encoder. null: none. Task contrastive, an embedding loss.
-    queue: QueueSpec | None = None
-    # GradCache {chunk_size}: the same gradients with less memory (task contrastive). null: none
-    grad_cache: GradCacheSpec | None = None
-    # an auxiliary classifier {weight, label_smoothing, logit_scale} on the encoder's features; it
-    # uses the labels (a preset trained with it says so). Task contrastive. null: none
-    auxiliary: AuxiliarySpec | None = None
     # test-time averaging {translate} of the saved encoder (airbench's flip and shifts). null: none
     test_time: TestTimeSpec | None = None
 
@@ -124,23 +118,42 @@ class ModelSpec(Section):
             data = {**data, "encoder": as_section(data["encoder"])}
         return data
 
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            from clzoo.parts import PARTS
+
+            if name in PARTS:
+                return None  # a part that is off
+            raise
+
+    @property
+    def parts(self):
+        """`{part name: PartSettings}` of the parts that are on, in `clzoo.parts.PARTS` order."""
+        from clzoo.parts import PARTS
+
+        given = self.model_extra or {}
+        return {name: given[name] for name in PARTS if given.get(name) is not None}
+
     @model_validator(mode="after")
-    def _parts_combine(self):
-        from clzoo.steps.parts import check_parts
+    def _parts_build(self):
+        """Each extra key names a registered part: its section is checked by building the part
+        (its own settings and ranges) and kept with the part's defaults filled in."""
+        from clzoo.parts import PARTS, build_parts
 
-        chunk_size = None if self.grad_cache is None else self.grad_cache.chunk_size
-        check_parts(encoder_chunk_size=chunk_size, auxiliary=self.auxiliary is not None,
-                    names={"encoder_chunk_size": "model.grad_cache", "auxiliary": "model.auxiliary"},
-                    received={"encoder_chunk_size": "model.grad_cache.chunk_size"})
+        extra = self.model_extra or {}
+        for name, settings in extra.items():
+            if name not in PARTS:
+                known = [*type(self).model_fields, *PARTS]
+                raise ValueError(f"unknown model key {name!r}; known: {', '.join(known)}."
+                                 + did_you_mean(name, known))
+            if settings is None:
+                continue
+            if not isinstance(settings, dict):
+                raise ValueError(f"model.{name} must be a mapping of the part's settings ({{}} for its "
+                                 f"defaults) or null. Received: {settings!r}")
+            floats_in(settings, f"model.{name}")
+            build_parts({name: settings}, spelled="model.{}")
+            extra[name] = PartSettings({**part_defaults(name), **settings})
         return self
-
-
-_SPECS = {"queue": QueueSpec, "grad_cache": GradCacheSpec, "auxiliary": AuxiliarySpec,
-          "test_time": TestTimeSpec}
-
-
-def part_spec(section):
-    """The section class of a model part (`"queue"` -> `QueueSpec`)."""
-    return _SPECS[section]
-
-

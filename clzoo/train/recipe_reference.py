@@ -28,8 +28,9 @@ comments in clzoo/train/recipe.py, recipe_model.py and the registered factories,
 Every key of a recipe, its default and what it does (the comment beside the field in
 `clzoo/train/recipe.py` and `clzoo/train/recipe_model.py`). Sections written `{name, **settings}`
 build what they name: the settings are the named factory's own keyword arguments, listed under
-the section. Each optional part of the model (`model.queue`, `model.grad_cache`,
-`model.auxiliary`, `model.test_time`) is its own section, absent or `null` when off.
+the section. Each optional part of the model (`clzoo.parts.PARTS`: `model.queue`,
+`model.grad_cache`, `model.auxiliary`, `model.online_probe`, ...) and `model.test_time` is its
+own section, absent or `null` when off.
 
 Recipes written before these sections still load: their flat keys move into the section once,
 as the recipe is read, with a note per key (`clzoo.train.recipe_upgrade`, the one table).
@@ -106,9 +107,8 @@ def registry_table(title, registry, skip=()):
         entry = registry.entry(name)
         parameters = inspect.signature(entry.factory).parameters.values()
         settings = ", ".join(
-            f"`{p.name}={p.default!r}`" for p in parameters
-            if p.name not in ("self", *skip) and p.kind is p.POSITIONAL_OR_KEYWORD
-            and p.default is not p.empty)
+            f"`{p.name}` (required)" if p.default is p.empty else f"`{p.name}={p.default!r}`"
+            for p in parameters if p.name not in ("self", *skip) and p.kind is p.POSITIONAL_OR_KEYWORD)
         rows.append(f"| `{name}` | {_text(entry.description)} | {_text(settings) or '-'} |")
     return rows
 
@@ -116,10 +116,10 @@ def registry_table(title, registry, skip=()):
 def recipe_reference():
     """The whole reference as Markdown (what `docs/recipe-keys.md` holds)."""
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES
+    from clzoo.parts import PARTS
     from clzoo.train.levers import LEVERS
     from clzoo.train.recipe import EvalSpec, LossSpec, ModelSpec, Recipe, TrainingSpec
-    from clzoo.train.recipe_model import part_spec
-    from clzoo.train.recipe_upgrade import PARTS
+    from clzoo.train.recipe_model import TestTimeSpec
 
     top = [name for name in Recipe.model_fields if name not in ("model", "loss", "training", "eval")]
     out = [HEADER, "## Top level", ""]
@@ -130,10 +130,12 @@ def recipe_reference():
     for title, prefix, cls in (("model", "model.", ModelSpec), ("loss", "loss.", LossSpec),
                                ("training", "training.", TrainingSpec), ("eval", "eval.", EvalSpec)):
         out += ["", f"## `{title}`", "", *section_table(prefix, cls)]
-    for part in PARTS:
-        about = part_spec(part).__doc__.split(": ", 1)[1]
-        out += ["", f"### `model.{part}`", "", about[0].upper() + about[1:], "",
-                *section_table(f"model.{part}.", part_spec(part))]
+    out += ["", "### Model parts (`model.<part>`)", "",
+            "Each part of `clzoo.parts.PARTS` is a `model:` key whose section holds its constructor's "
+            "settings (`{}` for the defaults; absent or `null`: off), checked by building the part.", "",
+            *registry_table("part", PARTS, ("classes",)), "",
+            "### `model.test_time`", "", TestTimeSpec.__doc__.split(": ", 1)[1].capitalize(), "",
+            *section_table("model.test_time.", TestTimeSpec)]
     out += ["", "Other `loss` keys are the loss class's own keyword arguments "
             "(`clzoo.losses`, e.g. `temperature`).", "",
             "### `training.optimizer`", "",

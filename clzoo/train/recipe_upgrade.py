@@ -7,7 +7,7 @@ flat keys into their sections before it is validated and names each moved key in
 flat key. Stored records (a run's `recipe.yaml`, a preset's metadata) carry `recipe_version`:
 absent means version 1 (flat keys possible), `RECIPE_VERSION` today's.
 
-`FLAT_KEYS` (training) and `MODEL_FLAT_KEYS` / `PARTS` (model) are the table. A part's switch at its
+`FLAT_KEYS` (training) and `MODEL_FLAT_KEYS` / `FLAT_PARTS` (model) are the table. A part's switch at its
 "off" value (`queue_size: null`, `auxiliary_cross_entropy_weight: 0`, `test_time_flip: false`)
 leaves the part out; its other flat keys must then be at their defaults (they did nothing), else
 they are refused, except in a run's stored `recipe.yaml` (`reading_stored_recipe`), which earlier
@@ -26,7 +26,7 @@ import contextvars
 from typing import NamedTuple
 
 from clzoo.train.recipe_components import SECTION_DEFAULTS, _registry, as_section
-from clzoo.train.recipe_model import _SPECS, EncoderSpec
+from clzoo.train.recipe_model import EncoderSpec, part_defaults
 
 RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sections only
 
@@ -119,7 +119,7 @@ class Part(NamedTuple):
     settings: dict  # flat key -> the section's setting (the switch's own, if it carries a value)
 
 
-PARTS = {
+FLAT_PARTS = {
     "queue": Part("queue_size", None, {"queue_size": "size", "momentum": "momentum"}),
     "grad_cache": Part("encoder_chunk_size", None, {"encoder_chunk_size": "chunk_size"}),
     "auxiliary": Part("auxiliary_cross_entropy_weight", 0, {
@@ -129,7 +129,7 @@ PARTS = {
 }
 # The key-translation table of `model`: flat key of earlier recipes -> (section, setting).
 MODEL_FLAT_KEYS = {"architecture": ("encoder", "name"), "encoder_options": ("encoder", None),
-                   **{key: (section, setting) for section, part in PARTS.items()
+                   **{key: (section, setting) for section, part in FLAT_PARTS.items()
                       for key, setting in {part.switch: None, **part.settings}.items()}}
 
 
@@ -148,7 +148,7 @@ def part_turned_off(model, key, value):
     >>> part_turned_off({"test_time": {"translate": 1}}, "test_time_translate", 0) is None
     True
     """
-    for section, part in PARTS.items():
+    for section, part in FLAT_PARTS.items():
         if key != part.switch or not _is_off(value, part.off):
             continue
         kept = {k: v for k, v in model.items() if k != section and k not in (part.switch, *part.settings)}
@@ -194,7 +194,7 @@ def move_model_flat_keys(model):
     if "architecture" in flat or "encoder_options" in flat:
         model["encoder"] = _encoder_section(flat.get("architecture", EncoderSpec().name),
                                             flat.get("encoder_options", {}))
-    for section, part in PARTS.items():
+    for section, part in FLAT_PARTS.items():
         given = {key: flat[key] for key in (part.switch, *part.settings) if key in flat}
         if given:
             _move_part(model, section, part, given)
@@ -224,24 +224,21 @@ def _move_part(model, section, part, given):
         return
     if inert_key_dropped():  # a run's stored recipe: what did nothing in the run goes
         return
-    fields = _SPECS[section].model_fields
+    defaults = part_defaults(section)
     for key, value in given.items():
-        if key != part.switch and value is not None and value != fields[part.settings[key]].default:
+        if key != part.switch and value is not None and value != defaults.get(part.settings[key]):
             raise ValueError(_off_message(section, key, value))
 
 
 def _off_message(section, key, value):
     if section == "queue":
-        from clzoo.steps.parts import check_parts
-
-        check_parts(queue_size=None, momentum=value,
-                    names={"queue_size": "model.queue_size", "momentum": "model.momentum"},
-                    received={"momentum": "model.momentum"})
+        raise ValueError(f"model.momentum (the key encoder) needs a queue: set model.queue_size. "
+                         f"Received: model.momentum={value!r}, queue_size=None")
     if section == "test_time":
         return f"model.test_time_translate = {value!r}: shifts average mirrored pairs; set test_time_flip too"
-    switch = PARTS[section].switch
+    switch = FLAT_PARTS[section].switch
     return (f"model.{key} = {value!r}: the {section} part is off (model.{switch} is "
-            f"{PARTS[section].off}); turn it on or drop the key")
+            f"{FLAT_PARTS[section].off}); turn it on or drop the key")
 
 
 def canonical_key(key):
@@ -358,13 +355,13 @@ def _model_override(raw, model, flat, routed, value):
                                                  if isinstance(name, dict) else name, value)
     if where == "encoder":
         return routed, value
-    part = PARTS[where]
+    part = FLAT_PARTS[where]
     if flat == part.switch and setting is None:  # test_time_flip: true
         if not isinstance(value, bool):
             raise ValueError(f"model.{flat} = {value!r}: must be true or false")
         return f"model.{where}", model.get(where) or {}
     if model.get(where) is None and flat != part.switch:
-        if value is None or value == _SPECS[where].model_fields[part.settings[flat]].default:
+        if value is None or value == part_defaults(where).get(part.settings[flat]):
             return None  # a setting of a part that is off, at its default: nothing to do
         raise ValueError(_off_message(where, flat, value))
     return routed, value
@@ -408,10 +405,10 @@ def switches_first(overrides):
         parts = item[0].split(".")
         if parts[0] != "model" or len(parts) != 2:
             return None, False
-        if parts[1] in PARTS:
+        if parts[1] in FLAT_PARTS:
             return parts[1], True
         section = MODEL_FLAT_KEYS.get(parts[1], (None,))[0]
-        return (section, parts[1] == PARTS[section].switch) if section in PARTS else (None, False)
+        return (section, parts[1] == FLAT_PARTS[section].switch) if section in FLAT_PARTS else (None, False)
     kinds = [part_of(item) for item in overrides]
     ordered, waiting = [], {}
     for index, (item, (part, switch)) in enumerate(zip(overrides, kinds)):

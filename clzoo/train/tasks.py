@@ -13,6 +13,7 @@ from clzoo.data import MixConfig
 from clzoo.eval.calibration import reliability
 from clzoo.eval.embed import predict_images
 from clzoo.models import ContrastiveModel, ProjectionHead, build_classifier
+from clzoo.parts import PartContext, build_parts
 from clzoo.registry import Registry
 from clzoo.train.builders import build_encoder, views_from_config
 
@@ -27,16 +28,10 @@ class ContrastiveTask:
         # head_hidden_dims None: ProjectionHead's default, one hidden layer as wide as the encoder.
         head = ProjectionHead(hidden_dims=spec.head_hidden_dims, output_dim=spec.embedding_dim,
                               batch_norm=spec.head_batch_norm, name="projection_head")
-        auxiliary, queue = {}, spec.queue
-        if spec.auxiliary is not None:
-            auxiliary = dict(auxiliary_classes=num_classes, auxiliary_weight=spec.auxiliary.weight,
-                             auxiliary_label_smoothing=spec.auxiliary.label_smoothing,
-                             auxiliary_logit_scale=spec.auxiliary.logit_scale)
-        model = ContrastiveModel(encoder, head, queue_size=queue and queue.size,
-                                 momentum=queue and queue.momentum,
-                                 encoder_chunk_size=spec.grad_cache and spec.grad_cache.chunk_size,
-                                 learnable_temperature=learnable_temperature,
-                                 name="contrastive_model", **auxiliary)
+        parts = build_parts(spec.parts, PartContext(task="contrastive"), spelled="model.{}",
+                            classes=num_classes)
+        model = ContrastiveModel(encoder, head, parts=list(parts),
+                                 learnable_temperature=learnable_temperature, name="contrastive_model")
         model.build((None, views.views, views.size, views.size, 3))
         return model
 

@@ -3,7 +3,7 @@ check an earlier recipe (or a run folder that stored one) still loads and resume
 
 from clzoo.train.recipe_components import as_section
 from clzoo.train.recipe_model import EncoderSpec
-from clzoo.train.recipe_upgrade import PARTS
+from clzoo.train.recipe_upgrade import FLAT_PARTS
 
 
 def section_to_flat(model):
@@ -24,7 +24,7 @@ def section_to_flat(model):
             raise ValueError(f"model.encoder = {encoder!r}: must be a name or {{name, **options}}")
         options = {key: value for key, value in encoder.items() if key != "name"}
         model.update({"architecture": encoder.get("name", EncoderSpec().name), "encoder_options": options})
-    for section, part in PARTS.items():
+    for section, part in FLAT_PARTS.items():
         if section not in model:
             continue
         given = model.pop(section)

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
-from clzoo.train.recipe_model import _SPECS
-from clzoo.train.recipe_upgrade import MODEL_FLAT_KEYS, PARTS, move_model_flat_keys
+from clzoo.train.recipe_model import part_defaults
+from clzoo.train.recipe_upgrade import FLAT_PARTS, MODEL_FLAT_KEYS, move_model_flat_keys
 from tests.train.earlier_spelling import section_to_flat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,9 @@ def _in_section(model, key):
     value = getattr(model, section)
     if section == "encoder":
         return value.name if setting else value.options
-    part = PARTS[section]
+    part = FLAT_PARTS[section]
     if value is None:  # the part is off: its switch's "off", else the setting's default
-        return part.off if key == part.switch else _SPECS[section].model_fields[part.settings[key]].default
+        return part.off if key == part.switch else part_defaults(section).get(part.settings[key])
     return True if setting is None else getattr(value, setting)
 
 

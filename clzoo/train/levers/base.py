@@ -15,6 +15,11 @@ class Lever(keras.callbacks.Callback):
     then passes the lever to `fit` as the last callback.
     """
 
+    def refuse(self, context):
+        """Why this lever cannot run beside the run of `context` (a `clzoo.parts.PartContext`:
+        the model's parts, the task, the loss class), or None (default)."""
+        return None
+
     def configure(self, optimizer):
         """Set up `optimizer` for this lever (default: nothing). On a resumed run the
         optimizer comes from the checkpoint, already built: check it instead.

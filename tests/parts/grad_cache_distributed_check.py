@@ -17,7 +17,7 @@ if MODE == "data_parallel":
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tests.steps.queue_model import batches, tiny_model  # noqa: E402
+from tests.parts.queue_model import batches, tiny_model  # noqa: E402
 
 
 def run(chunk, scope=None):

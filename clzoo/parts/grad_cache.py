@@ -27,7 +27,7 @@ import keras
 from keras import ops
 
 from clzoo import compat
-from clzoo.steps.parts import ModelPart
+from clzoo.parts.base import PARTS, ModelPart
 from clzoo.validation.arguments import validate_positive_int
 
 
@@ -81,8 +81,9 @@ def _add(total, part):
     return [a if b is None else (b if a is None else a + b) for a, b in zip(total, part)]
 
 
+@PARTS.register("grad_cache", description="GradCache: the same gradients with less memory")
 class GradCacheStep(ModelPart):
-    """`ContrastiveModel(encoder_chunk_size=M)`: GradCache's step in place of Keras'
+    """`model.grad_cache: {chunk_size: M}` in a recipe: GradCache's step in place of Keras'
     (`train_step`), embedding the batch's images M at a time.
 
     Raises:
@@ -90,7 +91,7 @@ class GradCacheStep(ModelPart):
 
     Example:
 
-    >>> from clzoo.steps.grad_cache import GradCacheStep
+    >>> from clzoo.parts.grad_cache import GradCacheStep
     >>> GradCacheStep(128).chunk_size
     128
 
@@ -100,7 +101,12 @@ class GradCacheStep(ModelPart):
     """
 
     def __init__(self, chunk_size):
-        self.chunk_size = validate_positive_int(chunk_size, "encoder_chunk_size", allow_none=False)
+        self.chunk_size = validate_positive_int(chunk_size, "chunk_size", allow_none=False)
+
+    def refuse(self, context):
+        if context.task != "contrastive":
+            return f"GradCache needs task contrastive (not task {context.task})"
+        return None
 
     def train_step(self, model, *args):
         return train_step(model, *args)
@@ -125,7 +131,7 @@ def train_step(model, *args):
 
     Example (what `fit` runs; see `ContrastiveModel` for a `fit` call):
 
-    >>> from clzoo.steps.grad_cache import chunk_bounds
+    >>> from clzoo.parts.grad_cache import chunk_bounds
     >>> chunk_bounds(12, 5)  # 6 samples x 2 views, encoder_chunk_size=5
     [(0, 5), (5, 10), (10, 12)]
     """

@@ -16,7 +16,7 @@ if MODE == "data_parallel":
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from tests.steps.queue_model import batches, queue_state, tiny_model  # noqa: E402
+from tests.parts.queue_model import batches, queue_state, tiny_model  # noqa: E402
 
 
 def run(scope=None):

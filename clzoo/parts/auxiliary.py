@@ -16,7 +16,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.steps.parts import ModelPart
+from clzoo.parts.base import PARTS, ModelPart
 from clzoo.validation.arguments import validate_number, validate_positive_int
 
 AIRBENCH_LOGIT_SCALE = 1 / 9  # airbench94's `scaling_factor` on the head's logits
@@ -42,7 +42,7 @@ def auxiliary_head(classes, logit_scale, name="auxiliary_classifier"):
     Example:
 
     >>> import numpy as np
-    >>> from clzoo.models.auxiliary_classifier import auxiliary_head
+    >>> from clzoo.parts.auxiliary import auxiliary_head
     >>> head = auxiliary_head(10, 1 / 9)
     >>> tuple(head(np.ones((2, 256), "float32")).shape)
     (2, 10)
@@ -58,30 +58,30 @@ def auxiliary_head(classes, logit_scale, name="auxiliary_classifier"):
 def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT_SCALE):
     """`(classes, weight, label_smoothing, logit_scale)` as `(int, float, float, float)`, checked.
 
+    `classes` None is the run's to fill in (a recipe checked before its data is read).
+
     Raises:
-        ValueError: `classes` not an integer >= 2, `weight` or `logit_scale` not a
+        ValueError: `classes` not None nor an integer >= 2, `weight` or `logit_scale` not a
             finite number > 0, `label_smoothing` outside [0, 1); the message names
             the argument.
 
     Example:
 
-    >>> from clzoo.models.auxiliary_classifier import check_auxiliary
+    >>> from clzoo.parts.auxiliary import check_auxiliary
     >>> check_auxiliary(10, 1, 0.2, 0.5)
     (10, 1.0, 0.2, 0.5)
     """
-    classes = validate_positive_int(classes, "auxiliary_classes", allow_none=False)
-    if classes < 2:
-        raise ValueError(f"`auxiliary_classes` must be at least 2 (the classes of the labels). "
-                         f"Received: auxiliary_classes={classes!r}")
-    weight = validate_number(weight, "auxiliary_weight", low=0.0, low_open=True,
-                             what="a positive, finite number")
-    logit_scale = validate_number(logit_scale, "auxiliary_logit_scale", low=0.0, low_open=True,
+    classes = validate_positive_int(classes, "classes")
+    if classes is not None and classes < 2:
+        raise ValueError(f"`classes` must be at least 2 (the classes of the labels). "
+                         f"Received: classes={classes!r}")
+    weight = validate_number(weight, "weight", low=0.0, low_open=True, what="a positive, finite number")
+    logit_scale = validate_number(logit_scale, "logit_scale", low=0.0, low_open=True,
                                   what="a positive, finite number")
-    smoothing = validate_number(label_smoothing, "auxiliary_label_smoothing", low=0.0, high=1.0,
+    smoothing = validate_number(label_smoothing, "label_smoothing", low=0.0, high=1.0,
                                 what="a number in [0, 1)")
     if smoothing == 1.0:  # all targets uniform: nothing left to learn
-        raise ValueError("`auxiliary_label_smoothing` must be a number in [0, 1). "
-                         "Received: auxiliary_label_smoothing=1.0")
+        raise ValueError("`label_smoothing` must be a number in [0, 1). Received: label_smoothing=1.0")
     return classes, weight, smoothing, logit_scale
 
 
@@ -108,7 +108,7 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weigh
     Example:
 
     >>> import numpy as np
-    >>> from clzoo.models.auxiliary_classifier import auxiliary_cross_entropy
+    >>> from clzoo.parts.auxiliary import auxiliary_cross_entropy
     >>> logits = np.zeros((4, 3), "float32")  # 2 samples x 2 views, 3 classes, uniform
     >>> round(float(auxiliary_cross_entropy(np.array([0, 2]), logits, 2, 0.2)), 4)  # log(3)
     1.0986
@@ -127,8 +127,11 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weigh
     return ops.mean(losses)
 
 
+@PARTS.register("auxiliary", description="airbench94's linear classifier on the encoder's features, its "
+                "cross-entropy added to the loss (uses the labels)")
 class AuxiliaryPart(ModelPart):
-    """`ContrastiveModel(auxiliary_classes=C, ...)`: airbench94's classifier on the encoder's
+    """`model.auxiliary: {weight, label_smoothing, logit_scale}` in a recipe (`classes` are the
+    data's): airbench94's classifier on the encoder's
     features (`auxiliary_head`), its logits a training output, and `weight` times its
     label-smoothed cross-entropy (`auxiliary_cross_entropy`) added to the contrastive loss.
 
@@ -137,7 +140,7 @@ class AuxiliaryPart(ModelPart):
 
     Example:
 
-    >>> from clzoo.models.auxiliary_classifier import AuxiliaryPart
+    >>> from clzoo.parts.auxiliary import AuxiliaryPart
     >>> AuxiliaryPart(10, 1, 0.2).weight
     1.0
 
@@ -149,11 +152,25 @@ class AuxiliaryPart(ModelPart):
     makes_outputs = True
     attach_first = True  # before the encoder, as in every checkpoint written with it so far
 
-    def __init__(self, classes, weight=1.0, label_smoothing=0.2, logit_scale=AIRBENCH_LOGIT_SCALE):
+    run_arguments = ("classes",)
+
+    def __init__(self, classes=None, weight=1.0, label_smoothing=0.2, logit_scale=AIRBENCH_LOGIT_SCALE):
         self.classes, self.weight, self.label_smoothing, self.logit_scale = check_auxiliary(
             classes, weight, label_smoothing, logit_scale)
 
+    def refuse(self, context):
+        if context.task != "contrastive":
+            return (f"the auxiliary classifier needs task contrastive (task {context.task} trains a "
+                    "classifier already)")
+        if "grad_cache" in context.parts:
+            return ("the auxiliary classifier does not run under GradCache (its step adds no part's "
+                    f"loss): drop {context.spelled.format('grad_cache')}")
+        return None
+
     def attach(self, model):
+        if self.classes is None:
+            raise ValueError("The auxiliary classifier needs its number of classes: "
+                             "AuxiliaryPart(classes=C, ...)")
         model.auxiliary_classifier = auxiliary_head(self.classes, self.logit_scale)
 
     def build(self, model, features_shape):

@@ -20,7 +20,7 @@ def check_momentum(momentum):
 
     Example:
 
-    >>> from clzoo.steps.momentum import check_momentum
+    >>> from clzoo.parts.momentum import check_momentum
     >>> check_momentum(0.99)
     0.99
     """

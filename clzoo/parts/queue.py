@@ -5,26 +5,30 @@ from keras import ops
 from clzoo.compat import added_losses
 from clzoo.losses import distributed
 from clzoo.losses.base import ContrastiveLoss
-from clzoo.steps.memory_queue import MemoryQueue
-from clzoo.steps.momentum import MomentumEncoder, check_momentum
-from clzoo.steps.parts import ModelPart
+from clzoo.parts.base import PARTS, ModelPart
+from clzoo.parts.memory_queue import MemoryQueue
+from clzoo.parts.momentum import MomentumEncoder, check_momentum
 from clzoo.validation import checks as K
 from clzoo.validation.arguments import validate_positive_int
 from clzoo.validation.labels import standardize_labels
 
+MAX_QUEUE = 1_000_000  # keys: 4 bytes x dim each, and the loss's logits grow with it
 
+
+@PARTS.register("queue", description="MoCo-style memory of the last keys and labels (+ momentum key encoder)")
 class QueuePart(ModelPart):
-    """`ContrastiveModel(queue_size=K, momentum=m)`: a memory of the last K keys and labels
+    """`model.queue: {size, momentum}` in a recipe: a memory of the last K keys and labels
     (`MemoryQueue`), filled by a momentum key encoder (`MomentumEncoder`) or, with `momentum`
     None, by the model's own embeddings; `fit`'s loss is over batch + queue
     (`contrast_with_queue`).
 
     Raises:
-        ValueError: `size` not a positive integer, `momentum` outside `[0, 1)`.
+        ValueError: `size` not an integer in `[1, 1,000,000]`, `momentum` outside `[0, 1)`;
+            beside a task other than contrastive or a loss that takes no memory (`refuse`).
 
     Example:
 
-    >>> from clzoo.steps.queue_step import QueuePart
+    >>> from clzoo.parts.queue import QueuePart
     >>> QueuePart(4096, 0.99).size
     4096
 
@@ -36,8 +40,18 @@ class QueuePart(ModelPart):
     """
 
     def __init__(self, size, momentum=None):
-        self.size = validate_positive_int(size, "queue_size", allow_none=False)
+        self.size = validate_positive_int(size, "size", allow_none=False)
+        if self.size > MAX_QUEUE:
+            raise ValueError(f"`size` must be at most {MAX_QUEUE:,} keys. Received: size={size!r}")
         self.momentum = None if momentum is None else check_momentum(momentum)
+
+    def refuse(self, context):
+        loss = context.loss
+        if context.task != "contrastive" or (
+                loss is not None and not (isinstance(loss, type) and issubclass(loss, ContrastiveLoss))):
+            named = getattr(loss, "__name__", "unknown")
+            return f"a queue needs task contrastive and an embedding loss (not {named} / task {context.task})"
+        return None
 
     def attach(self, model):
         model.memory_queue = MemoryQueue(self.size, _output_dim(model.projection_head),

@@ -187,7 +187,7 @@ def test_a_non_finite_sub_batch_gradient_leaves_the_next_sub_batch_images_exact(
     # add an exact 0 even when those hold NaN or inf (x * 0 would be NaN).
     import jax
 
-    from clzoo.steps.grad_cache import _jax_after
+    from clzoo.parts.grad_cache import _jax_after
 
     images = np.random.default_rng(0).uniform(size=(4, 8, 8, 3)).astype("float32")
     for bad in (np.nan, np.inf, -np.inf, 1.0):
@@ -215,7 +215,7 @@ def test_unknown_tensorflow_batch_size_is_refused_with_the_fix():
 def test_config_round_trip_keeps_the_chunk_size():
     model = _model(_encoder(None), CHUNK)
     config = model.get_config()
-    assert config["encoder_chunk_size"] == CHUNK
+    assert config["parts"] == [{"class_name": "grad_cache", "config": {"chunk_size": CHUNK}}]
     clone = clzoo.models.ContrastiveModel.from_config(config)
     assert clone.encoder_chunk_size == CHUNK
     assert clzoo.models.ContrastiveModel.from_config(_model(_encoder(None)).get_config()
@@ -223,14 +223,14 @@ def test_config_round_trip_keeps_the_chunk_size():
 
 
 @pytest.mark.backends("tensorflow")
-@pytest.mark.parametrize("bad, message", [(0, "greater than 0"), (-8, "greater than 0"),
-                                          (2.5, "valid integer"), ("8", "valid integer")])
+@pytest.mark.parametrize("bad, message", [(0, "positive integer"), (-8, "positive integer"),
+                                          (2.5, "positive integer"), ("8", "positive integer")])
 def test_recipe_key_refuses_what_is_not_a_positive_int(bad, message):
     from clzoo.train.recipe import RecipeError, validate_recipe
 
     with pytest.raises(RecipeError, match=f"model.grad_cache.chunk_size = .*{message}"):
         validate_recipe({"model": {"encoder_chunk_size": bad}})
-    with pytest.raises(RecipeError, match="model.grad_cache .*needs task contrastive"):
+    with pytest.raises(RecipeError, match="model.grad_cache: .*needs task contrastive"):
         validate_recipe({"task": "soft_target", "loss": {"name": "SoftTargetCrossEntropy"},
                          "model": {"encoder_chunk_size": 8}})
 
@@ -299,7 +299,7 @@ def test_a_grad_cache_model_saved_after_fit_reloads_with_its_optimizer_state(tmp
 def test_grad_cache_set_after_a_first_fit_is_used_by_the_next(monkeypatch):
     """Issue 72 item 18: `model.encoder_chunk_size = 2` after a first `fit` was ignored on TensorFlow
     and JAX (Keras kept the traced step of the first fit)."""
-    from clzoo.steps import grad_cache
+    from clzoo.parts import grad_cache
 
     calls = []
     real = grad_cache.train_step
