@@ -47,11 +47,11 @@ def write_folder(root, images, classes=100, seed=0):
 
 
 def _decode_chunk(args):
-    from clzoo.data.sources import _decode
+    from clzoo.data.decode import decode_image
 
     paths, size = args
     for path in paths:
-        _decode(path, size=size)
+        decode_image(path, size=size)
     return len(paths)
 
 
@@ -99,9 +99,9 @@ def stream_rate(folder, stream, load_size, view_size, batch, batches, colour):
 
 
 def _decode_path(path, size):
-    from clzoo.data.sources import _decode
+    from clzoo.data.decode import decode_image
 
-    return _decode(path, size=size)
+    return decode_image(path, size=size)
 
 
 def _process_loader(loader, paths, size, batch, batches):

@@ -7,6 +7,7 @@ folder is written.
 
 from dataclasses import dataclass
 
+from clzoo.data.memory_budget import available_memory
 from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source, tfds_missing
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
@@ -171,25 +172,6 @@ def _label_set_names(names, label_set, data):
     if label_set == "cifar2":
         return ("cat", "dog")
     return tuple(sorted(set(CIFAR10_COARSE.values())))
-
-
-def available_memory(meminfo="/proc/meminfo"):
-    """Bytes of memory a process can take now without swapping: Linux's `MemAvailable` (free
-    pages plus reclaimable cache, read from `meminfo`), else the free pages (`sysconf`); None
-    where unknown."""
-    import os
-
-    try:
-        with open(meminfo) as lines:
-            for line in lines:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _check_decoded_size(files, images, image_size, data):

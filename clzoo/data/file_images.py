@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from clzoo.data import decode
+
 # The errors decoding raises, as they read inside a TensorFlow op error (tf.data's map wraps them).
 _DECODE_ERRORS = re.compile(r"Cannot read image .*?leaves such files out\)"
                             r"|Images differ in size: .*?\(recipe key image_size\)\.", re.DOTALL)
@@ -146,11 +148,10 @@ class FileImages:
 
     def _decode_one(self, index):
         """The pixels of file `index`, or under `"skip"` of the next readable file after it."""
-        from clzoo.data.sources import _decode
 
         for offset in range(len(self)):
             at = (index + offset) % len(self)
-            pixels = _decode(self.paths[at], skip=self.on_unreadable == "skip", size=self._resize)
+            pixels = decode.decode_image(self.paths[at], skip=self.on_unreadable == "skip", size=self._resize)
             if pixels is not None:
                 return self._checked_size(pixels, at)
             self._note_skipped(self.paths[at])

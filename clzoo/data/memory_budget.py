@@ -103,8 +103,6 @@ def memory_budget(environ=None, cgroup_root="/sys/fs/cgroup", meminfo="/proc/mem
     if environ.get("CLZOO_MEMORY_BUDGET", "").strip():
         text = environ["CLZOO_MEMORY_BUDGET"].strip()
         return parse_bytes(text), f"CLZOO_MEMORY_BUDGET={text}"
-    from clzoo.data.checks import available_memory
-
     limit, available = cgroup_limit(cgroup_root, membership), available_memory(meminfo)
     if limit is not None and (available is None or limit < available):
         return int(limit * BUDGET_FRACTION), f"half of the cgroup limit {size_text(limit)}"
@@ -152,3 +150,22 @@ def size_text(count):
         if count >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{int(count)} B"
+
+
+def available_memory(meminfo="/proc/meminfo"):
+    """Bytes of memory a process can take now without swapping: Linux's `MemAvailable` (free
+    pages plus reclaimable cache, read from `meminfo`), else the free pages (`sysconf`); None
+    where unknown."""
+    import os
+
+    try:
+        with open(meminfo) as lines:
+            for line in lines:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

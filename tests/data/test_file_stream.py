@@ -219,11 +219,12 @@ def test_the_shards_of_every_batch_make_the_one_process_batch(tmp_path, stream):
 @pytest.mark.backends("tensorflow")
 def test_show_views_decodes_only_the_images_it_shows(tmp_path, monkeypatch):
     from clzoo import cli
-    from clzoo.data import sources
+    from clzoo.data import decode as decoding
 
     root = _jpeg_folder(tmp_path / "data", classes=3, per_class=20)
-    decoded, decode = [], sources._decode
-    monkeypatch.setattr(sources, "_decode", lambda path, **kw: decoded.append(path) or decode(path, **kw))
+    decoded, decode = [], decoding.decode_image
+    monkeypatch.setattr(decoding, "decode_image",
+                        lambda path, **kw: decoded.append(path) or decode(path, **kw))
     out = tmp_path / "views.png"
     assert cli.main(["show-views", "--data", str(root), "--image-size", "32", "--images", "3",
                      "--output", str(out)]) == 0

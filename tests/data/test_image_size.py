@@ -80,7 +80,7 @@ def test_an_image_size_too_large_for_memory_is_refused_before_decoding(tmp_path,
 
     root, _ = _mixed(tmp_path)
     monkeypatch.setattr(machine, "machine_bytes", lambda: 1000)  # 7 images x 10 x 10 x 3 > half
-    monkeypatch.setattr("clzoo.data.sources._decode", None)  # decoding would fail loudly
+    monkeypatch.setattr("clzoo.data.decode.decode_image", None)  # decoding would fail loudly
     with pytest.raises(ValueError, match=r"7 images of .* at --image-size 10 take .*choose a smaller"):
         data_source(str(root), image_size=10).load("train")
 

@@ -35,7 +35,7 @@ def test_image_folder_is_cached_outside_the_source(tmp_path, monkeypatch):
     assert len(cached) == 1
     assert sorted(p for p in root.rglob("*")) == before  # nothing written in the source
     # Second load reads the cache: it still works with the images unreadable.
-    monkeypatch.setattr("clzoo.data.sources._decode", lambda path: 1 / 0)
+    monkeypatch.setattr("clzoo.data.decode.decode_image", lambda path: 1 / 0)
     again = load_split(str(root), "train")
     assert again.images.shape == (6, 8, 8, 3)
 
@@ -94,7 +94,7 @@ def test_folder_split_names_the_file_of_each_row_fresh_and_cached(tmp_path, monk
     expected = [str(root.resolve() / "train" / c / f"{i}.png") for c in ("cat", "dog") for i in range(3)]
     with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):
         assert load_split(str(root), on_unreadable="skip").paths == expected
-    monkeypatch.setattr("clzoo.data.sources._decode", lambda *args, **kwargs: 1 / 0)
+    monkeypatch.setattr("clzoo.data.decode.decode_image", lambda *args, **kwargs: 1 / 0)
     with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):  # from the cache
         assert load_split(str(root), on_unreadable="skip").paths == expected
     assert load_split("digits", "test").paths is None

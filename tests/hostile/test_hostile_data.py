@@ -171,14 +171,14 @@ def test_sixteen_and_eight_bit_copies_load_alike(tmp_path):
 
 
 def test_out_of_range_modes_refused():
-    from clzoo.data.sources import _to_rgb
+    from clzoo.data.decode import to_rgb
 
-    np.testing.assert_array_equal(_to_rgb(Image.fromarray(np.array([[0, 65535]], np.int32)))[0, 1],
+    np.testing.assert_array_equal(to_rgb(Image.fromarray(np.array([[0, 65535]], np.int32)))[0, 1],
                                   [255, 255, 255])
     with pytest.raises(ValueError, match="32-bit"):
-        _to_rgb(Image.fromarray(np.array([[0, 70000]], np.int32)))
+        to_rgb(Image.fromarray(np.array([[0, 70000]], np.int32)))
     with pytest.raises(ValueError, match="mode 'F'"):
-        _to_rgb(Image.fromarray(np.zeros((2, 2), np.float32)))
+        to_rgb(Image.fromarray(np.zeros((2, 2), np.float32)))
 
 
 # --- 2. `@` in paths --------------------------------------------------------------------------
@@ -350,7 +350,7 @@ def test_damaged_cache_is_rebuilt(tmp_path, monkeypatch, damage):
     np.testing.assert_array_equal(again.images, first.images)
     np.testing.assert_array_equal(again.labels, first.labels)
     assert again.class_names == first.class_names
-    monkeypatch.setattr("clzoo.data.sources._decode", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("clzoo.data.decode.decode_image", lambda *a, **k: 1 / 0)
     np.testing.assert_array_equal(load_split(str(root)).images, first.images)  # rebuilt whole
 
 
@@ -411,7 +411,7 @@ def test_skipped_files_are_reported_again_from_the_cache(tmp_path, monkeypatch):
     (root / "train" / "cat" / "bad.png").write_text("not a png")
     with pytest.warns(UserWarning, match="Skipped 1 .*bad.png"):
         first = load_split(str(root), on_unreadable="skip")
-    monkeypatch.setattr("clzoo.data.sources._decode", lambda *a, **k: 1 / 0)  # cache only
+    monkeypatch.setattr("clzoo.data.decode.decode_image", lambda *a, **k: 1 / 0)  # cache only
     with pytest.warns(UserWarning, match="Skipped 1 .*bad.png"):
         again = load_split(str(root), on_unreadable="skip")
     np.testing.assert_array_equal(again.images, first.images)
