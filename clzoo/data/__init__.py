@@ -9,8 +9,9 @@ import importlib
 import importlib.util
 
 _HOMES = {
-    "BatchViewConfig": "configs", "MixConfig": "configs", "ViewConfig": "configs",
-    "VIEW_RECIPES": "configs", "view_recipe": "configs",
+    "BatchViewConfig": "augmentation_settings", "MixConfig": "augmentation_settings",
+    "ViewConfig": "augmentation_settings", "VIEW_RECIPES": "augmentation_settings",
+    "view_recipe": "augmentation_settings",
     "cache_dir": "cache",
     "eval_dataset": "pipeline",
     "show_views": "preview",
@@ -18,10 +19,10 @@ _HOMES = {
     "smooth_labels": "soft_targets",
     "DataSource": "sources", "data_source": "sources", "load_split": "sources",
     "Split": "split", "from_arrays": "split",
-    "KINDS": "stream", "batches": "stream",
+    "KINDS": "tf_data_stream", "batches": "tf_data_stream",
     "device_batches": "device_stream",
     "PIPELINES": "streams", "STREAMS": "streams", "choose_stream": "streams",
-    "augment_view": "views", "multi_view": "views",
+    "augment_view": "tf_data_views", "multi_view": "tf_data_views",
 }
 
 __all__ = sorted(_HOMES)
@@ -30,7 +31,7 @@ __all__ = sorted(_HOMES)
 def __getattr__(name):
     if name in _HOMES:
         return getattr(importlib.import_module(f"clzoo.data.{_HOMES[name]}"), name)
-    if importlib.util.find_spec(f"clzoo.data.{name}") is not None:  # a submodule: clzoo.data.views
+    if importlib.util.find_spec(f"clzoo.data.{name}") is not None:  # a submodule: clzoo.data.tf_data_views
         return importlib.import_module(f"clzoo.data.{name}")
     raise AttributeError(f"module 'clzoo.data' has no attribute {name!r}")
 

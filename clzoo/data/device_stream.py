@@ -2,7 +2,7 @@
 
 The split's uint8 images are copied to the device once; each batch is a gather
 of its images and a few batched `keras.ops` (`clzoo.data.device_views`) fed by
-draws made on the host from `(seed, epoch, position)` (`clzoo.data.view_draws`).
+draws made on the host from `(seed, epoch, position)` (`clzoo.data.device_view_draws`).
 As airbench does, nothing per image runs on the host, so the host CPU is not
 the bottleneck of a GPU run, and the path needs only Keras' backend (JAX or
 PyTorch). It is the same run as `clzoo.data.batches` in everything but the
@@ -20,8 +20,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from clzoo.data import view_draws
-from clzoo.data.configs import BatchViewConfig, ViewConfig
+from clzoo.data import device_view_draws as view_draws
+from clzoo.data.augmentation_settings import BatchViewConfig, ViewConfig
 from clzoo.data.device_views import per_image_view, sample, why_no_device_form
 from clzoo.data.stream_checks import check_stream
 

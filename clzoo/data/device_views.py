@@ -1,6 +1,6 @@
 """The views' pixels on the accelerator: `keras.ops` on whole batches, no TensorFlow.
 
-Given the host-side draws of `clzoo.data.view_draws` (source coordinates and
+Given the host-side draws of `clzoo.data.device_view_draws` (source coordinates and
 colour factors per image), a batch of uint8 images already on the device
 becomes its views in a few batched ops:
 
@@ -10,13 +10,13 @@ becomes its views in a few batched ops:
   reflect-padded translate at once;
 - `color_jitter`: torchvision's `ColorJitter` (brightness, contrast and
   saturation factors, hue shift) in a random order per image, as
-  `clzoo.data.views.color_jitter` does in tf.data;
+  `clzoo.data.tf_data_views.color_jitter` does in tf.data;
 - grayscale and solarization as masked blends.
 
 Keras' preprocessing layers are not used here: they draw from stateful seed
 generators (a run could not resume by step) and some draw one crop per batch
 (`RandomCrop`), and `RandomColorJitter` scales its factors otherwise than the
-SupCon code (see `clzoo.data.views`).
+SupCon code (see `clzoo.data.tf_data_views`).
 """
 
 import numpy as np
@@ -143,7 +143,7 @@ def per_image_view(images, draws, config):
 def why_no_device_form(config):
     """`None` when every setting of `config` (a ViewConfig or BatchViewConfig) runs on the
     device, else a short reason naming the setting that does not."""
-    from clzoo.data.configs import BatchViewConfig
+    from clzoo.data.augmentation_settings import BatchViewConfig
 
     if isinstance(config, BatchViewConfig):
         return None

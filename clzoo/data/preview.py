@@ -4,7 +4,7 @@ import io
 
 import numpy as np
 
-from clzoo.data.configs import BatchViewConfig, ViewConfig
+from clzoo.data.augmentation_settings import BatchViewConfig, ViewConfig
 from clzoo.files import atomic_write
 
 STREAMS = ("auto", "tf_data", "device")
@@ -104,7 +104,7 @@ def _stream(stream):
 
 
 def _config(recipe, views, size, batch_wise):
-    from clzoo.data.configs import view_recipe
+    from clzoo.data.augmentation_settings import view_recipe
 
     if batch_wise:
         config = recipe if isinstance(recipe, BatchViewConfig) else BatchViewConfig(size=size)
@@ -118,8 +118,8 @@ def _tf_data_views(shown, chosen, count, config, views, seed, batch_wise):
     """`(len(chosen), views, S, S, 3)` from tf.data's functions (columns: epochs when `batch_wise`)."""
     import tensorflow as tf
 
-    from clzoo.data.batch_views import batch_views, image_coins
-    from clzoo.data.views import multi_view
+    from clzoo.data.tf_data_batch_views import batch_views, image_coins
+    from clzoo.data.tf_data_views import multi_view
 
     if not batch_wise:
         return np.stack([multi_view(tf.constant(image), tf.constant([seed, index], tf.int64), config).numpy()

@@ -22,7 +22,7 @@ pasted.
 import keras
 import tensorflow as tf
 
-from clzoo.data.configs import MixConfig  # noqa: F401  (its old home)
+from clzoo.data.augmentation_settings import MixConfig  # noqa: F401  (its old home)
 
 
 def cutmix(images, targets, seed, alpha):

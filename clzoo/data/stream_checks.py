@@ -6,7 +6,7 @@ same arguments and refuse the same values, with the same one-line messages.
 
 import numpy as np
 
-from clzoo.data.configs import BatchViewConfig, MixConfig, ViewConfig
+from clzoo.data.augmentation_settings import BatchViewConfig, MixConfig, ViewConfig
 from clzoo.data.split import Split
 
 KINDS = ("views", "soft_targets", "balanced")

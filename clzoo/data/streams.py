@@ -75,7 +75,7 @@ def _tf_data_why_not(shape):
 
 
 def _tf_data_build(split, kind, batch_size, seed, epochs, start_step, **options):
-    from clzoo.data.stream import batches
+    from clzoo.data.tf_data_stream import batches
 
     return batches(split, kind, batch_size, seed, epochs, start_step, **options)
 

@@ -3,7 +3,7 @@
 from clzoo.losses.dcl_loss import DCLLoss, dcl_loss
 from clzoo.losses.info_nce_loss import InfoNCELoss, info_nce_loss
 from clzoo.losses.learnable_temperature import LearnableTemperature
-from clzoo.losses.memory import with_memory
+from clzoo.losses.memory_bank import with_memory
 from clzoo.losses.nscl_loss import NSCLLoss, nscl_loss
 from clzoo.losses.sincere_loss import SINCERELoss, sincere_loss
 from clzoo.losses.soft_target_info_nce_loss import (

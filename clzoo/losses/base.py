@@ -168,7 +168,7 @@ class ContrastiveLoss(FunctionLoss):
 
     def __call__(self, y_true, y_pred, sample_weight=None, memory=None):
         """The reduced loss; `memory=(embeddings, labels, valid)` adds entries every anchor is also
-        contrasted with (a MoCo queue: `clzoo.losses.memory`), as the function twins take it."""
+        contrasted with (a MoCo queue: `clzoo.losses.memory_bank`), as the function twins take it."""
         with keras.name_scope(self.name):
             y_pred = embedding_tensor(y_pred, self.dtype)
             if y_true is None and self.uses_labels:

@@ -30,11 +30,11 @@ kernel: `"auto"`, `"fused"` or `"xla"`. `"auto"` takes the fused Triton
     and the `keras.ops` path otherwise; `"fused"` also takes the Pallas
     kernel on JAX, and raises a `ValueError` saying why where no kernel can
     run; `"xla"` never takes one. Defaults to `"auto"`.""",
-    # a function twin's memory (the MoCo queue, cross-batch memory): clzoo.losses.memory.
+    # a function twin's memory (the MoCo queue, cross-batch memory): clzoo.losses.memory_bank.
     "memory": """\
 memory: None, or `(embeddings (K, dim), labels (K,) or None, valid (K,) or None)`: entries every
     anchor is also contrasted with, never anchors, no gradient into them (MoCo queue, cross-batch
-    memory; `clzoo.losses.memory`). None takes `clzoo.losses.with_memory`'s, if one is active.
+    memory; `clzoo.losses.memory_bank`). None takes `clzoo.losses.with_memory`'s, if one is active.
     Defaults to `None`.""",
     "check_values": """\
 check_values: also refuse NaN / inf embeddings and check

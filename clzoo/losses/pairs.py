@@ -1,7 +1,7 @@
 """Who is whose positive: per-embedding ids of the global batch and the anchor / column masks.
 
 Every anchor (a row) is compared with every embedding of the global batch
-(a column), plus the memory entries (`clzoo.losses.memory`). Each side
+(a column), plus the memory entries (`clzoo.losses.memory_bank`). Each side
 is described by flat int arrays (label, sample id, position); `PairMasks`
 turns them into the boolean relations the losses choose their positive set
 and denominator from.
@@ -14,7 +14,7 @@ from keras import ops
 
 from clzoo.losses import distributed
 from clzoo.losses import label_similarity as LS
-from clzoo.losses.memory import extend_columns
+from clzoo.losses.memory_bank import extend_columns
 from clzoo.validation.inputs import l2_normalize
 from clzoo.validation.labels import check_count, standardize_labels
 
@@ -47,7 +47,7 @@ class PairMasks:
     def __init__(self, rows, cols, label_similarity=None, valid=None):
         self._rows, self._cols = rows, cols
         self._label_similarity = label_similarity
-        # Memory entries (`clzoo.losses.memory`): `valid` flags the columns that exist; an
+        # Memory entries (`clzoo.losses.memory_bank`): `valid` flags the columns that exist; an
         # empty memory slot is neither a positive nor noise.
         self._valid = None if valid is None else valid[None, :]
 
@@ -135,7 +135,7 @@ def global_ids(z, y_true, batch, views, supervised, label_similarity):
 
 
 def memory_columns(z_all, cols, supervised, normalize, dim, memory):
-    """Memory entries (MoCo queue; `memory` from `clzoo.losses.memory.resolve_memory`) as extra
+    """Memory entries (MoCo queue; `memory` from `clzoo.losses.memory_bank.resolve_memory`) as extra
     columns: `(z_all, cols, valid)`, `valid` None without memory."""
     if memory is None:
         return z_all, cols, None

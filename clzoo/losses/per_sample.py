@@ -10,7 +10,7 @@ from keras import ops
 
 from clzoo.losses.blockwise import blockwise
 from clzoo.losses.fused.dispatch import implementation, use_fused
-from clzoo.losses.memory import resolve_memory
+from clzoo.losses.memory_bank import resolve_memory
 from clzoo.losses.pairs import PairMasks, global_ids, memory_columns
 from clzoo.losses.similarities import MAX_EXP_RANGE, Similarities
 from clzoo.validation.inputs import standardize_embeddings
@@ -50,7 +50,7 @@ def per_sample_loss(y_true, y_pred, temperature, anchor_terms, normalize=True,
             kernel's mode for this loss, and why the call's options are not
             covered, if they are not.
         memory: None, or `(embeddings, labels, valid)` entries every anchor is also contrasted
-            with (`clzoo.losses.memory`); None takes `with_memory`'s, if one is active.
+            with (`clzoo.losses.memory_bank`); None takes `with_memory`'s, if one is active.
 
     Returns:
         float32 `(batch,)`: per term, the mean over each sample's valid

@@ -10,7 +10,7 @@ from clzoo.models.initializers import DiracInitializer
 from clzoo.models.projection_head import ProjectionHead
 from clzoo.models.registry import ENCODERS, check_encoder_options, get_encoder, list_encoders
 from clzoo.models.resnet import ARCHITECTURES, cifar_resnet
-from clzoo.models.test_time_flip import (
+from clzoo.models.test_time_augmentation import (
     HorizontalFlip,
     ReflectTranslate,
     bare_encoder,

@@ -24,7 +24,7 @@ class MemoryQueue(keras.layers.Layer):
     same all-gathered global batch).
 
     `ContrastiveModel(queue_size=...)` owns one and passes its contents to
-    the loss as its `memory` argument (`clzoo.losses.memory` says how entries
+    the loss as its `memory` argument (`clzoo.losses.memory_bank` says how entries
     enter each loss: positives or noise by label, never anchors).
 
     Args:

@@ -221,7 +221,7 @@ def load_preset(handle, verify=True, trainable=False, test_time=True):
         raise PresetError(f"Cannot load weights from {weights}: {type(error).__name__}: {error}") from error
     model = _as_image_encoder(model, config_path)
     if not test_time:
-        from clzoo.models.test_time_flip import bare_encoder
+        from clzoo.models.test_time_augmentation import bare_encoder
 
         model = _as_image_encoder(bare_encoder(model), config_path)
     model.trainable = trainable

@@ -32,8 +32,8 @@ from clzoo.train.divergence import divergence_advice
 from clzoo.train.evaluation import final_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
-from clzoo.train.memory import check_step_memory
 from clzoo.train.precision import dtype_policy, inner_optimizer, scaled
+from clzoo.train.ram_estimate import check_step_memory
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
 from clzoo.train.run_folder import RunFolder
@@ -184,7 +184,7 @@ def _data_shard(place, task, views, pipeline):
     """`(process index, process count)` when each JAX process reads only its rows of every global
     batch (per-image views on tf.data; Keras then takes each process's batch as its own, not
     sharding the whole stream after every process decoded all of it); None otherwise."""
-    from clzoo.data.configs import ViewConfig
+    from clzoo.data.augmentation_settings import ViewConfig
 
     if (place.processes < 2 or keras.backend.backend() != "jax" or pipeline != "tf_data"
             or task.kind != "views" or not isinstance(views, ViewConfig)):
@@ -321,7 +321,7 @@ def _load_data(source, stream=False):
 def _check_batch_views_size(views, split, recipe):
     """Batch views (airbench's) crop and shift the images as they are, without resizing: data of
     another size is refused naming both ways out (a Keras shape error deep in fit before)."""
-    from clzoo.data.configs import BatchViewConfig
+    from clzoo.data.augmentation_settings import BatchViewConfig
 
     height, width = split.images.shape[1:3]
     if isinstance(views, BatchViewConfig) and (height, width) != (views.size, views.size):

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from clzoo.data.view_draws import crop_boxes
-from clzoo.data.views import crop_box
+from clzoo.data.device_view_draws import crop_boxes
+from clzoo.data.tf_data_views import crop_box
 
 
 @pytest.mark.parametrize("shape, scale", [((32, 32), (0.2, 1.0)), ((32, 32), (0.08, 1.0)),

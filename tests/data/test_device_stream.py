@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clzoo.data import BatchViewConfig, ViewConfig, device_batches, from_arrays
-from clzoo.data import view_draws as draws
+from clzoo.data import device_view_draws as draws
 from clzoo.data.device_views import color_jitter, sample
 from clzoo.data.streams import resolve_pipeline
 

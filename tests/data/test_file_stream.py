@@ -73,7 +73,7 @@ def test_images_of_several_sizes_without_an_image_size_are_refused_naming_both(t
 def test_every_stream_from_files_gives_the_in_memory_batches_and_resumes(tmp_path, views):
     held, streamed = _both(tmp_path)
     if keras.backend.backend() == "tensorflow":
-        from clzoo.data.stream import batches as make
+        from clzoo.data.tf_data_stream import batches as make
     else:
         from clzoo.data.device_stream import device_batches as make
     whole = _arrays(make(held, "views", 4, 3, 2, views=views))
@@ -89,7 +89,7 @@ def test_every_stream_from_files_gives_the_in_memory_batches_and_resumes(tmp_pat
 @pytest.mark.backends("tensorflow")
 @pytest.mark.parametrize("kind", ["soft_targets", "balanced"])
 def test_the_tf_data_kinds_from_files_give_the_in_memory_batches(tmp_path, kind):
-    from clzoo.data.stream import batches
+    from clzoo.data.tf_data_stream import batches
 
     held, streamed = _both(tmp_path)
     extra = {"samples_per_class": 2} if kind == "balanced" else {}
@@ -198,7 +198,7 @@ def test_auto_loading_streams_a_split_over_the_budget_and_holds_one_within_it(tm
 @pytest.mark.backends("tensorflow")
 @pytest.mark.parametrize("stream", [False, True], ids=["held", "files"])
 def test_the_shards_of_every_batch_make_the_one_process_batch(tmp_path, stream):
-    from clzoo.data.stream import batches
+    from clzoo.data.tf_data_stream import batches
 
     split = data_source(str(_jpeg_folder(tmp_path / "data")), image_size=32).load("train", stream=stream)
     views = ViewConfig(size=24)
@@ -239,7 +239,7 @@ def test_a_seed_outside_numpys_range_is_refused_by_both_streams(seed):
     with pytest.raises(ValueError, match=r"`seed` must be an int in \[0, 2\*\*32\)"):
         device_batches(split, batch_size=4, seed=seed, views=ViewConfig(size=8))
     if keras.backend.backend() == "tensorflow":
-        from clzoo.data.stream import batches
+        from clzoo.data.tf_data_stream import batches
 
         with pytest.raises(ValueError, match=r"`seed` must be an int in \[0, 2\*\*32\)"):
             batches(split, batch_size=4, seed=seed, views=ViewConfig(size=8))
@@ -263,7 +263,7 @@ def test_file_images_index_like_numpy_and_refuse_what_it_would(tmp_path):
 @pytest.mark.backends("tensorflow")
 def test_a_file_that_fails_inside_tf_data_is_named_in_one_line(tmp_path):
     from clzoo.data.file_images import decode_error_line
-    from clzoo.data.stream import batches
+    from clzoo.data.tf_data_stream import batches
 
     root, bad = _corrupt(tmp_path)
     split = data_source(str(root), image_size=32).load("train", stream=True)

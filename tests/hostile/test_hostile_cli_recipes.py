@@ -19,7 +19,7 @@ from PIL import Image
 from clzoo import cli
 from clzoo.data import class_balanced_indices
 from clzoo.data.checks import check_data
-from clzoo.data.views import ViewConfig
+from clzoo.data.tf_data_views import ViewConfig
 from clzoo.train import RecipeError, load_recipe, validate_recipe
 from clzoo.train import recipe as recipe_module
 from clzoo.train.run_folder import RunFolder

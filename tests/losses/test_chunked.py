@@ -19,7 +19,7 @@ import pytest
 import clzoo
 from tests.losses import reference
 from tests.losses.autodiff import numeric_gradient, value_and_grad
-from tests.losses.test_memory import _reference as memory_reference
+from tests.losses.test_memory_bank import _reference as memory_reference
 
 LABELS = np.array([0, 0, 1, 2, 2])
 WEIGHTS = np.array([1.0, 0.5, 2.0, 0.0, 1.5], dtype="float32")

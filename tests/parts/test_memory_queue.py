@@ -263,7 +263,7 @@ def test_a_queue_step_passes_its_queue_to_the_loss_and_adds_the_layers_losses(mo
     thread-local `with_memory` state (blinded here: a step that went through it would see no
     memory), and the step's loss is Keras' `compute_loss` with the queue: the compiled loss plus
     the layers' added (regularizer) losses."""
-    from clzoo.losses import memory as memory_module
+    from clzoo.losses import memory_bank as memory_module
 
     monkeypatch.setattr(memory_module, "active_memory", lambda: None)
     keras.utils.set_random_seed(0)

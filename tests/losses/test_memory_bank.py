@@ -17,7 +17,7 @@ def _reference(loss, labels, z, memory, memory_labels, valid, t, epsilon=0.25):
     """Loop over anchors; columns are every batch embedding plus the valid memory entries.
 
     Column = (label, sample id, is_memory, unit vector). Written from the module docstring of
-    `clzoo.losses.memory` and each paper's pair term, without clzoo code.
+    `clzoo.losses.memory_bank` and each paper's pair term, without clzoo code.
     """
     batch, views, _ = z.shape
     z, memory = _unit(z), _unit(memory)

@@ -18,12 +18,12 @@ where it stopped. Kinds:
 import numpy as np
 import tensorflow as tf
 
-from clzoo.data.batch_views import batch_views, image_coins
-from clzoo.data.configs import BatchViewConfig, MixConfig, ViewConfig
+from clzoo.data.augmentation_settings import BatchViewConfig, MixConfig, ViewConfig
 from clzoo.data.sampler import class_balanced_indices
 from clzoo.data.soft_targets import soft_target_mixer
 from clzoo.data.stream_checks import KINDS, check_stream  # noqa: F401  (KINDS: its old home)
-from clzoo.data.views import augment_view, multi_view
+from clzoo.data.tf_data_batch_views import batch_views, image_coins
+from clzoo.data.tf_data_views import augment_view, multi_view
 
 _EPOCH_STRIDE = 1_000_003  # view seed of (epoch, position): (epoch * stride + seed, position)
 

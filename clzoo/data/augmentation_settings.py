@@ -2,7 +2,7 @@
 
 `ViewConfig` (per-image SupCon / SimCLR views), `BatchViewConfig` (airbench's batch-wise
 views) and `MixConfig` (MixUp / CutMix soft targets) are plain dataclasses, validated on
-construction, that both the tf.data stream (`clzoo.data.stream`) and the device stream
+construction, that both the tf.data stream (`clzoo.data.tf_data_stream`) and the device stream
 (`clzoo.data.device_stream`) read; recipes are checked by building them, so a recipe
 loads where TensorFlow is not installed.
 """
@@ -251,7 +251,7 @@ def view_recipe(name, size=None, views=2):
 
     Example:
 
-    >>> from clzoo.data.views import view_recipe
+    >>> from clzoo.data.tf_data_views import view_recipe
     >>> view_recipe("simclr", size=96).blur_p
     0.5
     >>> view_recipe("digits").size, view_recipe("digits").flip

@@ -5,7 +5,7 @@ Every draw of a batch comes from one `numpy.random.Generator` seeded by
 place in the run (resumable by step) and is the same on every backend: the
 JAX and the torch device streams draw identical crops, shifts and colour
 factors. The pixels are then computed on the accelerator
-(`clzoo.data.device_views`). The draws are not tf.data's (`clzoo.data.views`
+(`clzoo.data.device_views`). The draws are not tf.data's (`clzoo.data.tf_data_views`
 uses TensorFlow's stateless RNG): the same seed gives other, equally
 distributed views there.
 

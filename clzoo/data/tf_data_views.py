@@ -26,7 +26,7 @@ from dataclasses import fields, replace
 
 import tensorflow as tf
 
-from clzoo.data.configs import VIEW_RECIPES, ViewConfig, view_recipe  # noqa: F401  (their old home)
+from clzoo.data.augmentation_settings import VIEW_RECIPES, ViewConfig, view_recipe  # noqa: F401  (their old home)
 
 
 def _uniform(seed, low, high):
@@ -41,7 +41,7 @@ def random_resized_crop(image, seed, size, scale, ratio, attempts=10):
     """Crop a random area fraction in `scale` with aspect ratio in `ratio`, resize to `size`.
 
     torchvision's `RandomResizedCrop.get_params` in stateless TF ops, the rule of the device
-    stream's `clzoo.data.view_draws.crop_boxes`: up to `attempts` draws of an area fraction
+    stream's `clzoo.data.device_view_draws.crop_boxes`: up to `attempts` draws of an area fraction
     and a log-uniform aspect ratio, the first that fits kept, else a centre crop clamped to
     `ratio`. (SimCLR's `sample_distorted_bounding_box` draws another distribution: mean area
     0.50 against torchvision's 0.55 for a 0.2-1 scale, so the two streams trained other crops.)

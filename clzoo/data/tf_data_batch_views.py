@@ -13,7 +13,7 @@ position in the epoch, so a run resumes by step (`clzoo.data.batches`).
 
 import tensorflow as tf
 
-from clzoo.data.configs import FLIPS, MAX_VIEWS, BatchViewConfig  # noqa: F401  (their old home)
+from clzoo.data.augmentation_settings import FLIPS, MAX_VIEWS, BatchViewConfig  # noqa: F401  (their old home)
 
 
 def image_coins(count, seed):

@@ -110,7 +110,7 @@ def test_batch_larger_than_dataset():
 def test_view_ops_are_traced_once_per_settings_and_give_the_uncached_batches(monkeypatch):
     import tensorflow as tf
 
-    from clzoo.data import views as V
+    from clzoo.data import tf_data_views as V
 
     # This test's own settings (no other test traces them), with every optional op on.
     config = ViewConfig(size=16, randaugment_ops=2, blur_p=0.5, solarize_p=0.37)

@@ -8,7 +8,7 @@ import pytest
 
 import clzoo
 from clzoo.train import load_recipe
-from clzoo.train.memory import activation_bytes_per_image, check_step_memory
+from clzoo.train.ram_estimate import activation_bytes_per_image, check_step_memory
 from clzoo.train.recipe import RecipeError
 
 

@@ -32,7 +32,7 @@ def activation_bytes_per_image(encoder):
     Example:
 
     >>> import keras
-    >>> from clzoo.train.memory import activation_bytes_per_image
+    >>> from clzoo.train.ram_estimate import activation_bytes_per_image
     >>> inputs = keras.Input((4, 4, 3))
     >>> activation_bytes_per_image(keras.Model(inputs, keras.layers.Flatten()(inputs)))
     384
