@@ -620,10 +620,18 @@ def _transfer_checks(args):
 
 def _train_checks(args):
     recipe = _train_recipe(args)
-    _train_overrides(args)
+    overrides = _train_overrides(args)
     if not Path(recipe).is_file():
         raise FileNotFoundError(f"{recipe}: recipe file not found (expected a recipe YAML, e.g. "
                                 "recipes/sincere_digits.yaml)")
+    from clzoo.train.recipe import RecipeError, check_recipe_keys  # no Keras: keys, types, ranges
+
+    try:
+        check_recipe_keys(recipe, overrides, stored=recipe != args.recipe)
+    except RecipeError as error:
+        for line in error.lines[:-1]:
+            _error(line)
+        raise ValueError(error.lines[-1]) from None
 
 
 def _show_views_checks(args):

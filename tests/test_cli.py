@@ -86,6 +86,12 @@ FAST_REFUSALS = [
     (["push", "{tmp}/run", "--builtin", "Bad-Name"], "a built-in preset name is 3-64 characters"),
     (["transfer", "supcon_airbench_cifar10", "--data", "{tmp}/missing"], "no such path"),
     (["train", "{tmp}/missing.yaml"], "recipe file not found"),
+    # issue 69 item 7: a recipe's keys, types, ranges and earlier spellings, before Keras
+    (["train", "sincere_digits", "--set", "training.epocks=3"], "Did you mean 'epochs'?"),
+    (["train", "sincere_digits", "--set", "training.epochs=-3"],
+     "--set training.epochs (over "),
+    (["train", "sincere_digits", "--set", "model.momentum=0.9"], "needs a queue"),
+    (["train", "sincere_digits", "--set", "views.size=16.5"], "--set views.size (over "),
 ]
 
 

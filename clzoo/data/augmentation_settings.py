@@ -13,7 +13,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from clzoo.registry import Registry
+from clzoo.registry import Registry, check_kwargs
 
 # Largest view side: one float32 8192x8192 view is 768 MiB, eight times the side of the largest
 # input of keras-hub's image backbones (SAM, 1024); a larger one is a typo (1e23 overflowed the
@@ -258,3 +258,27 @@ def view_recipe(name, size=None, views=2):
     (16, False)
     """
     return VIEW_RECIPES.get(name)(size=size, views=views)
+
+
+BATCH_VIEWS = "airbench"  # the views recipe name of BatchViewConfig
+
+
+def views_from_config(spec):
+    """`ViewConfig` from a recipe's `views` section: fields, optionally on top of `recipe: <name>`.
+
+    `recipe: airbench` gives a `BatchViewConfig` instead (airbench's batch-wise
+    alternating flip and translate; fields `views`, `size`, `translate`, `flip`).
+
+    Raises:
+        ValueError: an unknown view recipe or field, or a value `ViewConfig` refuses.
+    """
+    spec = dict(spec or {})
+    name = spec.pop("recipe", None)
+    if name == BATCH_VIEWS:
+        check_kwargs(BatchViewConfig, spec, "views")
+        return BatchViewConfig(**spec)
+    check_kwargs(ViewConfig, spec, "views")
+    if name is None:
+        return ViewConfig(**spec)
+    base = view_recipe(name, size=spec.get("size"), views=spec.get("views", 2)).to_dict()
+    return ViewConfig(**{**base, **spec})

@@ -23,6 +23,7 @@ Example:
 (QueuePart(size=4096, momentum=0.99),)
 """
 
+import inspect
 import re
 
 from clzoo.parts import auxiliary, grad_cache, online_probe, queue  # noqa: F401  (registers each)
@@ -41,7 +42,7 @@ from clzoo.parts.memory_queue import MemoryQueue
 from clzoo.parts.momentum import MomentumEncoder
 from clzoo.parts.online_probe import OnlineLinearProbe
 from clzoo.parts.queue import QueuePart
-from clzoo.registry import check_kwargs
+from clzoo.registry import did_you_mean
 
 # ContrastiveModel's arguments before `parts=[...]` (saved configs hold them): part, setting
 FLAT_ARGUMENTS = {
@@ -76,8 +77,7 @@ def build_parts(sections, context=None, spelled="{}", **run):
         if sections.get(name) is None:
             continue
         settings, factory = dict(sections[name]), PARTS.get(name)
-        check_kwargs(factory, settings, spelled.format(name), owner=factory.__name__,
-                     skip=("self", *factory.run_arguments))
+        _check_settings(factory, settings, spelled.format(name))
         taken = {key: value for key, value in run.items() if key in factory.run_arguments}
         try:
             parts.append(factory(**settings, **taken))
@@ -85,6 +85,17 @@ def build_parts(sections, context=None, spelled="{}", **run):
             raise ValueError(_setting_error(spelled.format(name), settings, str(error))) from None
     check_together(parts, context, spelled)
     return tuple(parts)
+
+
+def _check_settings(factory, settings, section):
+    """Refuse a setting the part's constructor does not take (or one the run fills in)."""
+    parameters = inspect.signature(factory).parameters
+    known = [key for key in parameters if key not in ("self", *factory.run_arguments)]
+    for key in settings:
+        if key not in known:
+            raise ValueError(f"unknown {'recipe key' if '.' in section else 'setting'} "
+                             f"'{section}.{key}'." + did_you_mean(key, known)
+                             + f" Known keys here: {', '.join(known) or 'none'}.")
 
 
 def _setting_error(section, settings, message):

@@ -135,6 +135,13 @@ class AuxiliaryPart(ModelPart):
     features (`auxiliary_head`), its logits a training output, and `weight` times its
     label-smoothed cross-entropy (`auxiliary_cross_entropy`) added to the contrastive loss.
 
+    Args:
+        classes: the classifier's outputs (the run fills in the data's classes).
+        weight: loss = contrastive + weight * label-smoothed cross-entropy (uses the labels).
+        label_smoothing: of the cross-entropy, in `[0, 1)` (airbench94's 0.2).
+        logit_scale: the fixed factor on the bias-free logits (airbench94's 1/9,
+            `AIRBENCH_LOGIT_SCALE`).
+
     Raises:
         ValueError: as `check_auxiliary`; in `fit`, class ids outside `[0, classes)`.
 
@@ -163,8 +170,8 @@ class AuxiliaryPart(ModelPart):
             return (f"the auxiliary classifier needs task contrastive (task {context.task} trains a "
                     "classifier already)")
         if "grad_cache" in context.parts:
-            return ("the auxiliary classifier does not run under GradCache (its step adds no part's "
-                    f"loss): drop {context.spelled.format('grad_cache')}")
+            return (f"the auxiliary classifier does not run under GradCache: unset "
+                    f"{context.spelled.format('grad_cache')} (its step adds no part's loss)")
         return None
 
     def attach(self, model):

@@ -86,6 +86,11 @@ class GradCacheStep(ModelPart):
     """`model.grad_cache: {chunk_size: M}` in a recipe: GradCache's step in place of Keras'
     (`train_step`), embedding the batch's images M at a time.
 
+    Args:
+        chunk_size: images (views included) embedded at a time without keeping activations,
+            then back-propagated chunk by chunk: one extra forward pass; batch norm statistics
+            per chunk.
+
     Raises:
         ValueError: `chunk_size` not a positive integer.
 

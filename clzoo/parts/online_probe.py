@@ -69,8 +69,8 @@ class OnlineLinearProbe(ModelPart):
             return (f"the online probe needs task contrastive (task {context.task} trains a "
                     "classifier already)")
         if "grad_cache" in context.parts:
-            return ("the online probe does not run under GradCache (its step adds no part's loss): "
-                    f"drop {context.spelled.format('grad_cache')}")
+            return (f"the online probe does not run under GradCache: unset "
+                    f"{context.spelled.format('grad_cache')} (its step adds no part's loss)")
         return None
 
     def attach(self, model):

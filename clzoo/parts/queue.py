@@ -22,6 +22,11 @@ class QueuePart(ModelPart):
     None, by the model's own embeddings; `fit`'s loss is over batch + queue
     (`contrast_with_queue`).
 
+    Args:
+        size: keys (and their labels) kept; each anchor meets batch + queue.
+        momentum: the EMA key encoder's coefficient in `[0, 1)`; None: the model's own
+            embeddings are enqueued (no key encoder).
+
     Raises:
         ValueError: `size` not an integer in `[1, 1,000,000]`, `momentum` outside `[0, 1)`;
             beside a task other than contrastive or a loss that takes no memory (`refuse`).

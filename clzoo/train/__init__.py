@@ -1,18 +1,30 @@
-"""Recipe-driven training: typed recipes, the run folder, tasks, the resumable fit, the runner."""
+"""Recipe-driven training: typed recipes, the run folder, tasks, the resumable fit, the runner.
 
-from clzoo.train.evaluation import evaluate_encoder
-from clzoo.train.fit import TrainingDiverged, TrainingInterrupted
-from clzoo.train.recipe import Recipe, RecipeError, load_recipe, validate_recipe
-from clzoo.train.runner import train
-from clzoo.train.tasks import build_model
+Names load on first use (PEP 562): reading and checking a recipe (`load_recipe`,
+`validate_recipe`, `RecipeError`) imports no Keras until a section needs its factory, so a
+recipe's key and value errors are reported before TensorFlow, JAX or torch load.
+"""
+
+import importlib
+
+_HOMES = {
+    "evaluate_encoder": "evaluation",
+    "TrainingDiverged": "fit", "TrainingInterrupted": "fit",
+    "Recipe": "recipe", "RecipeError": "recipe", "load_recipe": "recipe", "validate_recipe": "recipe",
+    "DEFAULTS": "recipe",  # built on use: validating the defaults imports the loss classes
+    "train": "runner",
+    "build_model": "tasks",
+}
 
 
 def __getattr__(name):
-    if name == "DEFAULTS":  # built on use: validating the defaults imports the loss classes
-        from clzoo.train import recipe
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"clzoo.train.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'clzoo.train' has no attribute {name!r}")
 
-        return recipe.DEFAULTS
-    raise AttributeError(name)
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))
 
 
 __all__ = ["DEFAULTS", "Recipe", "RecipeError", "TrainingDiverged", "TrainingInterrupted",

@@ -4,32 +4,11 @@ import inspect
 
 import keras
 
-from clzoo.data import BatchViewConfig, ViewConfig, view_recipe
+from clzoo.data.augmentation_settings import (  # noqa: F401  (re-exported: their home before)
+    BATCH_VIEWS,
+    views_from_config,
+)
 from clzoo.models import get_encoder
-from clzoo.registry import check_kwargs
-
-BATCH_VIEWS = "airbench"  # the views recipe name of BatchViewConfig
-
-
-def views_from_config(spec):
-    """`ViewConfig` from a recipe's `views` section: fields, optionally on top of `recipe: <name>`.
-
-    `recipe: airbench` gives a `BatchViewConfig` instead (airbench's batch-wise
-    alternating flip and translate; fields `views`, `size`, `translate`, `flip`).
-
-    Raises:
-        ValueError: an unknown view recipe or field, or a value `ViewConfig` refuses.
-    """
-    spec = dict(spec or {})
-    name = spec.pop("recipe", None)
-    if name == BATCH_VIEWS:
-        check_kwargs(BatchViewConfig, spec, "views")
-        return BatchViewConfig(**spec)
-    check_kwargs(ViewConfig, spec, "views")
-    if name is None:
-        return ViewConfig(**spec)
-    base = view_recipe(name, size=spec.get("size"), views=spec.get("views", 2)).to_dict()
-    return ViewConfig(**{**base, **spec})
 
 
 def loss_class(name):

@@ -40,6 +40,9 @@ from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY: re-exp
     Section,
     as_section,
     float32_positive,
+    in_light_pass,
+    light_pass,
+    needs_keras,
 )
 from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
     EncoderSpec,
@@ -92,6 +95,7 @@ class LossSpec(BaseModel):
         return dict(self.model_extra or {})
 
     @model_validator(mode="after")
+    @needs_keras
     def _builds(self):
         from clzoo.registry import check_kwargs
         from clzoo.train.builders import loss_class
@@ -146,6 +150,7 @@ class TrainingSpec(_Section):
 
     @field_validator("levers")
     @classmethod
+    @needs_keras
     def _levers_build(cls, levers):
         from clzoo.train.levers import build_levers
 
@@ -153,6 +158,7 @@ class TrainingSpec(_Section):
         return levers
 
     @model_validator(mode="after")
+    @needs_keras
     def _warmup_fits(self):
         warmup = self.schedule.setting("warmup_epochs")  # a schedule without warm-up: None
         if (warmup or 0) > self.epochs:
@@ -175,6 +181,7 @@ class EvalSpec(_Section):
 
     @field_validator("metrics")
     @classmethod
+    @needs_keras
     def _known_metrics(cls, names):
         from clzoo.eval import parse_metrics
 
@@ -233,7 +240,7 @@ class Recipe(_Section):
     @field_validator("views")
     @classmethod
     def _views_build(cls, spec):
-        from clzoo.train.builders import views_from_config
+        from clzoo.data.augmentation_settings import views_from_config
 
         views_from_config(spec)
         return spec
@@ -249,6 +256,7 @@ class Recipe(_Section):
         return spec
 
     @model_validator(mode="after")
+    @needs_keras
     def _parts_fit_the_run(self):
         """Each model part and training lever may refuse the task, the loss or the other parts
         (`refuse(context)`: a queue needs an embedding loss, GradCache task contrastive, ...)."""
@@ -275,7 +283,7 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _batch_views_take_the_image_size(self):
-        from clzoo.train.builders import views_from_config
+        from clzoo.data.augmentation_settings import views_from_config
 
         size = views_from_config(self.views).size
         if self.views.get("recipe") == "airbench" and self.image_size not in (None, size):
@@ -398,8 +406,22 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
         except ValidationError as error:
             raise RecipeError(_explain(error, source, overridden)) from None
     recipe._upgrade_notes = notes
-    _check_queue_memory(recipe, source, overridden)
+    if not in_light_pass():
+        _check_queue_memory(recipe, source, overridden)
     return recipe
+
+
+def check_recipe_keys(path=None, overrides=(), stored=False):
+    """`load_recipe`'s checks that need no Keras (keys, types, ranges, YAML, the upgrade of
+    earlier spellings, overrides), without importing Keras or its backend: `clzoo train` runs
+    them first, so a typo is refused in a fraction of a second, not after TensorFlow's import.
+    `load_recipe` then runs every check.
+
+    Raises:
+        RecipeError: as `load_recipe`, for the problems these checks see.
+    """
+    with light_pass():
+        load_recipe(path, overrides, stored)
 
 
 def _upgraded(sections, source, overridden=()):
@@ -429,9 +451,17 @@ def _non_finite(value, path=""):
             stack += [(v, where) for v in item]
 
 
-def _where(source, key, overridden):
-    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`)."""
-    return f"--set {overridden[key]} (over {source})" if key in overridden else source
+def _where(source, key, overridden, message=""):
+    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`); for a
+    problem of a whole section (`views`), the overrides inside it that `message` names."""
+    if key in overridden:
+        return f"--set {overridden[key]} (over {source})"
+    if not message or not isinstance(overridden, dict):
+        return source
+    named = [given for inner, given in overridden.items()
+             if (not key or inner.startswith(key + ".")) and (
+                 inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message)]
+    return f"--set {', '.join(named)} (over {source})" if named else source
 
 
 def _available_memory():
@@ -451,13 +481,13 @@ def _available_memory():
 def queue_bytes(recipe):
     """Bytes a recipe's memory queue needs: the float32 keys and int32 labels, and the float32
     anchor x queue logits with their exp and gradient (3 copies)."""
-    spec = recipe.model
-    if spec.queue is None:
+    spec, queue = recipe.model, recipe.model.part_settings("queue")
+    if queue is None:
         return 0
-    from clzoo.train.builders import views_from_config
+    from clzoo.data.augmentation_settings import views_from_config
 
     anchors = recipe.training.batch_size * views_from_config(recipe.views).views
-    return 4 * spec.queue.size * (spec.embedding_dim + 1 + 3 * anchors)
+    return 4 * queue.size * (spec.embedding_dim + 1 + 3 * anchors)
 
 
 def _check_queue_memory(recipe, source, overridden):
@@ -634,6 +664,7 @@ def _explain(error, source, overridden):
         else:
             # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
             message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
+            where = _where(source, key, overridden, message)
             component = _component_line(loc, message, source, overridden)
             if component is not None:
                 lines.append(component if len(component) <= MAX_LINE else component[:MAX_LINE - 3] + "...")
@@ -643,7 +674,8 @@ def _explain(error, source, overridden):
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
             line = f"{where}: {key or 'recipe'}{shown}: {message}"
             head = message.split(":")[0].split(" ")[0]
-            if (message.startswith(f"{key}.") and shown == "") or (not key and "." in head):
+            if (message.startswith(f"{key}.") and shown == "") or (not key and "." in head) or (
+                    message.startswith(f"unknown recipe key '{key}.")):
                 # the message names its own key (a rule of the whole recipe names the keys it met)
                 line = f"{where}: {message}"
         lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")

@@ -9,6 +9,9 @@ Recipes written before the sections (flat keys such as `training.momentum`) are 
 they reach these classes (`clzoo.train.recipe_upgrade`).
 """
 
+import contextlib
+import contextvars
+import functools
 import inspect
 import math
 from typing import ClassVar
@@ -16,6 +19,35 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 from clzoo.registry import check_kwargs, did_you_mean
+
+# The first, light pass over a recipe (`clzoo train` before Keras loads): every check that needs a
+# registered factory (a loss class, an optimizer, a part, ...) waits for the full pass.
+_LIGHT = contextvars.ContextVar("clzoo_recipe_light_pass", default=False)
+
+
+@contextlib.contextmanager
+def light_pass():
+    """Within: recipe checks that import Keras are skipped (`needs_keras`); keys, types, ranges,
+    YAML and the upgrade are checked as always."""
+    token = _LIGHT.set(True)
+    try:
+        yield
+    finally:
+        _LIGHT.reset(token)
+
+
+def in_light_pass():
+    return _LIGHT.get()
+
+
+def needs_keras(validator):
+    """A pydantic validator that builds a registered factory: skipped in `light_pass` (it returns
+    what it was given: the value, the data or the model)."""
+    @functools.wraps(validator)
+    def check(*args):
+        return args[-1] if _LIGHT.get() else validator(*args)
+    return check
+
 
 FLOAT32_TINY = 1.1754944e-38  # the smallest normal float32: below it a value trains as 0
 
@@ -115,9 +147,11 @@ class ComponentSpec(BaseModel):
     def _with_defaults(self, handler):
         """Dumped with every setting (the defaults filled in): a run's `recipe.yaml` says what ran."""
         given = handler(self)
-        return {"name": self.name, **self.defaults(), **{k: v for k, v in given.items() if k != "name"}}
+        defaults = {} if _LIGHT.get() else self.defaults()
+        return {"name": self.name, **defaults, **{k: v for k, v in given.items() if k != "name"}}
 
     @model_validator(mode="after")
+    @needs_keras
     def _builds(self):
         registry = _registry(self.section)
         if self.name not in registry:

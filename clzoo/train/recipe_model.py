@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from clzoo.registry import did_you_mean
-from clzoo.train.recipe_components import Section, as_section, floats_in
+from clzoo.train.recipe_components import Section, as_section, floats_in, needs_keras
 
 
 class EncoderSpec(BaseModel):
@@ -42,6 +42,7 @@ class EncoderSpec(BaseModel):
 
     @field_validator("name")
     @classmethod
+    @needs_keras
     def _known_encoder(cls, name):
         from clzoo.models.registry import ENCODERS
 
@@ -50,6 +51,7 @@ class EncoderSpec(BaseModel):
         return name
 
     @model_validator(mode="after")
+    @needs_keras
     def _options_fit_the_encoder(self):
         from clzoo.models.registry import check_encoder_options
 
@@ -128,6 +130,10 @@ class ModelSpec(Section):
                 return None  # a part that is off
             raise
 
+    def part_settings(self, name):
+        """The section of part `name` (a `PartSettings`), or None when it is off (no import)."""
+        return (self.model_extra or {}).get(name)
+
     @property
     def parts(self):
         """`{part name: PartSettings}` of the parts that are on, in `clzoo.parts.PARTS` order."""
@@ -137,6 +143,7 @@ class ModelSpec(Section):
         return {name: given[name] for name in PARTS if given.get(name) is not None}
 
     @model_validator(mode="after")
+    @needs_keras
     def _parts_build(self):
         """Each extra key names a registered part: its section is checked by building the part
         (its own settings and ranges) and kept with the part's defaults filled in."""

@@ -100,6 +100,33 @@ def section_table(prefix, cls):
     return rows
 
 
+def docstring_args(cls):
+    """`{argument: its text}` of the `Args:` block of `cls`'s docstring."""
+    lines, out, name = inspect.getdoc(cls).splitlines(), {}, None
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    for line in lines[start + 1:] if start is not None else []:
+        if not line.startswith(" "):
+            break
+        head = re.match(r"    (\w+): (.*)", line)
+        if head:
+            name, out[head.group(1)] = head.group(1), head.group(2)
+        elif name:
+            out[name] += " " + line.strip()
+    return out
+
+
+def part_table(name, factory):
+    """Markdown rows `| key | default | what it does |` of a model part's recipe section."""
+    about = docstring_args(factory)
+    rows = ["| key | default | what it does |", "| --- | --- | --- |"]
+    for key, parameter in inspect.signature(factory).parameters.items():
+        if key in ("self", *factory.run_arguments):
+            continue
+        default = "(required)" if parameter.default is parameter.empty else parameter.default
+        rows.append(f"| `model.{name}.{key}` | `{_cell(default)}` | {_text(about.get(key, ''))} |")
+    return rows if len(rows) > 2 else ["No settings: `{}` turns it on."]
+
+
 def registry_table(title, registry, skip=()):
     """Markdown rows naming each entry of `registry`, its description and its settings."""
     rows = [f"| {title} | what it is | settings (defaults) |", "| --- | --- | --- |"]
@@ -133,8 +160,12 @@ def recipe_reference():
     out += ["", "### Model parts (`model.<part>`)", "",
             "Each part of `clzoo.parts.PARTS` is a `model:` key whose section holds its constructor's "
             "settings (`{}` for the defaults; absent or `null`: off), checked by building the part.", "",
-            *registry_table("part", PARTS, ("classes",)), "",
-            "### `model.test_time`", "", TestTimeSpec.__doc__.split(": ", 1)[1].capitalize(), "",
+            *registry_table("part", PARTS, ("classes",))]
+    for name in PARTS:
+        about = PARTS.entry(name).description
+        out += ["", f"### `model.{name}`", "", _text(about[0].upper() + about[1:]) + ".", "",
+                *part_table(name, PARTS.get(name))]
+    out += ["", "### `model.test_time`", "", TestTimeSpec.__doc__.split(": ", 1)[1].capitalize(), "",
             *section_table("model.test_time.", TestTimeSpec)]
     out += ["", "Other `loss` keys are the loss class's own keyword arguments "
             "(`clzoo.losses`, e.g. `temperature`).", "",

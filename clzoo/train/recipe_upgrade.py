@@ -26,7 +26,7 @@ import contextvars
 from typing import NamedTuple
 
 from clzoo.train.recipe_components import SECTION_DEFAULTS, _registry, as_section
-from clzoo.train.recipe_model import EncoderSpec, part_defaults
+from clzoo.train.recipe_model import EncoderSpec
 
 RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sections only
 
@@ -117,15 +117,16 @@ class Part(NamedTuple):
     switch: str  # the flat key that turned the part on
     off: object  # the switch's value that meant "no part"
     settings: dict  # flat key -> the section's setting (the switch's own, if it carries a value)
+    defaults: dict  # the section's settings' defaults in the flat spelling's days
 
 
 FLAT_PARTS = {
-    "queue": Part("queue_size", None, {"queue_size": "size", "momentum": "momentum"}),
-    "grad_cache": Part("encoder_chunk_size", None, {"encoder_chunk_size": "chunk_size"}),
+    "queue": Part("queue_size", None, {"queue_size": "size", "momentum": "momentum"}, {"momentum": None}),
+    "grad_cache": Part("encoder_chunk_size", None, {"encoder_chunk_size": "chunk_size"}, {}),
     "auxiliary": Part("auxiliary_cross_entropy_weight", 0, {
         "auxiliary_cross_entropy_weight": "weight", "auxiliary_label_smoothing": "label_smoothing",
-        "auxiliary_logit_scale": "logit_scale"}),
-    "test_time": Part("test_time_flip", False, {"test_time_translate": "translate"}),
+        "auxiliary_logit_scale": "logit_scale"}, {"label_smoothing": 0.2, "logit_scale": 1 / 9}),
+    "test_time": Part("test_time_flip", False, {"test_time_translate": "translate"}, {"translate": 0}),
 }
 # The key-translation table of `model`: flat key of earlier recipes -> (section, setting).
 MODEL_FLAT_KEYS = {"architecture": ("encoder", "name"), "encoder_options": ("encoder", None),
@@ -224,7 +225,7 @@ def _move_part(model, section, part, given):
         return
     if inert_key_dropped():  # a run's stored recipe: what did nothing in the run goes
         return
-    defaults = part_defaults(section)
+    defaults = part.defaults
     for key, value in given.items():
         if key != part.switch and value is not None and value != defaults.get(part.settings[key]):
             raise ValueError(_off_message(section, key, value))
@@ -361,7 +362,7 @@ def _model_override(raw, model, flat, routed, value):
             raise ValueError(f"model.{flat} = {value!r}: must be true or false")
         return f"model.{where}", model.get(where) or {}
     if model.get(where) is None and flat != part.switch:
-        if value is None or value == part_defaults(where).get(part.settings[flat]):
+        if value is None or value == part.defaults.get(part.settings[flat]):
             return None  # a setting of a part that is off, at its default: nothing to do
         raise ValueError(_off_message(where, flat, value))
     return routed, value

@@ -74,7 +74,7 @@ def test_the_probe_saves_as_a_registered_part_and_loads(tmp_path):
     (lambda: OnlineLinearProbe(classes="10"), "positive integer"),
     (lambda: build_parts({"online_probe": {}, "grad_cache": {"chunk_size": 4}}), "GradCache"),
     (lambda: build_parts({"online_probe": {"classes": 3}}, spelled="model.{}"),
-     "unknown model.online_probe argument 'classes'"),
+     "unknown recipe key 'model.online_probe.classes'"),
 ])
 def test_bad_probe_settings_are_refused(build, message):
     with pytest.raises(ValueError, match=message):
