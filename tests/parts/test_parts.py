@@ -156,7 +156,7 @@ def test_a_registered_part_is_a_recipe_section_the_task_builds(scaled_part):
     for overrides, message in (
             (["model.scaled={factor: -1.0}"], r"model.scaled.factor = -1.0: must be positive"),
             (["model.scaled={}", "model.queue={size: 64}"], "model.scaled: scaled needs no queue"),
-            (["model.scaled={facter: 2.0}"], "unknown recipe key 'model.scaled.facter'. Did you mean 'factor'"),
+            (["model.scaled={facter: 2.0}"], "unknown recipe key 'model.scaled.facter'. Did you mean"),
             (["model.scaledd={}"], "unknown model key 'scaledd'.*Did you mean 'scaled'")):
         with pytest.raises(RecipeError, match=message):
             load_recipe(None, overrides)

@@ -155,5 +155,5 @@ def test_a_cross_section_rule_names_the_key_as_written():
         validate_recipe({**soft, "model": {"grad_cache": {"chunk_size": 8}}})
     with pytest.raises(RecipeError, match=r"model\.grad_cache: GradCache needs task contrastive"):
         validate_recipe({**soft, "model": {"encoder_chunk_size": 8}})
-    with pytest.raises(RecipeError, match=r"model\.queue: a queue needs task contrastive and an embedding loss"):
+    with pytest.raises(RecipeError, match=r"model\.queue: a queue needs task contrastive and an embedding"):
         validate_recipe({**soft, "model": {"queue": {"size": 8}}})
