@@ -99,6 +99,12 @@ def _train_recipe(args):
     return args.recipe
 
 
+def _resumes_stored_recipe(args):
+    """`_train_recipe` took the run's own recipe.yaml (`--resume RUN` without a recipe): a stored
+    recipe (not a built-in recipe's name, which is read as strictly as any file)."""
+    return isinstance(args.resume, str) and args.recipe is None
+
+
 def _train(args):
     import signal
 
@@ -106,7 +112,7 @@ def _train(args):
     from clzoo.train import RecipeError, TrainingDiverged, TrainingInterrupted, load_recipe, train
 
     try:
-        stored = recipe != args.recipe  # `_train_recipe` took the run's own recipe.yaml
+        stored = _resumes_stored_recipe(args)
         config = load_recipe(recipe, overrides, stored=stored)
         if not stored:  # a stored recipe's notes are the run's, said when it started
             for note in config.upgrade_notes:
@@ -627,7 +633,7 @@ def _train_checks(args):
     from clzoo.train.recipe import RecipeError, check_recipe_keys  # no Keras: keys, types, ranges
 
     try:
-        check_recipe_keys(recipe, overrides, stored=recipe != args.recipe)
+        check_recipe_keys(recipe, overrides, stored=_resumes_stored_recipe(args))
     except RecipeError as error:
         for line in error.lines[:-1]:
             _error(line)

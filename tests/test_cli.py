@@ -92,6 +92,7 @@ FAST_REFUSALS = [
      "--set training.epochs (over "),
     (["train", "sincere_digits", "--set", "model.momentum=0.9"], "needs a queue"),
     (["train", "sincere_digits", "--set", "views.size=16.5"], "--set views.size (over "),
+    (["train", "sincere_digits", "--set", "model.classifier_hidden_dims=[8]"], "would do nothing"),
 ]
 
 

@@ -291,8 +291,8 @@ def _preset_records(run, eval_dir):
 def _name_says_auxiliary(name, weight):
     """A preset whose encoder a cross-entropy head also trained is named for it (issue 42)."""
     if weight and "aux_ce" not in name:
-        raise PresetError(f"the run trained an auxiliary cross-entropy head (model."
-                          f"auxiliary_cross_entropy_weight = {weight:g}): the preset's name must "
+        raise PresetError(f"the run trained an auxiliary cross-entropy head (model.auxiliary."
+                          f"weight = {weight:g}): the preset's name must "
                           f"say so, e.g. {name}_aux_ce (got {name!r})")
 
 
