@@ -380,6 +380,15 @@ class ContrastiveModel(keras.Model):
             loss = loss + part.added_loss(self, x, y, output, sample_weight)
         return nan_unless_finite(loss, x)
 
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras' metrics; outside training (`evaluate`: `y_pred` the embeddings alone) without
+        the metrics a part updates only in training (the online probe's), not reported as 0."""
+        logs = super().compute_metrics(x, y, y_pred, sample_weight)
+        if isinstance(y_pred, (tuple, list)):
+            return logs
+        trained_only = {metric.name for part in self.parts for metric in part.metrics(self)}
+        return {key: value for key, value in logs.items() if key not in trained_only}
+
     def key_embeddings(self, inputs):
         """The momentum encoder's `(batch, views, dim)` keys of a multi-view batch (no gradient)."""
         views = inputs.shape[1]

@@ -96,6 +96,10 @@ def _check_settings(factory, settings, section):
             raise ValueError(f"unknown {'recipe key' if '.' in section else 'setting'} "
                              f"'{section}.{key}'." + did_you_mean(key, known)
                              + f" Known keys here: {', '.join(known) or 'none'}.")
+    for key in known:
+        if parameters[key].default is parameters[key].empty and key not in settings:
+            raise ValueError(f"{section}.{key}: required (the part's settings: "
+                             f"{', '.join(known)}), e.g. {section} = {{{key}: ...}}")
 
 
 def _setting_error(section, settings, message):

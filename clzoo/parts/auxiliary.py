@@ -85,7 +85,8 @@ def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT
     return classes, weight, smoothing, logit_scale
 
 
-def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weight=None):
+def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weight=None,
+                            head="the auxiliary cross-entropy head"):
     """Mean label-smoothed cross-entropy of the classifier's logits over every view.
 
     Args:
@@ -98,6 +99,7 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weigh
         sample_weight: None, or float `(batch,)`: each sample's weight on its views'
             terms, as Keras weighs the contrastive loss (`sum_over_batch_size`: the mean
             of weight x loss).
+        head: what the error names (the online probe shares this loss).
 
     Returns:
         scalar float32 loss.
@@ -114,7 +116,7 @@ def auxiliary_cross_entropy(labels, logits, views, label_smoothing, sample_weigh
     1.0986
     """
     if labels is None or len(labels.shape) != 1:
-        raise ValueError("the auxiliary cross-entropy head needs one integer class id per sample, "
+        raise ValueError(f"{head} needs one integer class id per sample, "
                          f"labels of shape (batch,). Received: shape "
                          f"{None if labels is None else tuple(labels.shape)}")
     classes = logits.shape[-1]

@@ -27,7 +27,10 @@ class OnlineLinearProbe(ModelPart):
 
     The encoder's and the projection head's gradients are those of a run without the probe
     (its weights are attached after theirs, so their initial values are too). Labels must be
-    one class id per sample, in `[0, classes)`; `evaluate` leaves the probe out.
+    one class id per sample, in `[0, classes)` (refused before `fit` for arrays; ids beyond
+    the classes inside a `tf.data` or device stream are not checked in the step). `evaluate`
+    leaves the probe out (no `online_probe_*` keys). Under `mixed_float16` the probe computes
+    in float32, so its gradient cannot overflow the loss scale and skip the encoder's step.
 
     Args:
         classes: the classifier's outputs (the run fills in the data's classes).
@@ -76,7 +79,9 @@ class OnlineLinearProbe(ModelPart):
     def attach(self, model):
         if self.classes is None:
             raise ValueError("The online probe needs its number of classes: OnlineLinearProbe(classes=C)")
-        model.online_probe = keras.layers.Dense(self.classes, name="online_probe")
+        # float32 whatever the policy: under mixed_float16 a loss-scaled float16 gradient of the
+        # probe could overflow, and the loss-scale optimizer would then skip the encoder's step too
+        model.online_probe = keras.layers.Dense(self.classes, name="online_probe", dtype="float32")
         model.online_probe_top1 = keras.metrics.Mean(name="online_probe_top1")
         model.online_probe_loss = keras.metrics.Mean(name="online_probe_loss")
 
@@ -85,18 +90,22 @@ class OnlineLinearProbe(ModelPart):
             model.online_probe.build(features_shape)
 
     def outputs(self, model, features):
-        return model.online_probe(ops.stop_gradient(features))
+        return model.online_probe(ops.cast(ops.stop_gradient(features), "float32"))
 
     def added_loss(self, model, x, y, output, sample_weight):
         if y is None:
             raise ValueError("The online probe needs class labels: fit(x, y) with one class id per sample")
         views = x.shape[1]
-        cross_entropy = auxiliary_cross_entropy(y, output, views, 0.0, sample_weight)
+        cross_entropy = auxiliary_cross_entropy(y, output, views, 0.0, sample_weight,
+                                                head="the online probe")
         labels = ops.repeat(ops.reshape(ops.cast(y, "int32"), (-1,)), views, axis=0)
         hits = ops.cast(ops.equal(ops.cast(ops.argmax(output, axis=-1), "int32"), labels), "float32")
         model.online_probe_top1.update_state(hits)
         model.online_probe_loss.update_state(ops.stop_gradient(cross_entropy))
         return cross_entropy - ops.stop_gradient(cross_entropy)
+
+    def metrics(self, model):
+        return [model.online_probe_top1, model.online_probe_loss]
 
     def check_labels(self, y):
         if not hasattr(y, "shape"):

@@ -171,6 +171,10 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         if tracker is not None and self.single_replica:
             progress["epoch_loss_state"] = [float(keras.ops.convert_to_numpy(v))
                                             for v in tracker.variables]
+            # every running metric of the epoch (a model part's too: the online probe's top-1)
+            progress["epoch_metric_state"] = {
+                metric.name: [np.asarray(keras.ops.convert_to_numpy(v)).tolist() for v in metric.variables]
+                for metric in self.model.metrics}
 
         def write(tmp):
             with self.saving():
@@ -225,7 +229,8 @@ def checkpoint_progress(path):
 
 
 class RestoreEpochLoss(keras.callbacks.Callback):
-    """Put back the running epoch loss a checkpoint saved mid-epoch, once, at the first epoch start.
+    """Put back the running epoch metrics (the loss, a part's top-1) a checkpoint saved mid-epoch,
+    once, at the first epoch start.
 
     `fit` resets its metrics at each epoch start; without this the epoch a
     run resumed in would log the mean of its remaining steps only.
@@ -236,9 +241,15 @@ class RestoreEpochLoss(keras.callbacks.Callback):
         self.state = state
 
     def on_epoch_begin(self, epoch, logs=None):
-        tracker = loss_tracker(self.model)
-        if self.state and tracker is not None:
-            for variable, value in zip(tracker.variables, self.state):
+        state = self.state
+        if isinstance(state, dict):  # every metric by name (a checkpoint written since parts)
+            for metric in self.model.metrics:
+                values = state.get(metric.name)
+                if values is not None and len(values) == len(metric.variables):
+                    for variable, value in zip(metric.variables, values):
+                        variable.assign(np.asarray(value, dtype=variable.dtype))
+        elif state and loss_tracker(self.model) is not None:  # the loss alone (earlier checkpoints)
+            for variable, value in zip(loss_tracker(self.model).variables, state):
                 variable.assign(value)
         self.state = None
 

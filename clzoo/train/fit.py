@@ -162,7 +162,8 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
     if monitor is not None:
         callbacks.insert(3, monitor)
     if offset:
-        state = checkpoint_progress(run.checkpoint).get("epoch_loss_state")
+        progress = checkpoint_progress(run.checkpoint)
+        state = progress.get("epoch_metric_state", progress.get("epoch_loss_state"))
         callbacks.insert(0, RestoreEpochLoss(state))
     if chief:
         run.truncate_csv(first_epoch)

@@ -83,6 +83,16 @@ class PartSettings(dict):
         except KeyError:
             raise AttributeError(key) from None
 
+    def __setattr__(self, key, value):
+        raise AttributeError(f"a recipe's part settings are read-only: load_recipe(path, "
+                             f"['model.<part>.{key}={value!r}']) builds a recipe with another value")
+
+    def __setitem__(self, key, value):
+        self.__setattr__(key, value)
+
+    def __reduce__(self):  # copies (copy.deepcopy, pickle) rebuild it whole
+        return PartSettings, (dict(self),)
+
 
 def part_defaults(name):
     """`{setting: default}` of the model part `name`: a `clzoo.parts.PARTS` part's constructor
@@ -153,8 +163,8 @@ class ModelSpec(Section):
         for name, settings in extra.items():
             if name not in PARTS:
                 known = [*type(self).model_fields, *PARTS]
-                raise ValueError(f"unknown model key {name!r}; known: {', '.join(known)}."
-                                 + did_you_mean(name, known))
+                raise ValueError(f"unknown recipe key 'model.{name}'." + did_you_mean(name, known)
+                                 + f" Known keys here: {', '.join(known)}.")
             if settings is None:
                 continue
             if not isinstance(settings, dict):

@@ -105,3 +105,54 @@ def test_a_recipe_turns_the_probe_on_with_the_datas_classes():
     with pytest.raises(RecipeError, match="online probe needs task contrastive"):
         load_recipe(None, ["task=soft_target", "loss.name=SoftTargetCrossEntropy", "views.views=1",
                            "model.online_probe={}", "model.embedding_dim=128"])
+
+
+@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
+def test_under_mixed_precision_the_probe_still_never_moves_the_encoder(precision):
+    """Hostile review: under mixed_float16 the probe's loss-scaled float16 gradient overflowed and
+    the loss-scale optimizer skipped whole steps (the encoder's too); the probe computes in float32."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(precision)
+    try:
+        rng = np.random.default_rng(0)
+        x, y = rng.random((32, 2, 4, 4, 3)).astype("float32"), np.arange(32) % 4
+        runs = []
+        for parts in ([], [OnlineLinearProbe(classes=4)]):
+            keras.utils.set_random_seed(0)
+            model = clzoo.models.ContrastiveModel(
+                keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(16)]),
+                clzoo.models.ProjectionHead(hidden_dims=(16,), output_dim=8), parts=parts)
+            model.compile(optimizer=keras.optimizers.SGD(0.5, momentum=0.9), loss=clzoo.losses.SupConLoss())
+            model.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False)
+            runs.append(model)
+        for kept, alone in zip(runs[1].encoder.weights, runs[0].encoder.weights):
+            np.testing.assert_array_equal(keras.ops.convert_to_numpy(kept), keras.ops.convert_to_numpy(alone))
+        steps = [int(keras.ops.convert_to_numpy(model.optimizer.iterations)) for model in runs]
+        assert steps[0] == steps[1]
+        assert runs[1].online_probe.compute_dtype == "float32"
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def test_evaluate_leaves_the_probe_out_and_a_resume_restores_its_running_top1():
+    from clzoo.train.callbacks import RestoreEpochLoss
+
+    model, _ = _fit([OnlineLinearProbe(classes=10)], epochs=1)
+    x, y = _digits()
+    assert set(model.evaluate(x, y, batch_size=256, verbose=0, return_dict=True)) == {"loss"}
+    restore = RestoreEpochLoss({"online_probe_top1": [30.0, 60.0], "loss": [4.0, 2.0]})
+    restore.set_model(model)
+    restore.on_epoch_begin(0)  # a run resumed mid-epoch: the epoch's running means come back
+    assert float(keras.ops.convert_to_numpy(model.online_probe_top1.result())) == pytest.approx(0.5)
+
+
+def test_a_recipes_part_settings_are_complete_and_read_only():
+    from clzoo.train.recipe import RecipeError, load_recipe
+
+    with pytest.raises(RecipeError, match=r"model.grad_cache.chunk_size: required") as raised:
+        load_recipe(None, ["model.grad_cache={}"])
+    assert len(raised.value.lines) == 1
+    recipe = load_recipe(None, ["model.queue={size: 64}"])
+    with pytest.raises(AttributeError, match="read-only"):
+        recipe.model.queue.size = 5
+    assert recipe.model.queue.size == 64 and recipe.to_dict()["model"]["queue"]["size"] == 64

@@ -157,7 +157,8 @@ def test_a_registered_part_is_a_recipe_section_the_task_builds(scaled_part):
             (["model.scaled={factor: -1.0}"], r"model.scaled.factor = -1.0: must be positive"),
             (["model.scaled={}", "model.queue={size: 64}"], "model.scaled: scaled needs no queue"),
             (["model.scaled={facter: 2.0}"], "unknown recipe key 'model.scaled.facter'. Did you mean"),
-            (["model.scaledd={}"], "unknown model key 'scaledd'.*Did you mean 'scaled'")):
+            (["model.scaledd={}"],
+             r"--set model.scaledd \(over .*unknown recipe key 'model.scaledd'. Did you mean 'scaled'")):
         with pytest.raises(RecipeError, match=message):
             load_recipe(None, overrides)
 
