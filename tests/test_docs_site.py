@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBPACKAGES = ("losses", "models", "steps", "data", "eval", "metrics", "optimizers", "presets", "train")
+SUBPACKAGES = ("losses", "models", "parts", "data", "eval", "metrics", "optimizers", "presets", "train")
 
 
 @pytest.fixture(scope="module")
