@@ -172,9 +172,10 @@ class AtomicCheckpoint(keras.callbacks.Callback):
             progress["epoch_loss_state"] = [float(keras.ops.convert_to_numpy(v))
                                             for v in tracker.variables]
             # every running metric of the epoch (a model part's too: the online probe's top-1)
-            progress["epoch_metric_state"] = {
-                metric.name: [np.asarray(keras.ops.convert_to_numpy(v)).tolist() for v in metric.variables]
-                for metric in self.model.metrics}
+            # the other running metrics (a model part's: the online probe's top-1), in order
+            progress["epoch_metric_state"] = [
+                [metric.name, [np.asarray(keras.ops.convert_to_numpy(v)).tolist() for v in metric.variables]]
+                for metric in self.model.metrics if metric is not tracker]
 
         def write(tmp):
             with self.saving():
@@ -236,22 +237,21 @@ class RestoreEpochLoss(keras.callbacks.Callback):
     run resumed in would log the mean of its remaining steps only.
     """
 
-    def __init__(self, state):
+    def __init__(self, state, metrics=()):
         super().__init__()
-        self.state = state
+        self.state, self.metrics = state, list(metrics or ())
 
     def on_epoch_begin(self, epoch, logs=None):
-        state = self.state
-        if isinstance(state, dict):  # every metric by name (a checkpoint written since parts)
-            for metric in self.model.metrics:
-                values = state.get(metric.name)
-                if values is not None and len(values) == len(metric.variables):
-                    for variable, value in zip(metric.variables, values):
-                        variable.assign(np.asarray(value, dtype=variable.dtype))
-        elif state and loss_tracker(self.model) is not None:  # the loss alone (earlier checkpoints)
-            for variable, value in zip(loss_tracker(self.model).variables, state):
+        tracker = loss_tracker(self.model)
+        if self.state and tracker is not None:
+            for variable, value in zip(tracker.variables, self.state):
                 variable.assign(value)
-        self.state = None
+        others = [metric for metric in self.model.metrics if metric is not tracker]
+        for metric, (name, values) in zip(others, self.metrics):
+            if metric.name == name and len(values) == len(metric.variables):
+                for variable, value in zip(metric.variables, values):
+                    variable.assign(np.asarray(value, dtype=variable.dtype))
+        self.state, self.metrics = None, []
 
 
 class JSONLinesHistory(keras.callbacks.Callback):

@@ -163,8 +163,8 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
         callbacks.insert(3, monitor)
     if offset:
         progress = checkpoint_progress(run.checkpoint)
-        state = progress.get("epoch_metric_state", progress.get("epoch_loss_state"))
-        callbacks.insert(0, RestoreEpochLoss(state))
+        callbacks.insert(0, RestoreEpochLoss(progress.get("epoch_loss_state"),
+                                             progress.get("epoch_metric_state")))
     if chief:
         run.truncate_csv(first_epoch)
         callbacks += [HistoryCSV(run / "history.csv", run / "history.jsonl"), *_tensorboard(run, verbose)]

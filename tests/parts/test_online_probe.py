@@ -140,7 +140,9 @@ def test_evaluate_leaves_the_probe_out_and_a_resume_restores_its_running_top1():
     model, _ = _fit([OnlineLinearProbe(classes=10)], epochs=1)
     x, y = _digits()
     assert set(model.evaluate(x, y, batch_size=256, verbose=0, return_dict=True)) == {"loss"}
-    restore = RestoreEpochLoss({"online_probe_top1": [30.0, 60.0], "loss": [4.0, 2.0]})
+    others = [[metric.name, [30.0, 60.0] if metric.name == "online_probe_top1" else
+               [0.0] * len(metric.variables)] for metric in model.metrics if metric.name != "loss"]
+    restore = RestoreEpochLoss([4.0, 2.0], others)
     restore.set_model(model)
     restore.on_epoch_begin(0)  # a run resumed mid-epoch: the epoch's running means come back
     assert float(keras.ops.convert_to_numpy(model.online_probe_top1.result())) == pytest.approx(0.5)
