@@ -85,14 +85,21 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
 
 def kill_9_then_resume(tmp_path, recipe, clzoo_command, atol=1e-5):
     """Kill `clzoo_command train` twice mid-run, resume it, and compare with an uninterrupted run
-    (trained in this process; its final weights within `atol`)."""
+    of the same command (its final weights within `atol`). The reference runs as a command too:
+    trained in this process, its JAX programs compiled with the tests' XLA flags
+    (tests/xla_flags.py) and its losses differed from the command's by up to 7e-4 relative on a
+    2-core AVX-512 machine, at fa9c53a as after it."""
     recipe_path = tmp_path / "tiny.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
-    reference = train(load_recipe(recipe_path), tmp_path / "reference", verbose=0)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")  # the installed clzoo (conftest: PYTHONSAFEPATH)
+    uninterrupted = subprocess.run([*clzoo_command, "train", str(recipe_path), "--output",
+                                    str(tmp_path / "reference")], env=env, capture_output=True,
+                                   text=True, timeout=600)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    reference = json.loads((tmp_path / "reference" / "metrics.json").read_text())
 
     run = tmp_path / "run"
     command = [*clzoo_command, "train", str(recipe_path), "--output", str(run), "--resume"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")  # the installed clzoo (conftest: PYTHONSAFEPATH)
     rng = np.random.default_rng(0)
     kills = 0
     for target in (4, 11):  # of 15 steps; checkpoints every 2 steps and every epoch (5 steps)
@@ -120,8 +127,8 @@ def kill_9_then_resume(tmp_path, recipe, clzoo_command, atol=1e-5):
 
     resumed = json.loads((run / "metrics.json").read_text())
     assert resumed["steps"] == 15 and resumed["resumed_from_step"] > 0
-    assert resumed["knn_top1_by_k"] == reference.knn
-    np.testing.assert_allclose(resumed["final_train_loss"], reference.final_loss, rtol=1e-5)
+    assert resumed["knn_top1_by_k"] == reference["knn_top1_by_k"]
+    np.testing.assert_allclose(resumed["final_train_loss"], reference["final_train_loss"], rtol=1e-5)
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     expected = [json.loads(line) for line in
                 (tmp_path / "reference" / "history.jsonl").read_text().splitlines()]
