@@ -128,16 +128,13 @@ def sections_from_arguments(arguments):
     for argument, value in arguments.items():
         part, setting = FLAT_ARGUMENTS[argument]
         sections.setdefault(part, {})[setting] = value
-    for part, settings in list(sections.items()):
-        if settings.get(SWITCHES[part]) is not None:
-            continue
-        given = [argument for argument, (owner, setting) in FLAT_ARGUMENTS.items()
-                 if owner == part and setting != SWITCHES[part] and settings.get(setting) is not None]
-        if part == "queue" and given:
-            raise ValueError(f"`momentum` (the key encoder) needs a queue: set `queue_size`. "
-                             f"Received: momentum={settings['momentum']!r}, queue_size=None")
-        del sections[part]  # off: the auxiliary settings given with no classes do nothing
-    return sections
+    memory = sections.get("queue", {})
+    if memory.get("size") is None and memory.get("momentum") is not None:
+        raise ValueError(f"`momentum` (the key encoder) needs a queue: set `queue_size`. "
+                         f"Received: momentum={memory['momentum']!r}, queue_size=None")
+    # a part whose switch is None is off (the auxiliary settings given without classes do nothing)
+    return {part: settings for part, settings in sections.items()
+            if settings.get(SWITCHES[part]) is not None}
 
 
 __all__ = ["FLAT_ARGUMENTS", "PARTS", "AuxiliaryPart", "GradCacheStep", "MemoryQueue", "ModelPart",

@@ -55,6 +55,43 @@ def auxiliary_head(classes, logit_scale, name="auxiliary_classifier"):
                              keras.layers.Rescaling(logit_scale, name="logit_scale")], name=name)
 
 
+def check_classes(classes):
+    """A label head's `classes` as an int >= 2, or None (the run fills it in from the data).
+
+    Raises:
+        ValueError: `classes` not None nor an integer >= 2, naming it.
+    """
+    classes = validate_positive_int(classes, "classes")
+    if classes is not None and classes < 2:
+        raise ValueError(f"`classes` must be at least 2 (the classes of the labels). "
+                         f"Received: classes={classes!r}")
+    return classes
+
+
+def check_class_ids(y, classes, head):
+    """Refuse class ids `y` (int `(batch,)`) outside `[0, classes)`, naming `head`: beyond the
+    classes, a one-hot target is all zeros and the head trains toward nothing (or the backend
+    raises deep in the step). Labels without a shape (a dataset) are left to the step."""
+    if not hasattr(y, "shape") or len(y.shape) != 1:
+        return
+    ids = np.asarray(ops.convert_to_numpy(y))
+    if ids.size and (ids.min() < 0 or ids.max() >= classes):
+        raise ValueError(f"{head[0].upper()}{head[1:]} has {classes} classes; labels must lie in "
+                         f"[0, {classes}). Received: labels from {ids.min()} to {ids.max()}")
+
+
+def refuse_beside(context, head):
+    """Why a label head trained beside the contrastive loss (`head`, e.g. "the online probe")
+    cannot run in `context` (a `PartContext`): another task, or GradCache's step (which adds no
+    part's loss); None where it can."""
+    if context.task != "contrastive":
+        return f"{head} needs task contrastive (task {context.task} trains a classifier already)"
+    if "grad_cache" in context.parts:
+        return (f"{head} does not run under GradCache: unset "
+                f"{context.spelled.format('grad_cache')} (its step adds no part's loss)")
+    return None
+
+
 def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT_SCALE):
     """`(classes, weight, label_smoothing, logit_scale)` as `(int, float, float, float)`, checked.
 
@@ -71,10 +108,7 @@ def check_auxiliary(classes, weight, label_smoothing, logit_scale=AIRBENCH_LOGIT
     >>> check_auxiliary(10, 1, 0.2, 0.5)
     (10, 1.0, 0.2, 0.5)
     """
-    classes = validate_positive_int(classes, "classes")
-    if classes is not None and classes < 2:
-        raise ValueError(f"`classes` must be at least 2 (the classes of the labels). "
-                         f"Received: classes={classes!r}")
+    classes = check_classes(classes)
     weight = validate_number(weight, "weight", low=0.0, low_open=True, what="a positive, finite number")
     logit_scale = validate_number(logit_scale, "logit_scale", low=0.0, low_open=True,
                                   what="a positive, finite number")
@@ -168,13 +202,7 @@ class AuxiliaryPart(ModelPart):
             classes, weight, label_smoothing, logit_scale)
 
     def refuse(self, context):
-        if context.task != "contrastive":
-            return (f"the auxiliary classifier needs task contrastive (task {context.task} trains a "
-                    "classifier already)")
-        if "grad_cache" in context.parts:
-            return (f"the auxiliary classifier does not run under GradCache: unset "
-                    f"{context.spelled.format('grad_cache')} (its step adds no part's loss)")
-        return None
+        return refuse_beside(context, "the auxiliary classifier")
 
     def attach(self, model):
         if self.classes is None:
@@ -196,10 +224,4 @@ class AuxiliaryPart(ModelPart):
     def check_labels(self, y):
         """Class ids beyond the classes would train the head toward the smoothing alone (an
         all-zero one-hot target): refused where the labels are an array."""
-        if not hasattr(y, "shape") or len(y.shape) != 1:
-            return
-        ids = np.asarray(y)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.classes):
-            raise ValueError(f"The auxiliary classifier has {self.classes} classes; labels "
-                             f"must lie in [0, {self.classes}). Received: labels from "
-                             f"{ids.min()} to {ids.max()}")
+        check_class_ids(y, self.classes, "the auxiliary classifier")

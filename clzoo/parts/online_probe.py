@@ -13,9 +13,13 @@ value, `ce`'s gradient for the probe.
 import keras
 from keras import ops
 
-from clzoo.parts.auxiliary import auxiliary_cross_entropy
+from clzoo.parts.auxiliary import (
+    auxiliary_cross_entropy,
+    check_class_ids,
+    check_classes,
+    refuse_beside,
+)
 from clzoo.parts.base import PARTS, ModelPart
-from clzoo.validation.arguments import validate_positive_int
 
 
 @PARTS.register("online_probe", description="a linear classifier on the encoder's stop-gradient "
@@ -63,18 +67,10 @@ class OnlineLinearProbe(ModelPart):
     run_arguments = ("classes",)
 
     def __init__(self, classes=None):
-        self.classes = validate_positive_int(classes, "classes")
-        if self.classes is not None and self.classes < 2:
-            raise ValueError(f"`classes` must be at least 2. Received: classes={classes!r}")
+        self.classes = check_classes(classes)
 
     def refuse(self, context):
-        if context.task != "contrastive":
-            return (f"the online probe needs task contrastive (task {context.task} trains a "
-                    "classifier already)")
-        if "grad_cache" in context.parts:
-            return (f"the online probe does not run under GradCache: unset "
-                    f"{context.spelled.format('grad_cache')} (its step adds no part's loss)")
-        return None
+        return refuse_beside(context, "the online probe")
 
     def attach(self, model):
         if self.classes is None:
@@ -113,7 +109,4 @@ class OnlineLinearProbe(ModelPart):
         if len(y.shape) != 1:
             raise ValueError(f"The online probe needs one class id per sample, shape (batch,). "
                              f"Received: labels of shape {tuple(y.shape)}")
-        low, high = ops.convert_to_numpy(ops.min(y)), ops.convert_to_numpy(ops.max(y))
-        if low < 0 or high >= self.classes:
-            raise ValueError(f"The online probe has {self.classes} classes; labels must lie in "
-                             f"[0, {self.classes}). Received: labels from {low} to {high}")
+        check_class_ids(y, self.classes, "the online probe")

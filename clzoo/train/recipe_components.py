@@ -26,17 +26,23 @@ _LIGHT = contextvars.ContextVar("clzoo_recipe_light_pass", default=False)
 
 
 @contextlib.contextmanager
-def light_pass():
-    """Within: recipe checks that import Keras are skipped (`needs_keras`); keys, types, ranges,
-    YAML and the upgrade are checked as always."""
-    token = _LIGHT.set(True)
+def switched_on(flag):
+    """Within: the boolean context variable `flag` is True (a reading mode of the recipe)."""
+    token = flag.set(True)
     try:
         yield
     finally:
-        _LIGHT.reset(token)
+        flag.reset(token)
+
+
+def light_pass():
+    """Within: recipe checks that import Keras are skipped (`needs_keras`); keys, types, ranges,
+    YAML and the upgrade are checked as always."""
+    return switched_on(_LIGHT)
 
 
 def in_light_pass():
+    """True inside `light_pass` (checks that need a registered factory are skipped)."""
     return _LIGHT.get()
 
 

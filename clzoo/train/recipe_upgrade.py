@@ -21,11 +21,10 @@ Example:
 ({'optimizer': {'name': 'sgd', 'momentum': 0.8}}, ['training.momentum is now training.optimizer.momentum'])
 """
 
-import contextlib
 import contextvars
 from typing import NamedTuple
 
-from clzoo.train.recipe_components import SECTION_DEFAULTS, _registry, as_section
+from clzoo.train.recipe_components import SECTION_DEFAULTS, _registry, as_section, switched_on
 from clzoo.train.recipe_model import EncoderSpec
 
 RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sections only
@@ -37,14 +36,9 @@ RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sec
 _STORED = contextvars.ContextVar("stored_recipe", default=False)
 
 
-@contextlib.contextmanager
 def reading_stored_recipe():
     """Inside it, the earlier flat keys that did nothing in a run are dropped, not refused."""
-    token = _STORED.set(True)
-    try:
-        yield
-    finally:
-        _STORED.reset(token)
+    return switched_on(_STORED)
 
 
 def inert_key_dropped():

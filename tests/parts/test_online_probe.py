@@ -50,7 +50,7 @@ def test_the_probe_learns_and_never_moves_the_encoder():
     assert tuple(kernel.shape) == (32, 10) and model.trainable_variables[-2] is kernel  # attached last
 
 
-def test_the_probes_top1_is_the_share_of_views_it_classifies_right():
+def test_the_probes_top1_counts_each_view_of_the_epoch_once():
     model, logged = _fit([OnlineLinearProbe(classes=10)], epochs=1)
     x, y = _digits()
     # the Mean metric counts each view of each sample once over the epoch
