@@ -90,7 +90,7 @@ FAST_REFUSALS = [
     (["train", "sincere_digits", "--set", "training.epocks=3"], "Did you mean 'epochs'?"),
     (["train", "sincere_digits", "--set", "training.epochs=-3"],
      "--set training.epochs (over "),
-    (["train", "sincere_digits", "--set", "model.momentum=0.9"], "needs a queue"),
+    (["train", "sincere_digits", "--set", "model.momentum=0.9"], "the model.queue part is off"),
     (["train", "sincere_digits", "--set", "views.size=16.5"], "--set views.size (over "),
     (["train", "sincere_digits", "--set", "model.classifier_hidden_dims=[8]"], "would do nothing"),
 ]

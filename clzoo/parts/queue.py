@@ -78,6 +78,26 @@ class QueuePart(ModelPart):
                              f"loss_weights={loss_weights!r}")
 
 
+def queue_bytes(size, embedding_dim, anchors):
+    """Bytes a memory queue of `size` keys needs beside `anchors` anchors a step: its float32 keys
+    and int32 labels, and the float32 anchor x queue logits with their exp and gradient."""
+    return 4 * size * (embedding_dim + 1 + 3 * anchors)
+
+
+def refuse_over_memory(size, embedding_dim, anchors, available):
+    """Refuse a queue that needs over half of `available` bytes (None: unknown, not refused).
+
+    Raises:
+        ValueError: naming `model.queue.size` and the bytes it needs.
+    """
+    needed = queue_bytes(size, embedding_dim, anchors)
+    if available is not None and needed > available / 2:
+        raise ValueError(f"model.queue.size = {size}: the queue needs about {needed / 2**30:.1f} GiB "
+                         f"(size x (embedding_dim {embedding_dim} + 1 + 3 x {anchors} anchors) x 4 "
+                         f"bytes), over half of the {available / 2**30:.1f} GiB available; use a "
+                         "smaller queue")
+
+
 def _output_dim(projection_head):
     dim = getattr(projection_head, "output_dim", None)
     if dim is None:

@@ -348,10 +348,11 @@ def _auxiliary_lines(metadata):
 
 def _auxiliary_section(model):
     """The stored recipe's `model.auxiliary` as a dict, whichever spelling the recipe was stored in."""
-    from clzoo.train.recipe_upgrade import move_model_flat_keys
+    from clzoo.train.recipe_upgrade import reading_stored_recipe, upgrade
 
     try:
-        model = move_model_flat_keys(model)
+        with reading_stored_recipe():
+            model = upgrade({"model": model})[0].get("model")
     except ValueError:  # a recipe that would not load: no head to describe
         return None
     return model.get("auxiliary") if isinstance(model, dict) else None

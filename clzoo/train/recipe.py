@@ -10,7 +10,6 @@ them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 
 import contextlib
 import math
-import os
 import re
 import reprlib
 import typing
@@ -33,47 +32,30 @@ from pydantic import (
 
 from clzoo.data.checks import DEFAULT_KS
 from clzoo.registry import did_you_mean
-from clzoo.train.recipe_components import (  # noqa: F401  (FLOAT32_TINY: re-exported)
-    FLOAT32_TINY,
+from clzoo.train.recipe_components import (
     OptimizerSpec,
     ScheduleSpec,
     Section,
     as_section,
     float32_positive,
-    in_light_pass,
     light_pass,
     needs_keras,
 )
-from clzoo.train.recipe_model import (  # noqa: F401  (the model's sections: re-exported)
-    EncoderSpec,
-    ModelSpec,
-    TestTimeSpec,
-)
-from clzoo.train.recipe_upgrade import (  # noqa: F401  (FLAT_KEYS, canonical_key: re-exported)
-    FLAT_KEYS,
-    MODEL_FLAT_KEYS,
+from clzoo.train.recipe_model import ModelSpec
+from clzoo.train.recipe_upgrade import (
     RECIPE_VERSION,
     UpgradeError,
     canonical_key,
-    flat_training_keys,
+    flat_training,
     inert_key_dropped,
+    overrides_in_order,
+    place,
     reading_stored_recipe,
-    switches_first,
     upgrade,
     upgrade_override,
-    with_written_flat,
+    with_flat,
 )
-from clzoo.train.recipe_yaml import (  # noqa: F401  (MAX_*: re-exported)
-    MAX_ALIASES,
-    MAX_NODES,
-    MAX_RECIPE_BYTES,
-    RecipeYAMLError,
-    parse_yaml,
-    yaml_reason,
-)
-
-_float32_positive = float32_positive
-_Section = Section
+from clzoo.train.recipe_yaml import MAX_RECIPE_BYTES, RecipeYAMLError, parse_yaml, yaml_reason
 
 
 class RecipeError(ValueError):
@@ -103,12 +85,12 @@ class LossSpec(BaseModel):
         cls = loss_class(self.name)
         check_kwargs(cls, self.kwargs, "loss")
         for key in ("temperature", "epsilon", "margin"):
-            _float32_positive(self.kwargs.get(key), key)
+            float32_positive(self.kwargs.get(key), key)
         cls(**self.kwargs)  # the class's own checks (temperature > 0, ...)
         return self
 
 
-class TrainingSpec(_Section):
+class TrainingSpec(Section):
     epochs: PositiveInt = 10  # passes over the training split
     batch_size: PositiveInt = 256  # global batch, split over replicas
     # {name, **settings}: a clzoo.optimizers.OPTIMIZERS name (sgd | adamw | lars | lookahead_sgd)
@@ -137,7 +119,7 @@ class TrainingSpec(_Section):
     @field_validator("learning_rate")
     @classmethod
     def _learning_rate_in_float32(cls, value):
-        return _float32_positive(value)
+        return float32_positive(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -167,7 +149,7 @@ class TrainingSpec(_Section):
         return self
 
 
-class EvalSpec(_Section):
+class EvalSpec(Section):
     knn_k: list[PositiveInt] = Field(list(DEFAULT_KS), min_length=1)  # the kNN's neighbour counts
     knn_headline_k: PositiveInt = 20  # the k reported as knn_top1; must be in knn_k
     monitor_every: NonNegativeInt = 0  # epochs between online kNN measurements (0: off)
@@ -196,7 +178,7 @@ class EvalSpec(_Section):
         return self
 
 
-class Recipe(_Section):
+class Recipe(Section):
     """A whole recipe. Sections: `model`, `loss`, `views`, `mix`, `training`, `eval`.
 
     `views` holds `clzoo.data.ViewConfig` fields, optionally on top of
@@ -272,6 +254,19 @@ class Recipe(_Section):
             if reason:
                 name = self.training.levers[index]["name"]
                 raise ValueError(f"training.levers[{index}] ({name}): {reason}")
+        return self
+
+    @model_validator(mode="after")
+    @needs_keras
+    def _queue_fits_in_memory(self):
+        queue = self.model.part_settings("queue")
+        if queue is not None:
+            from clzoo.data import memory_budget
+            from clzoo.data.augmentation_settings import views_from_config
+            from clzoo.parts.queue import refuse_over_memory
+
+            refuse_over_memory(queue.size, self.model.embedding_dim, self.training.batch_size
+                               * views_from_config(self.views).views, memory_budget.available_memory())
         return self
 
     @model_validator(mode="after")
@@ -370,12 +365,12 @@ def load_recipe(path=None, overrides=(), stored=False):
     """
     source = "<defaults>" if path is None else str(path)
     raw, notes = _read(path, source), []
-    written_flat = flat_training_keys(raw)  # a section override takes them along, as before
+    flat = flat_training(raw)  # an override of their whole section takes them along
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         raw = validate_recipe(raw, source, stored=True).to_dict()
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes = _upgraded(raw, source)
-    overridden, moved = _apply_overrides(raw, overrides, source, written_flat)
+    overridden, moved = _apply_overrides(raw, overrides, source, flat)
     recipe = validate_recipe(raw, source, overridden)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
     return recipe
@@ -406,8 +401,6 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
         except ValidationError as error:
             raise RecipeError(_explain(error, source, overridden)) from None
     recipe._upgrade_notes = notes
-    if not in_light_pass():
-        _check_queue_memory(recipe, source, overridden)
     return recipe
 
 
@@ -458,49 +451,10 @@ def _where(source, key, overridden, message=""):
         return f"--set {overridden[key]} (over {source})"
     if not message or not isinstance(overridden, dict):
         return source
-    named = [given for inner, given in overridden.items()
-             if (not key or inner.startswith(key + ".")) and (
-                 inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message)]
+    named = dict.fromkeys(given for inner, given in overridden.items()
+                          if (not key or inner.startswith(key + ".")) and (
+                              inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message))
     return f"--set {', '.join(named)} (over {source})" if named else source
-
-
-def _available_memory():
-    """Bytes of memory available now (psutil when installed, else sysconf), or None."""
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def queue_bytes(recipe):
-    """Bytes a recipe's memory queue needs: the float32 keys and int32 labels, and the float32
-    anchor x queue logits with their exp and gradient (3 copies)."""
-    spec, queue = recipe.model, recipe.model.part_settings("queue")
-    if queue is None:
-        return 0
-    from clzoo.data.augmentation_settings import views_from_config
-
-    anchors = recipe.training.batch_size * views_from_config(recipe.views).views
-    return 4 * queue.size * (spec.embedding_dim + 1 + 3 * anchors)
-
-
-def _check_queue_memory(recipe, source, overridden):
-    """Refuse a `model.queue.size` whose queue needs over half of the memory available now."""
-    needed, available = queue_bytes(recipe), _available_memory()
-    if not needed or available is None or needed <= available / 2:
-        return
-    key = "model.queue.size"
-    raise RecipeError([
-        f"{_where(source, key, overridden)}: {key} = {recipe.model.queue.size}: the queue needs "
-        f"about {needed / 2**30:.1f} GiB (size x (embedding_dim {recipe.model.embedding_dim}"
-        f" + 1 + 3 x {recipe.training.batch_size} x views) x 4 bytes), over half of the "
-        f"{available / 2**30:.1f} GiB available; use a smaller queue"])
 
 
 def _read(path, source):
@@ -545,39 +499,37 @@ def _override_value(key, value, source):
     return parsed
 
 
-def _apply_overrides(raw, overrides, source, written_flat=None):
-    """Set each `a.b=value` in the upgraded `raw`; returns `{dotted key set: the override's key
-    as given}` and a note per key given in an earlier spelling (`upgrade_override`).
+def _apply_overrides(raw, overrides, source, flat):
+    """Set each `a.b=value` in the upgraded `raw`, an earlier spelling's key upgraded first
+    (`upgrade_override`); returns `{dotted key set: the override's key as given}` and a note per
+    key given in an earlier spelling.
 
     A key given twice takes its last value (the command line refuses that itself); one key in
     two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
-    `written_flat`: the flat `training` keys the file wrote (`flat_training_keys`); an override
-    of their whole section (`training.optimizer=adamw`) takes them along, checked by its factory.
+    `flat`: the file's flat `training` keys (`flat_training`), moved into a section override.
 
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
     done, spelled, notes = {}, {}, []
-    for key, value, typed, item in switches_first([_split_override(item, source) for item in overrides]):
+    for key, value, typed in overrides_in_order([_split_override(item, source) for item in overrides]):
         _refuse_overlap(spelled, key, source)
         value = value if typed else _override_value(key, value, source)
-        routed = canonical_key(key)
-        if routed != key:
-            notes.append(f"{key} is now {routed}")
         try:
-            value = with_written_flat(key, value, written_flat or {})
-            upgraded = upgrade_override(raw, key, value)
+            upgraded = upgrade_override(key, value, raw)
+            if upgraded is not None:
+                place(raw, upgraded[0], with_flat(*upgraded, flat))
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
-        done.update({key: key, routed: key})
-        if upgraded is not None:
-            _set(raw, *upgraded, source, item)
-            done[upgraded[0]] = key
+        routed = canonical_key(key)
+        done.update({key: key, routed: key, **({upgraded[0]: key} if upgraded else {})})
+        if routed != key:
+            notes.append(f"{key} is now {routed}")
     return done, notes
 
 
 def _split_override(item, source):
-    """`(key, value, typed, item)` of one override: `"a.b=text"` (typed False: the text is YAML)
+    """`(key, value, typed)` of one override: `"a.b=text"` (typed False: the text is YAML)
     or a `(key, value)` pair (typed True: never re-parsed).
 
     Raises:
@@ -589,24 +541,7 @@ def _split_override(item, source):
         (key, sep, value), typed = str(item).partition("="), False
     if not sep or not key.strip():
         raise RecipeError([f"{source}: overrides look like training.epochs=5. Received: {_short(item)}"])
-    return key.strip(), value, typed, item
-
-
-def _set(raw, key, value, source, item):
-    """`raw[a][b]... = value` for the dotted `key`; a section written as a name (`optimizer: sgd`,
-    `encoder: resnet8`) becomes `{name: ...}`, a part that is off (null) is turned on."""
-    *parents, leaf = key.split(".")
-    node = raw
-    for i, part in enumerate(parents):
-        if node.get(part) is None:  # absent, or a part written null (off): set turns it on
-            node[part] = {}
-        elif isinstance(node[part], str) and i == 1:  # training.optimizer: sgd, model.encoder: x
-            node[part] = {"name": node[part]}
-        node = node[part]
-        if not isinstance(node, dict):
-            raise RecipeError([f"{source}: override {_short(item)}: "
-                               f"{'.'.join(parents[:i + 1])} is not a section"])
-    node[leaf] = value
+    return key.strip(), value, typed
 
 
 def _refuse_overlap(spelled, key, source):

@@ -110,15 +110,6 @@ def factory_defaults(factory):
             if parameters[key].default is not inspect.Parameter.empty}
 
 
-def _defaults(registry):
-    """`{setting: default}` over every factory of `registry` (the first factory's default wins)."""
-    out = {}
-    for name in registry:
-        for key, default in factory_defaults(registry.get(name)).items():
-            out.setdefault(key, default)
-    return out
-
-
 def as_section(value):
     """`sgd` as `{name: sgd}`; a mapping as it is."""
     return {"name": value} if isinstance(value, str) else value
@@ -164,6 +155,7 @@ class ComponentSpec(BaseModel):
             raise ValueError(f"name {self.name!r}: must be one of {registry.list()}."
                              + did_you_mean(self.name, registry))
         factory = registry.get(self.name)
+        _refuse_others_settings(self.section, self.name, self.settings)
         check_kwargs(factory, self.settings, f"training.{self.section}", owner=self.name,
                      skip=("self", "name", *self.run_arguments))
         parameters = inspect.signature(factory).parameters
@@ -176,6 +168,17 @@ class ComponentSpec(BaseModel):
 
     def _build(self, factory):
         raise NotImplementedError
+
+
+def _refuse_others_settings(section, name, settings):
+    """A setting that only other factories of the section take (`momentum` for `adamw`)."""
+    from clzoo.optimizers.registry import owners
+
+    for key in settings:
+        owned = owners(_registry(section)).get(key, [name])
+        if name not in owned:
+            owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
+            raise ValueError(f"{key} is a setting of {section} {owner}, not {name}")
 
 
 def _check_type(key, value, default):

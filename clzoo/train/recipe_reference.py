@@ -33,12 +33,7 @@ the section. Each optional part of the model (`clzoo.parts.PARTS`: `model.queue`
 own section, absent or `null` when off.
 
 Recipes written before these sections still load: their flat keys move into the section once,
-as the recipe is read, with a note per key (`clzoo.train.recipe_upgrade`, the one table).
-`training.momentum`, `training.warmup_epochs`, ... go to `training.optimizer` /
-`training.schedule` (`FLAT_KEYS`); `model.architecture` and `model.encoder_options` to
-`model.encoder`, `model.queue_size` and `model.momentum` to `model.queue`,
-`model.encoder_chunk_size` to `model.grad_cache`, `model.auxiliary_*` to `model.auxiliary`,
-`model.test_time_flip` and `model.test_time_translate` to `model.test_time` (`MODEL_FLAT_KEYS`).
+as the recipe is read, with a note per key (`clzoo.train.recipe_upgrade.MOVED`, the table at the end).
 """
 
 
@@ -147,6 +142,7 @@ def recipe_reference():
     from clzoo.train.levers import LEVERS
     from clzoo.train.recipe import EvalSpec, LossSpec, ModelSpec, Recipe, TrainingSpec
     from clzoo.train.recipe_model import TestTimeSpec
+    from clzoo.train.recipe_upgrade import MOVED
 
     top = [name for name in Recipe.model_fields if name not in ("model", "loss", "training", "eval")]
     out = [HEADER, "## Top level", ""]
@@ -173,7 +169,9 @@ def recipe_reference():
             *registry_table("name", OPTIMIZERS, ("learning_rate", "total_steps")),
             "", "### `training.schedule`", "",
             *registry_table("name", SCHEDULES, ("learning_rate", "epochs", "steps_per_epoch")),
-            "", "### `training.levers` (a list)", "", *registry_table("name", LEVERS, ("total_steps",)), ""]
+            "", "### `training.levers` (a list)", "", *registry_table("name", LEVERS, ("total_steps",)),
+            "", "## Keys of earlier recipes", "", "| earlier key | today |", "| --- | --- |",
+            *(f"| `{old}` | `{new}` |" for old, new in MOVED.items()), ""]
     return "\n".join(out)
 
 

@@ -21,7 +21,6 @@ from clzoo.data import class_balanced_indices
 from clzoo.data.checks import check_data
 from clzoo.data.tf_data_views import ViewConfig
 from clzoo.train import RecipeError, load_recipe, validate_recipe
-from clzoo.train import recipe as recipe_module
 from clzoo.train.run_folder import RunFolder
 from tests.data.image_folders import write_image_folder
 
@@ -606,18 +605,22 @@ def test_a_queue_over_the_memory_is_refused_at_the_check(model, training):
 
 def test_the_queue_check_uses_the_available_memory(monkeypatch):
     sections = {"loss": {"name": "SupConLoss"}, "model": {"queue_size": 65536}}
-    monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**34)  # 16 GiB
+    from clzoo.data import memory_budget
+
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: 2**34)  # 16 GiB
     assert validate_recipe(sections).model.queue.size == 65536  # about 0.4 GiB: fine
-    monkeypatch.setattr(recipe_module, "_available_memory", lambda: 2**28)  # 256 MiB
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: 2**28)  # 256 MiB
     with pytest.raises(RecipeError, match=r"--set model.queue_size \(over <defaults>\): "
                                           r"model.queue.size = 65536"):
         load_recipe(None, ["loss.name=SupConLoss", "model.queue_size=65536"])
-    monkeypatch.setattr(recipe_module, "_available_memory", lambda: None)  # unknown: not refused
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: None)  # unknown: not refused
     assert validate_recipe(sections).model.queue.size == 65536
 
 
 def test_the_queue_memory_estimate():
     recipe = validate_recipe({"loss": {"name": "SupConLoss"}, "model": {"queue_size": 1000,
                               "embedding_dim": 64}, "training": {"batch_size": 10}})
-    assert recipe_module.queue_bytes(recipe) == 4 * 1000 * (64 + 1 + 3 * 10 * 2)
-    assert recipe_module.queue_bytes(validate_recipe({})) == 0  # no queue
+    from clzoo.parts.queue import queue_bytes
+
+    assert recipe.model.queue.size == 1000
+    assert queue_bytes(1000, 64, 10 * 2) == 4 * 1000 * (64 + 1 + 3 * 10 * 2)

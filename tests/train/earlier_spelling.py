@@ -3,7 +3,7 @@ check an earlier recipe (or a run folder that stored one) still loads and resume
 
 from clzoo.train.recipe_components import as_section
 from clzoo.train.recipe_model import EncoderSpec
-from clzoo.train.recipe_upgrade import FLAT_PARTS
+from clzoo.train.recipe_upgrade import MOVED, SWITCHES
 
 
 def section_to_flat(model):
@@ -13,7 +13,8 @@ def section_to_flat(model):
     Example:
 
     >>> from tests.train.earlier_spelling import section_to_flat
-    >>> section_to_flat({"encoder": "resnet8", "queue": None, "test_time": {"translate": 2}})
+    >>> model = {"encoder": "resnet8", "queue": None, "test_time": {"translate": 2}}
+    >>> section_to_flat(model)  # doctest: +NORMALIZE_WHITESPACE
     {'architecture': 'resnet8', 'encoder_options': {}, 'queue_size': None,
      'test_time_translate': 2, 'test_time_flip': True}
     """
@@ -24,17 +25,19 @@ def section_to_flat(model):
             raise ValueError(f"model.encoder = {encoder!r}: must be a name or {{name, **options}}")
         options = {key: value for key, value in encoder.items() if key != "name"}
         model.update({"architecture": encoder.get("name", EncoderSpec().name), "encoder_options": options})
-    for section, part in FLAT_PARTS.items():
+    flat_of = {new: old.split(".")[1] for old, new in MOVED.items() if old.startswith("model.")}
+    for switch, off in SWITCHES.items():
+        section = MOVED[switch].split(".")[1]
         if section not in model:
             continue
         given = model.pop(section)
         if given is None:
-            model[part.switch] = part.off
+            model[switch.split(".")[1]] = off
             continue
         if not isinstance(given, dict):
             raise ValueError(f"model.{section} = {given!r}: must be a mapping or null")
-        named = {setting: key for key, setting in part.settings.items()}
-        model.update({named.get(setting, f"{section}.{setting}"): value for setting, value in given.items()})
-        if part.off is False:
-            model[part.switch] = True
+        model.update({flat_of.get(f"model.{section}.{setting}", f"{section}.{setting}"): value
+                      for setting, value in given.items()})
+        if off is False:
+            model[switch.split(".")[1]] = True
     return model

@@ -10,7 +10,8 @@ from clzoo.train.recipe import RecipeError, load_recipe, validate_recipe
 
 CASES = [
     # item 9: a flat key equal to another schedule's default was dropped (1.5 was refused)
-    ({"training": {"schedule": "constant", "warmup_epochs": 1}}, "warmup_epochs = 1: schedule constant"),
+    ({"training": {"schedule": "constant", "warmup_epochs": 1}},
+     "warmup_epochs is a setting of schedule cosine and linear, not constant"),
     # item 14: adamw with flat momentum 0.9 (sgd's default) was dropped; 0.5 was refused
     ({"training": {"optimizer": "adamw", "momentum": 0.9}}, "momentum is a setting of optimizer sgd"),
     ({"name": "a\nb"}, "name = 'a\\\\nb': must be 1-100 printable characters"),
@@ -67,7 +68,7 @@ def test_yaml_1_1_numbers_are_refused_with_their_line(tmp_path, text, says):
 
 
 def test_an_override_of_an_inert_flat_key_is_refused():
-    with pytest.raises(RecipeError, match="warmup_epochs = 1: schedule constant"):
+    with pytest.raises(RecipeError, match="warmup_epochs is a setting of schedule cosine and linear"):
         load_recipe(Path(__file__).parents[2] / "recipes" / "sincere_digits.yaml",
                     overrides=["training.schedule=constant", "training.warmup_epochs=1"])
 

@@ -10,7 +10,7 @@ import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
 from clzoo.train.recipe_model import part_defaults
-from clzoo.train.recipe_upgrade import FLAT_PARTS, MODEL_FLAT_KEYS, move_model_flat_keys
+from clzoo.train.recipe_upgrade import MOVED, OFF_DEFAULTS, SWITCHES
 from tests.train.earlier_spelling import section_to_flat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,20 +31,22 @@ def _model_keeps_what_was_written(raw_model, recipe):
     """Each flat key the file writes is in its section (`model.queue_size` as `model.queue.size`);
     a part's setting written while the part is off is its default, which is what was written."""
     for key, value in (raw_model or {}).items():
-        if key in MODEL_FLAT_KEYS:
+        if f"model.{key}" in MOVED:
             assert _in_section(recipe.model, key) == value, key
 
 
 def _in_section(model, key):
     """The value the flat key `key` of an earlier recipe now has in its section of `model`."""
-    section, setting = MODEL_FLAT_KEYS[key]
+    flat = f"model.{key}"
+    _, section, *setting = MOVED[flat].split(".")
     value = getattr(model, section)
     if section == "encoder":
         return value.name if setting else value.options
-    part = FLAT_PARTS[section]
     if value is None:  # the part is off: its switch's "off", else the setting's default
-        return part.off if key == part.switch else part_defaults(section).get(part.settings[key])
-    return True if setting is None else getattr(value, setting)
+        if flat in SWITCHES:
+            return SWITCHES[flat]
+        return OFF_DEFAULTS.get(flat, part_defaults(section).get(setting[0]))
+    return True if not setting else getattr(value, setting[0])
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: str(p.relative_to(ROOT / "recipes")))
@@ -53,7 +55,7 @@ def test_every_recipe_keeps_its_model_keys_in_the_sections(path):
     recipe = load_recipe(path)
     _model_keeps_what_was_written(raw.get("model"), recipe)
     dumped = recipe.to_dict()["model"]
-    assert not set(dumped) & set(MODEL_FLAT_KEYS)  # stored in sections only
+    assert not {f"model.{key}" for key in dumped} & set(MOVED)  # stored in sections only
     assert validate_recipe(recipe.to_dict()).to_dict() == recipe.to_dict()
 
 
@@ -77,7 +79,6 @@ def test_the_flat_and_the_section_spellings_build_the_same_model():
         "queue_size": None, "encoder_chunk_size": None, "test_time_flip": False,
         "auxiliary_cross_entropy_weight": 0.0, "auxiliary_label_smoothing": 0.2}})
     assert (off.model.queue, off.model.grad_cache, off.model.test_time, off.model.auxiliary) == (None,) * 4
-    assert move_model_flat_keys({"embedding_dim": 8}) == {"embedding_dim": 8}
 
 
 def test_the_section_spelling_trains_the_same_model():
@@ -136,9 +137,9 @@ def test_overrides_meet_the_model_in_either_spelling(tmp_path, model, overrides,
     ({"encoder_chunk_size": 8, "auxiliary_cross_entropy_weight": 1.0},
      r"does not run under GradCache: unset model\.grad_cache"),
     ({"queue": {"size": 8}, "queue_size": 16},
-     "queue_size .an earlier spelling. and the queue section are both given: write size inside queue"),
+     r"model\.queue\.size is given twice, as model\.queue_size and in its section"),
     ({"auxiliary_label_smoothing": 0.3},
-     r"model\.auxiliary_label_smoothing = 0\.3: the auxiliary part is off"),
+     r"model\.auxiliary_label_smoothing = 0\.3: the model\.auxiliary part is off"),
     ({"test_time_flip": "yes"}, r"model\.test_time_flip = 'yes': must be true or false"),
     ({"auxiliary": {"weight": 0.0}}, r"model\.auxiliary\.weight = 0\.0: must be a positive, finite number"),
     ({"test_time": 2}, r"model\.test_time = 2: Input should be a valid dictionary"),

@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from clzoo.train import RecipeError, load_recipe, validate_recipe
-from clzoo.train.recipe import FLAT_KEYS
-from clzoo.train.recipe_upgrade import move_flat_keys
+from clzoo.train.recipe_upgrade import MOVED, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
@@ -26,8 +25,8 @@ def _check_translated(raw, recipe):
     training = raw.get("training") or {}
     dumped = recipe.to_dict()["training"]
     for key, value in training.items():
-        if key in FLAT_KEYS:
-            section = dumped[FLAT_KEYS[key]]
+        if f"training.{key}" in MOVED:
+            section = dumped[MOVED[f"training.{key}"].split(".")[1]]
             assert section.get(key, value) == value, key
     for section in ("optimizer", "schedule"):
         written = training.get(section)
@@ -64,7 +63,7 @@ def test_the_flat_and_the_section_spellings_build_the_same_recipe():
     assert a.to_dict() == b.to_dict()
     assert a.training.optimizer.setting("momentum") == 0.85
     assert a.training.optimizer.setting("weight_decay") == 1e-4  # the factory's default
-    assert move_flat_keys({"epochs": 3}) == {"epochs": 3}  # nothing flat: untouched
+    assert upgrade({"training": {"epochs": 3}}) == ({"training": {"epochs": 3}, "recipe_version": 2}, [])
 
 
 @pytest.mark.parametrize("overrides, expected", [
@@ -88,7 +87,7 @@ def test_overrides_meet_the_recipe_in_either_spelling(tmp_path, overrides, expec
     ({"optimizer": {"name": "sgd", "nesterov": 1}}, "training.optimizer.nesterov = 1: must be a bool"),
     ({"optimizer": {"name": "adamw", "weight_decay": "0.1"}}, "weight_decay = '0.1': must be a float"),
     ({"optimizer": {"name": "sgd", "momentum": 0.4}, "momentum": 0.5},
-     "momentum is given twice, as training.momentum and training.optimizer.momentum"),
+     "training.optimizer.momentum is given twice, as training.momentum and in its section"),
     ({"optimizer": "adamw", "momentum": 0.5}, "momentum is a setting of optimizer sgd, lookahead_sgd "
      "and lars, not adamw"),
     ({"schedule": {"name": "cosine", "warmup_start_fraction": 2.0}},
