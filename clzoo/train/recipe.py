@@ -570,21 +570,6 @@ def _short(value):
     return _REPR.repr(value)
 
 
-def _component_line(loc, message, source, overridden):
-    """`training.optimizer: momentum = 1.5: ...` named by its whole key
-    (`training.optimizer.momentum`); None for other messages."""
-    if len(loc) != 2 or loc[0] != "training" or loc[1] not in ("optimizer", "schedule"):
-        return None
-    setting, sep, rest = message.partition(" = ")
-    if not sep or not setting.isidentifier():
-        return None
-    key = f"training.{loc[1]}.{setting}"
-    value, _, reason = rest.partition(": ")
-    section = f"training.{loc[1]}"  # an override of the whole section set it too
-    where = _where(source, key if key in overridden else section, overridden)
-    return f"{where}: {key} = {value}: {reason}"
-
-
 def _explain(error, source, overridden):
     lines = []
     for problem in error.errors(include_url=False):
@@ -600,10 +585,6 @@ def _explain(error, source, overridden):
             # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
             message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
             where = _where(source, key, overridden, message)
-            component = _component_line(loc, message, source, overridden)
-            if component is not None:
-                lines.append(component if len(component) <= MAX_LINE else component[:MAX_LINE - 3] + "...")
-                continue
             value = problem.get("input")
             typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
             shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"

@@ -14,6 +14,7 @@ import contextvars
 import functools
 import inspect
 import math
+import re
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
@@ -159,11 +160,15 @@ class ComponentSpec(BaseModel):
         check_kwargs(factory, self.settings, f"training.{self.section}", owner=self.name,
                      skip=("self", "name", *self.run_arguments))
         parameters = inspect.signature(factory).parameters
-        for key, value in self.settings.items():
-            _check_type(key, value, parameters[key].default)
-            if isinstance(value, float) and value:
-                float32_positive(value, key)
-        self._build(factory)
+        try:
+            for key, value in self.settings.items():
+                _check_type(key, value, parameters[key].default)
+                if isinstance(value, float) and value:
+                    float32_positive(value, key)
+            self._build(factory)
+        except ValueError as error:  # `momentum = 1.5: ...` named by its whole key
+            named = re.match(r"\w+ = ", str(error)) is not None
+            raise ValueError(f"training.{self.section}." * named + str(error)) from None
         return self
 
     def _build(self, factory):

@@ -147,8 +147,6 @@ def _move(out, key, value, off):
         value = _flip(value) and {}
     elif key == "model.encoder_options":
         _options(value)
-        if "name" in value:
-            raise ValueError("model.encoder_options.name: the encoder's name is model.architecture")
     place(out, MOVED[key], value, earlier=key)
 
 
@@ -176,6 +174,8 @@ def _options(value):
     if not isinstance(value, dict):
         raise ValueError(f"model.encoder_options = {value!r}: must be a mapping of the encoder's "
                          "builder arguments")
+    if "name" in value:
+        raise ValueError("model.encoder_options.name: the encoder's name is model.architecture")
 
 
 def _factory_ignores(out, key, value):
