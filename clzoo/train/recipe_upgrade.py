@@ -121,33 +121,36 @@ def upgrade(sections):
     given, model = dict(flat), out.get("model") if isinstance(out.get("model"), dict) else {}
     off = {part_of(key) for key in SWITCHES if (_is_off(key, given[key]) if key in given
                                                 else model.get(part_of(key).split(".")[1]) is None)}
-    problems = []
+    problems, notes = [], []
     for key, value in flat:
         try:
-            _move(out, key, value, off)
+            notes.append(_move(out, key, value, off))
         except ValueError as error:
             problems.append(f"{key.split('.')[0]}: {error}")
     if problems:
         raise UpgradeError(problems)
     out["recipe_version"] = RECIPE_VERSION
-    return out, [f"{key} is now {MOVED[key]}" for key, _ in flat]
+    return out, notes
 
 
 def _move(out, key, value, off):
-    """Put the flat `key` of a file where it lives now (`off`: the part sections that are off)."""
+    """Put the flat `key` of a file where it lives now (`off`: the part sections that are off);
+    returns the note that says so."""
+    note = f"{key} is now {MOVED[key]}"
     if key.startswith("model.") and part_of(key) in off:
         if key in SWITCHES and out["model"].get(part_of(key).split(".")[1]) is not None:
             raise ValueError(f"{key} = {value!r} turns off the part that {part_of(key)} gives: give one")
         if key not in SWITCHES and not _did_nothing(key, value):
             raise ValueError(_part_is_off(key, value))
-        return
+        return note
     if key.startswith("training.") and _factory_ignores(out, key, value):
-        return
+        return f"{key} = {value!r} dropped: training.{MOVED[key].split('.')[1]} does not take it"
     if key == "model.test_time_flip":
         value = _flip(value) and {}
     elif key == "model.encoder_options":
         _options(value)
     place(out, MOVED[key], value, earlier=key)
+    return note
 
 
 _PART_SETTINGS = {key for key in MOVED if key not in SWITCHES
