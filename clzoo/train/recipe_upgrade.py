@@ -106,7 +106,9 @@ def upgrade(sections):
     if not isinstance(sections, dict):
         return sections, []
     version = sections.get("recipe_version", 1)
-    if type(version) is not int or version not in (1, RECIPE_VERSION):
+    if type(version) is not int:
+        raise UpgradeError([f"recipe_version: must be a whole number, 1 or {RECIPE_VERSION}, not {version!r}"])
+    if version not in (1, RECIPE_VERSION):
         raise UpgradeError([f"recipe_version: {version!r} is not a version this clzoo reads (1 to "
                             f"{RECIPE_VERSION}); a newer clzoo wrote it? pip install -U clzoo"])
     out, flat = dict(sections), []
