@@ -107,7 +107,8 @@ def upgrade(sections):
         return sections, []
     version = sections.get("recipe_version", 1)
     if type(version) is not int:
-        raise UpgradeError([f"recipe_version: must be a whole number, 1 or {RECIPE_VERSION}, not {version!r}"])
+        raise UpgradeError([f"recipe_version: must be a whole number, 1 or {RECIPE_VERSION}, "
+                            f"not {version!r}"])
     if version not in (1, RECIPE_VERSION):
         raise UpgradeError([f"recipe_version: {version!r} is not a version this clzoo reads (1 to "
                             f"{RECIPE_VERSION}); a newer clzoo wrote it? pip install -U clzoo"])
