@@ -48,6 +48,7 @@ from clzoo.train.recipe_upgrade import (
     canonical_key,
     flat_training,
     inert_key_dropped,
+    kept_in,
     overrides_in_order,
     place,
     reading_stored_recipe,
@@ -365,9 +366,10 @@ def load_recipe(path=None, overrides=(), stored=False):
     """
     source = "<defaults>" if path is None else str(path)
     raw, notes = _read(path, source), []
-    flat = flat_training(raw)  # an override of their whole section takes them along
+    flat = flat_training(raw)  # an override of their section takes them along
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         raw = validate_recipe(raw, source, stored=True).to_dict()
+        flat = kept_in(flat, raw)
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes = _upgraded(raw, source)
     overridden, moved = _apply_overrides(raw, overrides, source, flat)
@@ -523,8 +525,12 @@ def _apply_overrides(raw, overrides, source, flat):
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
         routed = canonical_key(key)
         done.update({key: key, routed: key, **({upgraded[0]: key} if upgraded else {})})
-        if routed != key:
-            notes.append(f"{key} is now {routed}")
+        if upgraded is None:
+            notes.append(f"{key} = {value!r} dropped: it does nothing here (its part is off, or its "
+                         "factory does not take it)")
+        elif routed != key:
+            notes.append(f"{key} is now {routed}" if upgraded[1] is not None else f"{key} = {value!r}: "
+                         f"{upgraded[0]} is off")
     return done, notes
 
 

@@ -183,7 +183,8 @@ def _refuse_others_settings(section, name, settings):
         owned = owners(_registry(section)).get(key, [name])
         if name not in owned:
             owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
-            raise ValueError(f"{key} is a setting of {section} {owner}, not {name}")
+            why = "; it keeps the peak learning rate throughout" * (name == "constant")
+            raise ValueError(f"training.{section}.{key} is a setting of {section} {owner}, not {name}{why}")
 
 
 def _check_type(key, value, default):

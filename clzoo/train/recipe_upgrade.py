@@ -139,21 +139,23 @@ def upgrade(sections):
 def _move(out, key, value, off):
     """Put the flat `key` of a file where it lives now (`off`: the part sections that are off);
     returns the note that says so."""
-    note = f"{key} is now {MOVED[key]}"
+    model, section = out.get("model"), part_of(key).split(".")[1]
     if key.startswith("model.") and part_of(key) in off:
-        if key in SWITCHES and out["model"].get(part_of(key).split(".")[1]) is not None:
+        if key in SWITCHES and model.get(section) is not None:
             raise ValueError(f"{key} = {value!r} turns off the part that {part_of(key)} gives: give one")
         if key not in SWITCHES and not _did_nothing(key, value):
             raise ValueError(_part_is_off(key, value))
-        return note
-    if key.startswith("training.") and _factory_ignores(out, key, value):
-        return f"{key} = {value!r} dropped: training.{MOVED[key].split('.')[1]} does not take it"
+        return f"{key} = {value!r}: {part_of(key)} is off" + (" (dropped)" * (key not in SWITCHES))
+    if key.startswith("model.") and section in model and model[section] is None:
+        raise ValueError(f"{key} = {value!r} sets what {part_of(key)}: null turns off: give one")
+    if key.startswith("training.") and _factory_ignores(out.get("training"), key, value):
+        return f"{key} = {value!r} dropped: training.{section} does not take it"
     if key == "model.test_time_flip":
         value = _flip(value) and {}
     elif key == "model.encoder_options":
         _options(value)
     place(out, MOVED[key], value, earlier=key)
-    return note
+    return f"{key} is now {MOVED[key]}"
 
 
 _PART_SETTINGS = {key for key in MOVED if key not in SWITCHES
@@ -184,16 +186,17 @@ def _options(value):
         raise ValueError("model.encoder_options.name: the encoder's name is model.architecture")
 
 
-def _factory_ignores(out, key, value):
-    """True where the flat `training` key is dropped: the factory its section names does not take
-    it, and the key did nothing (a stored recipe, or its neutral value: no warm-up)."""
+def _factory_ignores(training, key, value):
+    """True where the flat `training` key is dropped: the factory that `training` (a raw section)
+    names does not take it, and the key did nothing (a stored recipe, or its neutral value)."""
     if in_light_pass() or not (inert_key_dropped() or value == OFF_DEFAULTS.get(key)):
         return False
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
 
     section = MOVED[key].split(".")[1]
     registry = OPTIMIZERS if section == "optimizer" else SCHEDULES
-    name = as_section(out.get("training", {}).get(section, SECTION_DEFAULTS[section]))
+    training = training if isinstance(training, dict) else {}
+    name = as_section(training.get(section, SECTION_DEFAULTS[section]))
     name = name.get("name") if isinstance(name, dict) else None
     return name in registry and key.split(".")[1] not in settings_of(registry.get(name))
 
@@ -213,8 +216,10 @@ def upgrade_override(key, value, raw):
             `encoder_options` not a mapping.
     """
     new, model = canonical_key(key), raw.get("model") if isinstance(raw.get("model"), dict) else {}
-    if key.startswith("training.") and _factory_ignores(raw, key, value):
+    if key.startswith("training.") and _factory_ignores(raw.get("training"), key, value):
         return None
+    if key.startswith("model.encoder_options."):
+        _options({key.split(".")[2]: value})
     if key in SWITCHES and _is_off(key, value):
         return part_of(key), None
     if key in _PART_SETTINGS and model.get(part_of(key).split(".")[1]) is None:
@@ -238,21 +243,32 @@ def overrides_in_order(items):
 
 
 def flat_training(raw):
-    """`{today's key: value}` of the flat `training` keys a raw recipe writes, their neutral values
-    left out: an override of their whole section (`training.optimizer=adamw`) takes them along
-    (`with_flat`), as the earlier spelling did, so its factory refuses what it would ignore."""
+    """`{flat key: value}` of the flat `training` keys a raw recipe writes: an override of their
+    whole section (`training.optimizer=adamw`) takes them along (`with_flat`), as the earlier
+    spelling did, so that its factory refuses what it would ignore."""
     training = raw.get("training") if isinstance(raw, dict) else None
-    return {MOVED[f"training.{key}"]: value for key, value in
-            (training.items() if isinstance(training, dict) else ())
-            if f"training.{key}" in MOVED and value != OFF_DEFAULTS.get(f"training.{key}")}
+    return {f"training.{key}": value for key, value in (training.items() if isinstance(training, dict)
+                                                         else ()) if f"training.{key}" in MOVED}
+
+
+def kept_in(flat, sections):
+    """The entries of `flat` (`flat_training`) that upgraded `sections` still hold (a stored
+    recipe drops the flat keys that did nothing in its run)."""
+    training = sections.get("training") or {}
+    return {key: value for key, value in flat.items()
+            if key.split(".")[1] in (training.get(MOVED[key].split(".")[1]) or {})}
 
 
 def with_flat(key, value, flat):
-    """`value` of the override `key` with the settings `flat` (`flat_training`) holds for it."""
-    inner = {name.rsplit(".", 1)[1]: setting for name, setting in flat.items()
-             if name.rsplit(".", 1)[0] == key}
+    """`value` of the override `key` with the settings `flat` (`flat_training`) holds for it (a
+    neutral value its factory does not take left out: `warmup_epochs: 0` under `constant`)."""
     section = as_section(value)
-    return {**inner, **section} if inner and isinstance(section, dict) else value
+    if not isinstance(section, dict) or key not in ("training.optimizer", "training.schedule"):
+        return value
+    inner = {name.split(".")[1]: setting for name, setting in flat.items()
+             if MOVED[name].startswith(key + ".")
+             and not _factory_ignores({key.split(".")[1]: section}, name, setting)}
+    return {**inner, **section}
 
 
 def place(tree, key, value, earlier=None):

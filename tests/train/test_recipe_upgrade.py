@@ -92,7 +92,7 @@ def test_the_flat_fixture_written_by_a_user_is_refused_for_what_did_nothing():
         "part is off (model.auxiliary_cross_entropy_weight absent or 0); turn it on or drop the key"]
     raw = yaml.safe_load((FIXTURES / "flat_stored.yaml").read_text())
     del raw["model"]["auxiliary_label_smoothing"]  # then AdamW's momentum, which did nothing too
-    with pytest.raises(RecipeError, match="training.optimizer: momentum is a setting of optimizer sgd, "
+    with pytest.raises(RecipeError, match="training.optimizer.momentum is a setting of optimizer sgd, "
                                           "lookahead_sgd and lars, not adamw"):
         validate_recipe(raw)
 
@@ -148,4 +148,58 @@ def test_todays_version_refuses_the_earlier_spelling_and_notes_are_said_once(tmp
     path = tmp_path / "flat.yaml"
     path.write_text("data: digits\nloss: {name: SupConLoss}\nmodel: {queue_size: 64}\n")
     notes = load_recipe(path, ["model.queue_size=null"]).upgrade_notes
-    assert notes == ["model.queue_size is now model.queue.size"]
+    assert notes == ["model.queue_size is now model.queue.size",
+                     "model.queue_size = None: model.queue is off"]
+
+
+def _file(tmp_path, sections):
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(sections))
+    return path
+
+
+def test_a_section_override_keeps_the_files_neutral_value_where_the_factory_takes_it(tmp_path):
+    """Review: `warmup_epochs: 0` (no warm-up) was lost under `--set training.schedule=linear`."""
+    from clzoo.train import load_recipe
+
+    path = _file(tmp_path, {"training": {"warmup_epochs": 0}})
+    assert load_recipe(path, ["training.schedule=linear"]).training.schedule.setting("warmup_epochs") == 0
+    assert load_recipe(path, ["training.schedule=constant"]).training.schedule.settings == {}
+
+
+@pytest.mark.parametrize("training, override, line", [
+    ({"optimizer": "adamw"}, "training.momentum=0.5", "--set training.momentum (over {}): "
+     "training.optimizer.momentum is a setting of optimizer sgd, lookahead_sgd and lars, not adamw"),
+    ({"schedule": "constant"}, "training.warmup_epochs=5", "--set training.warmup_epochs (over {}): "
+     "training.schedule.warmup_epochs is a setting of schedule cosine and linear, not constant; it "
+     "keeps the peak learning rate throughout"),
+    ({}, "model.encoder_options.name=airbench", "--set model.encoder_options.name (over {}): "
+     "model.encoder_options.name: the encoder's name is model.architecture"),
+])
+def test_a_flat_override_refused_by_its_section_names_the_override(tmp_path, training, override, line):
+    from clzoo.train import load_recipe
+
+    path = _file(tmp_path, {"training": training})
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path, [override])
+    assert caught.value.lines == [line.format(path)]
+
+
+def test_a_flat_switch_beside_its_section_at_null_is_refused():
+    for model in ({"queue_size": 64, "queue": None}, {"test_time_flip": True, "test_time": None}):
+        with pytest.raises(RecipeError, match="null turns off: give one"):
+            validate_recipe({"model": model})
+
+
+def test_notes_say_what_was_dropped_and_a_stored_recipes_dropped_keys_stay_dropped(tmp_path):
+    from clzoo.train import load_recipe
+
+    path = _file(tmp_path, {"training": {"schedule": "constant"}})
+    assert load_recipe(path, ["training.warmup_epochs=0"]).upgrade_notes == [
+        "training.warmup_epochs = 0 dropped: it does nothing here (its part is off, or its factory "
+        "does not take it)"]
+    assert validate_recipe({"model": {"test_time_translate": 0}}).upgrade_notes == [
+        "model.test_time_translate = 0: model.test_time is off (dropped)"]
+    # adamw's flat momentum did nothing in the stored run: a section override does not bring it back
+    stored = load_recipe(FIXTURES / "flat_stored.yaml", ["training.optimizer=adamw"], stored=True)
+    assert stored.training.optimizer.settings == {"weight_decay": 0.05}
