@@ -365,15 +365,20 @@ def load_recipe(path=None, overrides=(), stored=False):
     clzoo.train.recipe.RecipeError: --set training.epochz (over <defaults>): unknown recipe key ...
     """
     source = "<defaults>" if path is None else str(path)
-    raw, notes = _read(path, source), []
+    raw, notes, early = _read(path, source), [], []
     flat = flat_training(raw)  # an override of their section takes them along
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         raw = validate_recipe(raw, source, stored=True).to_dict()
         flat = kept_in(flat, raw)
     else:  # upgraded before the overrides, which then meet one spelling
-        raw, notes = _upgraded(raw, source)
+        raw, notes, early = _upgraded(raw, source)
     overridden, moved = _apply_overrides(raw, overrides, source, flat)
-    recipe = validate_recipe(raw, source, overridden)
+    try:
+        recipe = validate_recipe(raw, source, overridden)
+    except RecipeError as error:  # the file's upgrade refusals too: every problem at once
+        raise RecipeError(early + error.lines) from None
+    if early:
+        raise RecipeError(early)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
     return recipe
 
@@ -397,11 +402,13 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     if lines:
         raise RecipeError(lines)
     with reading_stored_recipe() if stored else contextlib.nullcontext():
-        sections, notes = _upgraded(sections, source, overridden)
+        sections, notes, lines = _upgraded(sections, source, overridden)
         try:
             recipe = Recipe.model_validate(sections)
         except ValidationError as error:
-            raise RecipeError(_explain(error, source, overridden)) from None
+            lines += _explain(error, source, overridden)
+    if lines:
+        raise RecipeError(lines)
     recipe._upgrade_notes = notes
     return recipe
 
@@ -420,17 +427,24 @@ def check_recipe_keys(path=None, overrides=(), stored=False):
 
 
 def _upgraded(sections, source, overridden=()):
-    """`upgrade(sections)`, its refusals as `RecipeError` lines: who wrote the section, and why
-    (a message naming its own key, `model.test_time_translate = 2: ...`, stands alone)."""
+    """`(sections, notes, lines)`: `upgrade(sections)` and its refusals as `RecipeError` lines
+    (who wrote the section, and why; a message naming its own key stands alone), the rest
+    upgraded so that its other problems are found too.
+
+    Raises:
+        RecipeError: a recipe_version this clzoo cannot read (nothing to check on).
+    """
     try:
-        return upgrade(sections)
+        return (*upgrade(sections), [])
     except UpgradeError as error:
         lines = []
         for line in error.lines:
             section, _, why = line.partition(": ")
             lines.append(f"{_where(source, section, overridden)}: "
                          + (why if why.startswith(f"{section}.") else line))
-        raise RecipeError(lines) from None
+        if error.upgraded is None:
+            raise RecipeError(lines) from None
+        return (*error.upgraded, lines)
 
 
 def _non_finite(value, path=""):

@@ -101,7 +101,7 @@ def upgrade(sections):
     Raises:
         UpgradeError: (a `ValueError`) an unknown `recipe_version`, a flat key in a version-2
             recipe or given twice, a setting of a part that is off; `lines` holds one
-            `<section>: <why>` each.
+            `<section>: <why>` each, and `upgraded`, the rest upgraded, to check on.
     """
     if not isinstance(sections, dict):
         return sections, []
@@ -130,9 +130,9 @@ def upgrade(sections):
             notes.append(_move(out, key, value, off))
         except ValueError as error:
             problems.append(f"{key.split('.')[0]}: {error}")
-    if problems:
-        raise UpgradeError(problems)
     out["recipe_version"] = RECIPE_VERSION
+    if problems:
+        raise UpgradeError(problems, (out, notes))
     return out, notes
 
 
@@ -299,8 +299,9 @@ def place(tree, key, value, earlier=None):
 
 
 class UpgradeError(ValueError):
-    """What stops an earlier recipe from upgrading; `lines`: one `<section>: <why>` each."""
+    """What stops an earlier recipe from upgrading; `lines`: one `<section>: <why>` each;
+    `upgraded`: `(sections, notes)` without the keys refused, or None (a version it cannot read)."""
 
-    def __init__(self, lines):
-        self.lines = list(lines)
+    def __init__(self, lines, upgraded=None):
+        self.lines, self.upgraded = list(lines), upgraded
         super().__init__("\n".join(self.lines))
