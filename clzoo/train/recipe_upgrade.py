@@ -189,7 +189,8 @@ def _options(value):
 def _factory_ignores(training, key, value):
     """True where the flat `training` key is dropped: the factory that `training` (a raw section)
     names does not take it, and the key did nothing (a stored recipe, or its neutral value)."""
-    if in_light_pass() or not (inert_key_dropped() or value == OFF_DEFAULTS.get(key)):
+    neutral = key in OFF_DEFAULTS and value == OFF_DEFAULTS[key]
+    if key not in MOVED or in_light_pass() or not (inert_key_dropped() or neutral):
         return False
     from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
 

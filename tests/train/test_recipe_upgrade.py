@@ -201,3 +201,11 @@ def test_notes_say_what_was_dropped_and_a_stored_recipes_dropped_keys_stay_dropp
     # adamw's flat momentum did nothing in the stored run: a section override does not bring it back
     stored = load_recipe(FIXTURES / "flat_stored.yaml", ["training.optimizer=adamw"], stored=True)
     assert stored.training.optimizer.settings == {"weight_decay": 0.05}
+
+
+def test_an_override_of_todays_training_key_to_null_is_not_an_earlier_key():
+    """CI (large tier): `--set training.checkpoint_every_steps=null` crashed in the upgrade."""
+    from clzoo.train import load_recipe
+
+    recipe = load_recipe(None, ["training.checkpoint_every_steps=null", "training.log_every_steps=null"])
+    assert recipe.training.checkpoint_every_steps is None and recipe.upgrade_notes == []
