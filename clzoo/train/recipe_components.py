@@ -177,9 +177,10 @@ class ComponentSpec(BaseModel):
 
 def _refuse_others_settings(section, name, settings):
     """A setting that only other factories of the section take (`momentum` for `adamw`)."""
-    from clzoo.optimizers.registry import owners
+    from clzoo.optimizers.registry import owners, settings_of
 
-    for key in settings:
+    taken = settings_of(_registry(section).get(name))
+    for key in (key for key in settings if key not in taken):  # every signature read only then
         owned = owners(_registry(section)).get(key, [name])
         if name not in owned:
             owner = f"{', '.join(owned[:-1])} and {owned[-1]}" if len(owned) > 1 else owned[0]
