@@ -22,7 +22,14 @@ Example:
 
 import contextvars
 
-from clzoo.train.recipe_components import SECTION_DEFAULTS, as_section, in_light_pass, switched_on
+from clzoo.train.recipe_components import (
+    SECTION_DEFAULTS,
+    _registry,
+    as_section,
+    in_light_pass,
+    switched_on,
+)
+from clzoo.train.recipe_model import EncoderSpec
 
 RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sections only
 
@@ -67,6 +74,11 @@ OFF_DEFAULTS = {"model.auxiliary_label_smoothing": 0.2, "model.auxiliary_logit_s
 def part_of(key):
     """`model.queue` for the flat `model.momentum` (the part section a flat model key moves into)."""
     return ".".join(MOVED[key].split(".")[:2])
+
+
+def _section(key):
+    """`queue` for `model.momentum`, `optimizer` for `training.momentum`: the section's own name."""
+    return MOVED[key].split(".")[1]
 
 
 def canonical_key(key):
@@ -123,7 +135,7 @@ def upgrade(sections):
                             f"{version} recipe; write {MOVED[key]}" for key, _ in flat])
     given, model = dict(flat), out.get("model") if isinstance(out.get("model"), dict) else {}
     off = {part_of(key) for key in SWITCHES if (_is_off(key, given[key]) if key in given
-                                                else model.get(part_of(key).split(".")[1]) is None)}
+                                                else model.get(_section(key)) is None)}
     problems, notes = [], []
     for key, value in flat:
         try:
@@ -139,7 +151,7 @@ def upgrade(sections):
 def _move(out, key, value, off):
     """Put the flat `key` of a file where it lives now (`off`: the part sections that are off);
     returns the note that says so."""
-    model, section = out.get("model"), part_of(key).split(".")[1]
+    model, section = out.get("model"), _section(key)
     if key.startswith("model.") and part_of(key) in off:
         if key in SWITCHES and model.get(section) is not None:
             raise ValueError(f"{key} = {value!r} turns off the part that {part_of(key)} gives: give one")
@@ -192,11 +204,10 @@ def _factory_ignores(training, key, value):
     neutral = key in OFF_DEFAULTS and value == OFF_DEFAULTS[key]
     if key not in MOVED or in_light_pass() or not (inert_key_dropped() or neutral):
         return False
-    from clzoo.optimizers.registry import OPTIMIZERS, SCHEDULES, settings_of
+    from clzoo.optimizers.registry import settings_of
 
-    section = MOVED[key].split(".")[1]
-    registry = OPTIMIZERS if section == "optimizer" else SCHEDULES
-    training = training if isinstance(training, dict) else {}
+    section = _section(key)
+    registry, training = _registry(section), training if isinstance(training, dict) else {}
     name = as_section(training.get(section, SECTION_DEFAULTS[section]))
     name = name.get("name") if isinstance(name, dict) else None
     return name in registry and key.split(".")[1] not in settings_of(registry.get(name))
@@ -223,7 +234,7 @@ def upgrade_override(key, value, raw):
         _options({key.split(".")[2]: value})
     if key in SWITCHES and _is_off(key, value):
         return part_of(key), None
-    if key in _PART_SETTINGS and model.get(part_of(key).split(".")[1]) is None:
+    if key in _PART_SETTINGS and model.get(_section(key)) is None:
         if _did_nothing(key, value):
             return None
         raise ValueError(_part_is_off(key, value))
@@ -231,9 +242,10 @@ def upgrade_override(key, value, raw):
         return new, _flip(value) and (model.get("test_time") or {})
     if key == "model.encoder_options":
         _options(value)
-        encoder = as_section(model.get("encoder") or "resnet20")
-        return MOVED[key], {"name": encoder.get("name", "resnet20") if isinstance(encoder, dict) else encoder,
-                     **value}
+        default = EncoderSpec.model_fields["name"].default
+        encoder = as_section(model.get("encoder") or default)
+        name = encoder.get("name", default) if isinstance(encoder, dict) else encoder
+        return MOVED[key], {"name": name, **value}
     return new, value
 
 
@@ -257,7 +269,7 @@ def kept_in(flat, sections):
     recipe drops the flat keys that did nothing in its run)."""
     training = sections.get("training") or {}
     return {key: value for key, value in flat.items()
-            if key.split(".")[1] in (training.get(MOVED[key].split(".")[1]) or {})}
+            if key.split(".")[1] in (training.get(_section(key)) or {})}
 
 
 def with_flat(key, value, flat):
