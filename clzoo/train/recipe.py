@@ -527,14 +527,16 @@ def _apply_overrides(raw, overrides, source, flat):
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
-    done, spelled, notes = {}, {}, []
+    done, spelled, notes, off = {}, {}, [], {}
     for key, value, typed in overrides_in_order([_split_override(item, source) for item in overrides]):
         _refuse_overlap(spelled, key, source)
         value = value if typed else _override_value(key, value, source)
         try:
             upgraded = upgrade_override(key, value, raw)
             if upgraded is not None:
+                _refuse_inside_off(off, upgraded[0])
                 place(raw, upgraded[0], with_flat(*upgraded, flat))
+                off.update({upgraded[0]: key} if upgraded[1] is None else {})
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
         routed = canonical_key(key)
@@ -564,17 +566,32 @@ def _split_override(item, source):
     return key.strip(), value, typed
 
 
+def _refuse_inside_off(off, key):
+    """An override inside a part that an earlier override turned off (`{section: as given}`)."""
+    section = next((section for section in off if key.startswith(section + ".")), None)
+    if section is not None:
+        raise ValueError(f"{key} is a setting of {section}, which the earlier --set {off[section]} "
+                         "turns off: give one of them")
+
+
+# The earlier `model.encoder_options` is every option of model.encoder (all but its name) at once.
+_OPTIONS = {"model.encoder_options": "model.encoder.*"}
+
+
 def _refuse_overlap(spelled, key, source):
     """Record override `key` in `spelled` (`{canonical key: as given}`), refusing one key in two
     spellings and a section given after one of its own keys (it would silently replace it)."""
-    canonical = canonical_key(key)
+    canonical = _OPTIONS.get(key, canonical_key(key))
     other = spelled.setdefault(canonical, key)
     if other != key:
         raise RecipeError([f"{source}: overrides {other} and {key} set the same key ({canonical}); "
                            "give it once"])
-    inner = next((given for earlier, given in spelled.items() if earlier.startswith(canonical + ".")), None)
+    inner = next((given for earlier, given in spelled.items() if earlier.startswith(canonical + ".") or (
+        canonical == "model.encoder.*" and earlier.startswith("model.encoder.")
+        and earlier not in ("model.encoder.name", canonical))), None)
     if inner is not None:
-        raise RecipeError([f"{source}: override {key} replaces the whole section, discarding the "
+        what = "every option of model.encoder" if key in _OPTIONS else "the whole section"
+        raise RecipeError([f"{source}: override {key} replaces {what}, discarding the "
                            f"earlier {inner}: give {key} first, or {inner} inside it"])
 
 
@@ -595,27 +612,30 @@ def _explain(error, source, overridden):
     for problem in error.errors(include_url=False):
         loc = [str(p) for p in problem["loc"] if not isinstance(p, int)]
         key = ".".join(loc)
-        where = _where(source, key, overridden)
         if problem["type"] == "extra_forbidden":
             known = _known_keys(loc[:-1])
             # the did-you-mean first: a long list of known keys is what gets cut at MAX_LINE
-            line = (f"{where}: unknown recipe key {_short(key)}."
-                    + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
-        else:
+            lines.append(f"{_where(source, key, overridden)}: unknown recipe key {_short(key)}."
+                         + did_you_mean(loc[-1], known) + f" Known keys here: {', '.join(known)}.")
+        else:  # a validator's problems, one line each (the model's parts: every part's at once)
             # pydantic names the section's class ("or instance of QueueSpec"): the user wrote YAML
             message = re.sub(r" or instance of \w+", "", problem["msg"].removeprefix("Value error, "))
-            where = _where(source, key, overridden, message)
-            value = problem.get("input")
-            typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
-            shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
-            line = f"{where}: {key or 'recipe'}{shown}: {message}"
-            head = message.split(":")[0].split(" ")[0]
-            if (message.startswith(f"{key}.") and shown == "") or (not key and "." in head) or (
-                    message.startswith(f"unknown recipe key '{key}.")):
-                # the message names its own key (a rule of the whole recipe names the keys it met)
-                line = f"{where}: {message}"
-        lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
-    return lines
+            lines += [_line(source, key, overridden, problem, one) for one in message.split("\n")]
+    return [line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "..." for line in lines]
+
+
+def _line(source, key, overridden, problem, message):
+    """One problem's line: who wrote the key, the key and value, and the message."""
+    where = _where(source, key, overridden, message)
+    value = problem.get("input")
+    typed = problem["type"].endswith("_type")  # a mapping where a value belongs: show it
+    shown = "" if isinstance(value, dict) and not typed else f" = {_short(value)}"
+    head = message.split(":")[0].split(" ")[0]
+    if (message.startswith(f"{key}.") and shown == "") or (not key and "." in head) or (
+            message.startswith(f"unknown recipe key '{key}.")):
+        # the message names its own key (a rule of the whole recipe names the keys it met)
+        return f"{where}: {message}"
+    return f"{where}: {key or 'recipe'}{shown}: {message}"
 
 
 def _known_keys(loc):

@@ -159,18 +159,23 @@ class ModelSpec(Section):
         (its own settings and ranges) and kept with the part's defaults filled in."""
         from clzoo.parts import PARTS, build_parts
 
-        extra = self.model_extra or {}
+        extra, problems = self.model_extra or {}, []
         for name, settings in extra.items():
-            if name not in PARTS:
-                known = [*type(self).model_fields, *PARTS]
-                raise ValueError(f"unknown recipe key 'model.{name}'." + did_you_mean(name, known)
-                                 + f" Known keys here: {', '.join(known)}.")
-            if settings is None:
-                continue
-            if not isinstance(settings, dict):
-                raise ValueError(f"model.{name} must be a mapping of the part's settings ({{}} for its "
-                                 f"defaults) or null. Received: {settings!r}")
-            floats_in(settings, f"model.{name}")
-            build_parts({name: settings}, spelled="model.{}")
-            extra[name] = PartSettings({**part_defaults(name), **settings})
+            try:
+                if name not in PARTS:
+                    known = [*type(self).model_fields, *PARTS]
+                    raise ValueError(f"unknown recipe key 'model.{name}'." + did_you_mean(name, known)
+                                     + f" Known keys here: {', '.join(known)}.")
+                if settings is None:
+                    continue
+                if not isinstance(settings, dict):
+                    raise ValueError(f"model.{name} must be a mapping of the part's settings ({{}} for "
+                                     f"its defaults) or null. Received: {settings!r}")
+                floats_in(settings, f"model.{name}")
+                build_parts({name: settings}, spelled="model.{}")
+                extra[name] = PartSettings({**part_defaults(name), **settings})
+            except ValueError as error:  # every part's problem at once, one line each
+                problems.append(str(error))
+        if problems:
+            raise ValueError("\n".join(problems))
         return self

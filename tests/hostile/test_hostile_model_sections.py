@@ -51,6 +51,43 @@ def test_a_section_after_one_of_its_own_keys_is_refused(overrides):
         load_recipe(None, overrides)
 
 
+@pytest.mark.parametrize("overrides", [
+    ["model.auxiliary_cross_entropy_weight=0", "model.auxiliary.label_smoothing=0.1"],
+    ["model.auxiliary=null", "model.auxiliary.label_smoothing=0.1"],
+    ["model.queue_size=null", "model.queue.momentum=0.9"],
+    ["model.test_time_flip=false", "model.test_time.translate=1"],
+])
+def test_a_setting_after_its_part_was_turned_off_on_the_command_line_is_refused(overrides):
+    """Review item 5: the setting turned the part back on with its defaults, without a word."""
+    section = overrides[1].split("=")[0].rsplit(".", 1)[0]
+    with pytest.raises(RecipeError, match=f"is a setting of {section}, which the earlier --set "
+                                          f"{overrides[0].split('=')[0]} turns off: give one of them"):
+        load_recipe(None, overrides)
+
+
+@pytest.mark.parametrize("overrides, inner", [
+    (["model.encoder_options={whitening: true}", "model.encoder=airbench"], "the whole section"),
+    (["model.encoder.whitening=true", "model.encoder_options={width: 2}"], "every option of model.encoder"),
+    (["model.encoder_options.whitening=true", "model.encoder_options={width: 2}"],
+     "every option of model.encoder"),
+])
+def test_encoder_options_and_the_encoder_section_do_not_drop_each_others_options(overrides, inner):
+    """Review item 9: the later override dropped the earlier's options without a word."""
+    with pytest.raises(RecipeError, match=f"override {overrides[1].split('=')[0]} replaces {inner}, "
+                                          f"discarding the earlier {overrides[0].split('=')[0]}"):
+        load_recipe(None, overrides)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["model.encoder_options={whitening: true}", "model.architecture=airbench"],
+    ["model.encoder_options={whitening: true}", "model.encoder.name=airbench"],
+    ["model.encoder.name=airbench", "model.encoder_options={whitening: true}", "model.encoder.dirac=true"],
+])
+def test_encoder_options_keep_the_name_and_take_later_options(overrides):
+    encoder = load_recipe(None, overrides).model.encoder
+    assert encoder.options["whitening"] is True and encoder.name == "airbench"
+
+
 @pytest.mark.parametrize("overrides, check", [
     (["model.encoder=airbench", "model.encoder_options={whitening: true}"],
      lambda r: r.model.encoder.options),

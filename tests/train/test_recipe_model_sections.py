@@ -158,3 +158,20 @@ def test_a_cross_section_rule_names_the_key_as_written():
         validate_recipe({**soft, "model": {"encoder_chunk_size": 8}})
     with pytest.raises(RecipeError, match=r"model\.queue: a queue needs task contrastive and an embedding"):
         validate_recipe({**soft, "model": {"queue": {"size": 8}}})
+
+
+def test_every_parts_problem_is_reported_at_once_one_line_each(tmp_path):
+    """A section per part: a problem in one no longer hides the others' (nor another section's)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"model": {"queue": {"size": 0}, "auxiliary": {"wieght": 1},
+                                              "qeueu": {}}, "training": {"epochs": -1}}))
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path, ["model.grad_cache.chunk_size=0"])
+    lines = caught.value.lines
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        str(path)] * 3 + [f"--set model.grad_cache.chunk_size (over {path})", str(path)], lines
+    assert "'model.auxiliary.wieght'. Did you mean 'weight'?" in lines[0]
+    assert "'model.qeueu'. Did you mean 'queue'?" in lines[1]
+    assert lines[2].endswith("model.queue.size = 0: must be None or a positive integer")
+    assert lines[3].endswith("model.grad_cache.chunk_size = 0: must be None or a positive integer")
+    assert "training.epochs = -1" in lines[4]
