@@ -291,12 +291,14 @@ def _recipe_yaml(stored):
     """The stored recipe as YAML in today's spelling (a recipe stored in the flat keys of earlier
     versions is upgraded; as stored when it no longer reads), its `data` line saying what it names:
     the run's data under its public name, its folder path left out."""
-    from clzoo.train.recipe import validate_recipe
+    from clzoo.train.recipe import RECIPE_VERSION, validate_recipe
 
-    try:
-        recipe = validate_recipe(stored, stored=True).to_dict()
-    except ValueError:
-        recipe = stored
+    recipe = stored  # today's spelling is stored whole (Recipe.to_dict): nothing to upgrade
+    if stored.get("recipe_version") != RECIPE_VERSION:
+        try:
+            recipe = validate_recipe(stored, stored=True).to_dict()
+        except ValueError:
+            pass
     text = yaml.safe_dump(recipe, sort_keys=False).strip()
     note = "  # the training data's public name; give your copy's folder, or a tfds:NAME"
     return "\n".join(line + note if line.startswith("data: ") else line for line in text.splitlines())

@@ -368,7 +368,11 @@ def load_recipe(path=None, overrides=(), stored=False):
     raw, notes, early = _read(path, source), [], []
     flat = flat_training(raw)  # an override of their section takes them along
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
-        raw = validate_recipe(raw, source, stored=True).to_dict()
+        recipe = validate_recipe(raw, source, stored=True)
+        if not overrides:  # read once (resume, push, the card)
+            recipe._upgrade_notes = []
+            return recipe
+        raw = recipe.to_dict()
         flat = kept_in(flat, raw)
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes, early = _upgraded(raw, source)

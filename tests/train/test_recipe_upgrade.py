@@ -209,3 +209,21 @@ def test_an_override_of_todays_training_key_to_null_is_not_an_earlier_key():
 
     recipe = load_recipe(None, ["training.checkpoint_every_steps=null", "training.log_every_steps=null"])
     assert recipe.training.checkpoint_every_steps is None and recipe.upgrade_notes == []
+
+
+def test_a_stored_recipe_is_validated_once_and_keeps_the_keys_that_did_nothing_in_its_run(
+        tmp_path, monkeypatch):
+    """A run's recipe.yaml read without overrides (resume, push, the card) is the stored pass's
+    result: validated once, and a today's-spelling key that did nothing in the run (`mix` under
+    task contrastive) is read as it is, not refused by a second, strict pass."""
+    from clzoo.train import load_recipe
+    from clzoo.train.recipe import Recipe
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"recipe_version": 2, "mix": {"mixup_alpha": 0.2}}))
+    calls, validate = [], Recipe.model_validate.__func__
+    monkeypatch.setattr(Recipe, "model_validate",
+                        classmethod(lambda cls, data: calls.append(1) or validate(cls, data)))
+    assert load_recipe(path, stored=True).mix == {"mixup_alpha": 0.2} and len(calls) == 1
+    with pytest.raises(RecipeError, match="mix would do nothing"):
+        load_recipe(path)  # a recipe a user wrote: refused
