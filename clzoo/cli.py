@@ -118,6 +118,8 @@ def _train(args):
             for note in config.upgrade_notes:
                 print(f"note: {note} (an earlier recipe spelling; clzoo upgrades it on reading)",
                       file=sys.stderr)
+        for note in config.override_notes:
+            print(f"note: {note}", file=sys.stderr)
         output = Path(args.resume if isinstance(args.resume, str) else
                       args.output or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         run = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))

@@ -639,3 +639,18 @@ def test_compare_names_a_dropped_default_k_once(tiny_encoder, tmp_path, capsys):
     assert printed.count("note: kNN k = 200 left out") == 1, printed
     assert set(json.loads((tmp_path / "cmp" / "compare.json").read_text())["bootstrap"]) == {
         "knn_k1", "knn_k5", "knn_k20"}
+
+
+def test_train_says_which_settings_a_section_override_left_out(tmp_path, monkeypatch, capsys):
+    """`--set training.optimizer=adamw` over `{name: sgd, momentum: 0.8}` starts from AdamW's
+    defaults: the recipe's momentum is left out, and `clzoo train` says so before training."""
+    import clzoo.train
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("data: digits\ntraining: {optimizer: {name: sgd, momentum: 0.8}}\n")
+    trained = []
+    monkeypatch.setattr(clzoo.train, "train", lambda config, *args, **kwargs: trained.append(config))
+    cli.main(["train", str(recipe), "--set", "training.optimizer=adamw", "--output", str(tmp_path / "run")])
+    assert trained and trained[0].training.optimizer.name == "adamw"
+    assert ("note: --set training.optimizer replaces the whole training.optimizer, leaving out the "
+            "recipe's momentum = 0.8") in capsys.readouterr().err

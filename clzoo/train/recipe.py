@@ -46,15 +46,12 @@ from clzoo.train.recipe_upgrade import (
     RECIPE_VERSION,
     UpgradeError,
     canonical_key,
-    flat_training,
     inert_key_dropped,
-    kept_in,
     overrides_in_order,
     place,
     reading_stored_recipe,
     upgrade,
     upgrade_override,
-    with_flat,
 )
 from clzoo.train.recipe_yaml import MAX_RECIPE_BYTES, RecipeYAMLError, parse_yaml, yaml_reason
 
@@ -191,6 +188,7 @@ class Recipe(Section):
     # earliest, whose flat keys are moved into their sections with a note on reading
     recipe_version: Literal[2] = RECIPE_VERSION
     _upgrade_notes: list = PrivateAttr(default_factory=list)
+    _override_notes: list = PrivateAttr(default_factory=list)
     name: str = "run"  # the default run folder is runs/<name>-<time>
     # weights, data order and views: the same seed gives the same run (CPU); 0 .. 2**32 - 1
     seed: NonNegativeInt = Field(0, lt=2**32)
@@ -319,6 +317,12 @@ class Recipe(Section):
         (`training.momentum is now training.optimizer.momentum`); empty for today's spelling."""
         return list(self._upgrade_notes)
 
+    @property
+    def override_notes(self):
+        """One line per override that replaced a section the recipe file gave settings in, naming
+        the settings not kept (`--set training.optimizer=adamw` over `{name: sgd, momentum: 0.9}`)."""
+        return list(self._override_notes)
+
 
 def __getattr__(name):
     if name == "DEFAULTS":  # built on use: validating the defaults imports the loss classes
@@ -366,17 +370,15 @@ def load_recipe(path=None, overrides=(), stored=False):
     """
     source = "<defaults>" if path is None else str(path)
     raw, notes, early = _read(path, source), [], []
-    flat = flat_training(raw)  # an override of their section takes them along
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         recipe = validate_recipe(raw, source, stored=True)
         if not overrides:  # read once (resume, push, the card)
             recipe._upgrade_notes = []
             return recipe
         raw = recipe.to_dict()
-        flat = kept_in(flat, raw)
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes, early = _upgraded(raw, source)
-    overridden, moved = _apply_overrides(raw, overrides, source, flat)
+    overridden, moved, replaced = _apply_overrides(raw, overrides, source)
     try:
         recipe = validate_recipe(raw, source, overridden)
     except RecipeError as error:  # the file's upgrade refusals too: every problem at once
@@ -384,6 +386,7 @@ def load_recipe(path=None, overrides=(), stored=False):
     if early:
         raise RecipeError(early)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
+    recipe._override_notes = replaced
     return recipe
 
 
@@ -519,19 +522,18 @@ def _override_value(key, value, source):
     return parsed
 
 
-def _apply_overrides(raw, overrides, source, flat):
+def _apply_overrides(raw, overrides, source):
     """Set each `a.b=value` in the upgraded `raw`, an earlier spelling's key upgraded first
-    (`upgrade_override`); returns `{dotted key set: the override's key as given}` and a note per
-    key given in an earlier spelling.
+    (`upgrade_override`); returns `{dotted key set: the override's key as given}`, a note per
+    key given in an earlier spelling and a note per section replaced with settings not kept.
 
     A key given twice takes its last value (the command line refuses that itself); one key in
     two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
-    `flat`: the file's flat `training` keys (`flat_training`), moved into a section override.
 
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
-    done, spelled, notes, off = {}, {}, [], {}
+    done, spelled, notes, off, replaced = {}, {}, [], {}, []
     for key, value, typed in overrides_in_order([_split_override(item, source) for item in overrides]):
         _refuse_overlap(spelled, key, source)
         value = value if typed else _override_value(key, value, source)
@@ -539,7 +541,8 @@ def _apply_overrides(raw, overrides, source, flat):
             upgraded = upgrade_override(key, value, raw)
             if upgraded is not None:
                 _refuse_inside_off(off, upgraded[0])
-                place(raw, upgraded[0], with_flat(*upgraded, flat))
+                replaced += _not_kept(raw, key, *upgraded)
+                place(raw, *upgraded)
                 off.update({upgraded[0]: key} if upgraded[1] is None else {})
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
@@ -551,7 +554,21 @@ def _apply_overrides(raw, overrides, source, flat):
         elif routed != key:
             notes.append(f"{key} is now {routed}" if upgraded[1] is not None else f"{key} = {value!r}: "
                          f"{upgraded[0]} is off")
-    return done, notes
+    return done, notes, replaced
+
+
+def _not_kept(raw, given, key, value):
+    """The note for override `given` (setting `key` to `value`) where it replaces a section whose
+    settings it does not give (a section override starts from the factory's defaults)."""
+    node = raw
+    for part in key.split("."):
+        node = as_section(node.get(part)) if isinstance(node, dict) else None
+    new = as_section(value)
+    if not isinstance(node, dict) or not isinstance(new, dict):
+        return []
+    lost = [f"{name} = {setting!r}" for name, setting in node.items() if name not in new and name != "name"]
+    return [f"--set {given} replaces the whole {key}, leaving out the recipe's {', '.join(lost)}"
+            ] if lost else []
 
 
 def _split_override(item, source):

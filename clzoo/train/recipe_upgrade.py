@@ -255,35 +255,6 @@ def overrides_in_order(items):
     return sorted(items, key=lambda item: item[0] in _PART_SETTINGS)
 
 
-def flat_training(raw):
-    """`{flat key: value}` of the flat `training` keys a raw recipe writes: an override of their
-    whole section (`training.optimizer=adamw`) takes them along (`with_flat`), as the earlier
-    spelling did, so that its factory refuses what it would ignore."""
-    training = raw.get("training") if isinstance(raw, dict) else None
-    return {f"training.{key}": value for key, value in (training.items() if isinstance(training, dict)
-                                                         else ()) if f"training.{key}" in MOVED}
-
-
-def kept_in(flat, sections):
-    """The entries of `flat` (`flat_training`) that upgraded `sections` still hold (a stored
-    recipe drops the flat keys that did nothing in its run)."""
-    training = sections.get("training") or {}
-    return {key: value for key, value in flat.items()
-            if key.split(".")[1] in (training.get(_section(key)) or {})}
-
-
-def with_flat(key, value, flat):
-    """`value` of the override `key` with the settings `flat` (`flat_training`) holds for it (a
-    neutral value its factory does not take left out: `warmup_epochs: 0` under `constant`)."""
-    section = as_section(value)
-    if not isinstance(section, dict) or key not in ("training.optimizer", "training.schedule"):
-        return value
-    inner = {name.split(".")[1]: setting for name, setting in flat.items()
-             if MOVED[name].startswith(key + ".")
-             and not _factory_ignores({key.split(".")[1]: section}, name, setting)}
-    return {**inner, **section}
-
-
 def place(tree, key, value, earlier=None):
     """`tree[a][b]... = value` for the dotted `key`; a section written as a name (`optimizer: sgd`)
     becomes `{name: ...}`, a part that is off (null) is turned on. `earlier`: the flat key that

@@ -95,22 +95,30 @@ def test_the_flat_fixture_written_by_a_user_is_refused_for_what_did_nothing():
         "lookahead_sgd and lars, not adamw"]
 
 
-def test_a_section_override_takes_the_files_flat_keys_along(tmp_path):
-    """Hostile pass: `--set training.optimizer=adamw` over a flat `momentum: 0.9` dropped the
-    momentum silently once the file was upgraded first; the earlier spelling refused it."""
+def test_a_section_override_replaces_the_upgraded_section_and_says_what_it_left_out(tmp_path):
+    """One spelling inside: a flat `momentum: 0.9` is `training.optimizer.momentum` once read, so
+    `--set training.optimizer=adamw` replaces that section as it does in today's spelling (a section
+    override starts from the factory's defaults), and a note names the settings it left out (the
+    earlier code took the flat keys along into the new section)."""
     from clzoo.train import load_recipe
 
     path = tmp_path / "flat.yaml"
-    path.write_text("data: digits\ntraining: {optimizer: sgd, momentum: 0.9, schedule: cosine, "
+    path.write_text("data: digits\ntraining: {optimizer: sgd, momentum: 0.8, schedule: cosine, "
                     "warmup_epochs: 2}\n")
-    with pytest.raises(RecipeError, match=r"--set training.optimizer .*momentum is a setting of "
-                                          r"optimizer sgd, lookahead_sgd and lars, not adamw"):
-        load_recipe(path, ["training.optimizer=adamw"])
-    with pytest.raises(RecipeError, match="warmup_epochs is a setting of schedule cosine and linear, "
-                                          "not constant"):
-        load_recipe(path, ["training.schedule=constant"])
-    lars = load_recipe(path, ["training.optimizer=lars"]).training.optimizer
-    assert lars.name == "lars" and lars.setting("momentum") == 0.9
+    adamw = load_recipe(path, ["training.optimizer=adamw"])
+    assert adamw.training.optimizer.settings == {} and adamw.override_notes == [
+        "--set training.optimizer replaces the whole training.optimizer, leaving out the recipe's "
+        "momentum = 0.8"]
+    assert load_recipe(path, ["training.schedule=constant"]).override_notes == [
+        "--set training.schedule replaces the whole training.schedule, leaving out the recipe's "
+        "warmup_epochs = 2"]
+    kept = load_recipe(path, ["training.optimizer={name: lars, momentum: 0.8}"])
+    assert kept.training.optimizer.setting("momentum") == 0.8 and kept.override_notes == []
+    today = _file(tmp_path, {"training": {"optimizer": {"name": "sgd", "momentum": 0.8}}})
+    assert load_recipe(today, ["training.optimizer=adamw"]).override_notes == adamw.override_notes
+    with pytest.raises(RecipeError, match="momentum is a setting of optimizer sgd, lookahead_sgd and "
+                                          "lars, not adamw"):  # the name alone keeps the settings
+        load_recipe(path, ["training.optimizer.name=adamw"])
 
 
 @pytest.mark.parametrize("overrides, queue, test_time", [
@@ -156,15 +164,6 @@ def _file(tmp_path, sections):
     return path
 
 
-def test_a_section_override_keeps_the_files_neutral_value_where_the_factory_takes_it(tmp_path):
-    """Review: `warmup_epochs: 0` (no warm-up) was lost under `--set training.schedule=linear`."""
-    from clzoo.train import load_recipe
-
-    path = _file(tmp_path, {"training": {"warmup_epochs": 0}})
-    assert load_recipe(path, ["training.schedule=linear"]).training.schedule.setting("warmup_epochs") == 0
-    assert load_recipe(path, ["training.schedule=constant"]).training.schedule.settings == {}
-
-
 @pytest.mark.parametrize("training, override, line", [
     ({"optimizer": "adamw"}, "training.momentum=0.5", "--set training.momentum (over {}): "
      "training.optimizer.momentum is a setting of optimizer sgd, lookahead_sgd and lars, not adamw"),
@@ -200,7 +199,9 @@ def test_notes_say_what_was_dropped_and_a_stored_recipes_dropped_keys_stay_dropp
         "model.test_time_translate = 0: model.test_time is off (dropped)"]
     # adamw's flat momentum did nothing in the stored run: a section override does not bring it back
     stored = load_recipe(FIXTURES / "flat_stored.yaml", ["training.optimizer=adamw"], stored=True)
-    assert stored.training.optimizer.settings == {"weight_decay": 0.05}
+    assert stored.training.optimizer.settings == {} and stored.override_notes == [
+        "--set training.optimizer replaces the whole training.optimizer, leaving out the recipe's "
+        "weight_decay = 0.05"]
 
 
 def test_an_override_of_todays_training_key_to_null_is_not_an_earlier_key():
