@@ -652,5 +652,5 @@ def test_train_says_which_settings_a_section_override_left_out(tmp_path, monkeyp
     monkeypatch.setattr(clzoo.train, "train", lambda config, *args, **kwargs: trained.append(config))
     cli.main(["train", str(recipe), "--set", "training.optimizer=adamw", "--output", str(tmp_path / "run")])
     assert trained and trained[0].training.optimizer.name == "adamw"
-    assert ("note: --set training.optimizer replaces the whole training.optimizer, leaving out the "
-            "recipe's momentum = 0.8") in capsys.readouterr().err
+    assert ("note: --set training.optimizer replaces the whole training.optimizer, leaving out "
+            "momentum = 0.8") in capsys.readouterr().err

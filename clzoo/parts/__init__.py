@@ -94,7 +94,7 @@ def _check_settings(factory, settings, section):
     for key in settings:
         if key not in known:
             raise ValueError(f"unknown {'recipe key' if '.' in section else 'setting'} "
-                             f"'{section}.{key}'." + did_you_mean(key, known)
+                             f"{f'{section}.{key}'!r}." + did_you_mean(key, known)
                              + f" Known keys here: {', '.join(known) or 'none'}.")
     for key in known:
         if parameters[key].default is parameters[key].empty and key not in settings:

@@ -291,10 +291,11 @@ def _recipe_yaml(stored):
     """The stored recipe as YAML in today's spelling (a recipe stored in the flat keys of earlier
     versions is upgraded; as stored when it no longer reads), its `data` line saying what it names:
     the run's data under its public name, its folder path left out."""
-    from clzoo.train.recipe import RECIPE_VERSION, validate_recipe
+    from clzoo.train.recipe import RECIPE_VERSION, Recipe, validate_recipe
 
-    recipe = stored  # today's spelling is stored whole (Recipe.to_dict): nothing to upgrade
-    if stored.get("recipe_version") != RECIPE_VERSION:
+    recipe = stored  # today's spelling, stored whole (Recipe.to_dict): nothing to resolve
+    if not (isinstance(stored, dict) and stored.get("recipe_version") == RECIPE_VERSION
+            and set(Recipe.model_fields) <= set(stored)):
         try:
             recipe = validate_recipe(stored, stored=True).to_dict()
         except ValueError:

@@ -303,7 +303,7 @@ class Recipe(Section):
         inert.append(("model.head_batch_norm", model.head_batch_norm and model.head_hidden_dims == [],
                       "head_hidden_dims [] is one layer, with no layer between to normalize"))
         for key, given, why in inert:
-            if given and not inert_key_dropped():
+            if given and not inert_key_dropped(key):
                 raise ValueError(f"{key} would do nothing ({why}); drop it")
         return self
 
@@ -379,14 +379,14 @@ def load_recipe(path=None, overrides=(), stored=False):
     else:  # upgraded before the overrides, which then meet one spelling
         raw, notes, early = _upgraded(raw, source)
     overridden, moved, replaced = _apply_overrides(raw, overrides, source)
-    try:
-        recipe = validate_recipe(raw, source, overridden)
+    try:  # a stored recipe's own keys stay read as stored; the overrides' are checked as always
+        recipe = validate_recipe(raw, source, overridden, stored=stored)
     except RecipeError as error:  # the file's upgrade refusals too: every problem at once
         raise RecipeError(early + error.lines) from None
     if early:
         raise RecipeError(early)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
-    recipe._override_notes = replaced
+    recipe._override_notes = _left_out(replaced, recipe.to_dict())
     return recipe
 
 
@@ -408,7 +408,7 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
              for key, value in _non_finite(sections)]
     if lines:
         raise RecipeError(lines)
-    with reading_stored_recipe() if stored else contextlib.nullcontext():
+    with reading_stored_recipe(strict=overridden) if stored else contextlib.nullcontext():
         sections, notes, lines = _upgraded(sections, source, overridden)
         try:
             recipe = Recipe.model_validate(sections)
@@ -525,7 +525,8 @@ def _override_value(key, value, source):
 def _apply_overrides(raw, overrides, source):
     """Set each `a.b=value` in the upgraded `raw`, an earlier spelling's key upgraded first
     (`upgrade_override`); returns `{dotted key set: the override's key as given}`, a note per
-    key given in an earlier spelling and a note per section replaced with settings not kept.
+    key given in an earlier spelling and `(override, section, {setting: value})` per section it
+    replaced with settings it does not give (`_left_out` makes the notes).
 
     A key given twice takes its last value (the command line refuses that itself); one key in
     two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
@@ -540,10 +541,9 @@ def _apply_overrides(raw, overrides, source):
         try:
             upgraded = upgrade_override(key, value, raw)
             if upgraded is not None:
-                _refuse_inside_off(off, upgraded[0])
-                replaced += _not_kept(raw, key, *upgraded)
+                _track_parts_off(off, spelled, key, *upgraded)
+                replaced += _replaced(raw, key, *upgraded)
                 place(raw, *upgraded)
-                off.update({upgraded[0]: key} if upgraded[1] is None else {})
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
         routed = canonical_key(key)
@@ -557,18 +557,30 @@ def _apply_overrides(raw, overrides, source):
     return done, notes, replaced
 
 
-def _not_kept(raw, given, key, value):
-    """The note for override `given` (setting `key` to `value`) where it replaces a section whose
-    settings it does not give (a section override starts from the factory's defaults)."""
-    node = raw
+def _replaced(raw, given, key, value):
+    """`[(given, key, {setting: value})]`: the settings of the section `key` in `raw` that the
+    override `given` replaces without giving them (a section override starts from the defaults)."""
+    node, new = raw, as_section(value)
     for part in key.split("."):
         node = as_section(node.get(part)) if isinstance(node, dict) else None
-    new = as_section(value)
     if not isinstance(node, dict) or not isinstance(new, dict):
         return []
-    lost = [f"{name} = {setting!r}" for name, setting in node.items() if name not in new and name != "name"]
-    return [f"--set {given} replaces the whole {key}, leaving out the recipe's {', '.join(lost)}"
-            ] if lost else []
+    return [(given, key, {name: setting for name, setting in node.items() if name not in new})]
+
+
+def _left_out(replaced, final):
+    """One note per replaced section whose settings differ in `final` (the validated recipe's
+    dict): the values the override left out, the section's name among them."""
+    notes = []
+    for given, key, settings in replaced:
+        node = final
+        for part in key.split("."):
+            node = as_section(node.get(part)) if isinstance(node, dict) else None
+        node = node if isinstance(node, dict) else {}
+        lost = [f"{name} = {value!r}" for name, value in settings.items() if node.get(name, ...) != value]
+        if lost:
+            notes.append(f"--set {given} replaces the whole {key}, leaving out {', '.join(lost)}")
+    return notes
 
 
 def _split_override(item, source):
@@ -587,12 +599,28 @@ def _split_override(item, source):
     return key.strip(), value, typed
 
 
-def _refuse_inside_off(off, key):
-    """An override inside a part that an earlier override turned off (`{section: as given}`)."""
+def _track_parts_off(off, spelled, given, key, value):
+    """Refuse a setting inside a model part an earlier override turned off, and an override
+    turning off a part after one of its settings (a flat switch: `model.queue_size=null`);
+    `off`: `{part section: the override that turned it off}`, kept current."""
     section = next((section for section in off if key.startswith(section + ".")), None)
-    if section is not None:
+    if section is not None and off[section] != given:
         raise ValueError(f"{key} is a setting of {section}, which the earlier --set {off[section]} "
                          "turns off: give one of them")
+    off.pop(section, None)
+    name = key.split(".")[-1]
+    if not (key.count(".") == 1 and key.startswith("model.")
+            and (name == "test_time" or name not in ModelSpec.model_fields)):
+        return
+    if value is not None:
+        off.pop(key, None)
+        return
+    inner = next((earlier for canonical, earlier in spelled.items()
+                  if canonical.startswith(key + ".") and earlier != given), None)
+    if inner is not None:
+        raise ValueError(f"--set {given} turns off {key}, discarding the earlier --set {inner}: "
+                         "give one of them")
+    off[key] = given
 
 
 # The earlier `model.encoder_options` is every option of model.encoder (all but its name) at once.

@@ -164,7 +164,7 @@ class ModelSpec(Section):
             try:
                 if name not in PARTS:
                     known = [*type(self).model_fields, *PARTS]
-                    raise ValueError(f"unknown recipe key 'model.{name}'." + did_you_mean(name, known)
+                    raise ValueError(f"unknown recipe key {'model.' + name!r}." + did_you_mean(name, known)
                                      + f" Known keys here: {', '.join(known)}.")
                 if settings is None:
                     continue

@@ -20,6 +20,7 @@ Example:
 ({'optimizer': {'name': 'sgd', 'momentum': 0.8}}, ['training.momentum is now training.optimizer.momentum'])
 """
 
+import contextlib
 import contextvars
 
 from clzoo.train.recipe_components import (
@@ -34,18 +35,29 @@ from clzoo.train.recipe_model import EncoderSpec
 RECIPE_VERSION = 2  # 1 (or no recipe_version): the flat keys may appear; 2: sections only
 
 # A run's stored recipe.yaml is read leniently: earlier versions stored flat keys that did
-# nothing in the run (a setting of a part that was off, of an optimizer without it).
+# nothing in the run (a setting of a part that was off, of an optimizer without it). The keys
+# overrides gave on top of it are checked as always.
 _STORED = contextvars.ContextVar("stored_recipe", default=False)
+_STRICT = contextvars.ContextVar("override_keys", default=())
 
 
-def reading_stored_recipe():
-    """Inside it, the earlier flat keys that did nothing in a run are dropped, not refused."""
-    return switched_on(_STORED)
+@contextlib.contextmanager
+def reading_stored_recipe(strict=()):
+    """Inside it, the keys that did nothing in a run are dropped or read as stored, not refused;
+    `strict`: the dotted keys overrides gave, refused as always."""
+    with switched_on(_STORED):
+        token = _STRICT.set(tuple(strict))
+        try:
+            yield
+        finally:
+            _STRICT.reset(token)
 
 
-def inert_key_dropped():
-    """True where an inert flat key is dropped (a stored recipe) rather than refused."""
-    return _STORED.get()
+def inert_key_dropped(key=None):
+    """True where an inert key (`key`, dotted) is dropped or read as stored (a stored recipe, and
+    no override gave it or a key inside it) rather than refused."""
+    return _STORED.get() and not (key and any(given == key or given.startswith(key + ".")
+                                              for given in _STRICT.get()))
 
 
 _OPTIMIZER = ("momentum", "nesterov", "weight_decay", "bias_learning_rate_multiplier",
@@ -161,7 +173,7 @@ def _move(out, key, value, off):
     if key.startswith("model.") and section in model and model[section] is None:
         raise ValueError(f"{key} = {value!r} sets what {part_of(key)}: null turns off: give one")
     if key.startswith("training.") and _factory_ignores(out.get("training"), key, value):
-        return f"{key} = {value!r} dropped: training.{section} does not take it"
+        return f"{key} = {value!r} dropped: the recipe's training.{section} does not take it"
     if key == "model.test_time_flip":
         value = _flip(value) and {}
     elif key == "model.encoder_options":

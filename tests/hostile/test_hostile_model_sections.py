@@ -159,3 +159,67 @@ def test_the_closing_line_lists_only_what_the_run_wrote(tmp_path):
     (tmp_path / "eval" / "report.md").write_text("x")
     (tmp_path / "tensorboard").mkdir()
     assert "eval/report.md" in cli._run_files(tmp_path) and cli._run_files(tmp_path).endswith("tensorboard/")
+
+
+@pytest.mark.parametrize("overrides", [
+    ["views=null", "views.size=16"],
+    ["training.schedule=null", "training.schedule.warmup_epochs=0"],
+    ["model.encoder=null", "model.encoder.name=airbench"],
+    ["model.queue=null", "model.queue={size: 64}", "model.queue.momentum=0.9", "loss.name=SupConLoss"],
+    ["model.queue_size=null", "model.queue_size=64", "loss.name=SupConLoss"],
+])
+def test_a_section_reset_or_a_part_turned_back_on_then_set_is_taken(overrides):
+    """Review: only a model part is off when null; turned on again, its settings are taken."""
+    load_recipe(None, overrides)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["model.auxiliary.label_smoothing=0.1", "model.auxiliary_cross_entropy_weight=0"],
+    ["model.queue.momentum=0.9", "model.queue_size=null"],
+])
+def test_a_flat_switch_turning_off_a_part_after_one_of_its_settings_is_refused(overrides):
+    """Review: the setting was dropped without a word (the section spelling refused it already)."""
+    with pytest.raises(RecipeError, match=f"--set {overrides[1].split('=')[0]} turns off .*, discarding "
+                                          f"the earlier --set {overrides[0].split('=')[0]}"):
+        load_recipe(None, overrides)
+
+
+def test_a_section_overrides_note_names_what_changed_and_only_that(tmp_path):
+    """Review: the note left out a name that fell back to the default (SupConLoss -> SINCERELoss),
+    and listed settings whose value the new section keeps."""
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({"loss": {"name": "SupConLoss", "temperature": 0.2}, "training": {
+        "schedule": {"name": "cosine", "warmup_epochs": 0, "warmup_start_fraction": 1e-3}}}))
+    recipe = load_recipe(path, ["loss={temperature: 0.1}", "training.schedule=linear"])
+    assert recipe.override_notes == [
+        "--set loss replaces the whole loss, leaving out name = 'SupConLoss'",
+        "--set training.schedule replaces the whole training.schedule, leaving out warmup_epochs = 0"]
+
+
+def test_resuming_with_an_override_reads_the_stored_keys_as_stored_and_checks_the_overrides(tmp_path):
+    """Review: `--resume RUN --epochs 3` refused the run's own recipe.yaml for a key that did
+    nothing in the run, which `--resume RUN` alone read."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"recipe_version": 2, "data": "digits", "mix": {"mixup_alpha": 0.2}}))
+    assert load_recipe(path, ["training.epochs=3"], stored=True).training.epochs == 3
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"recipe_version": 2, "data": "digits"}))
+    with pytest.raises(RecipeError, match="mix would do nothing"):
+        load_recipe(plain, ["mix.mixup_alpha=0.2"], stored=True)
+
+
+def test_a_part_name_with_a_line_break_stays_one_error_line(tmp_path):
+    path = _write(tmp_path, {"qu\neue": {}})
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path)
+    assert len(caught.value.lines) == 1 and "'model.qu\\neue'" in caught.value.lines[0]
+
+
+def test_the_card_renders_a_recipe_it_cannot_read_as_stored_and_resolves_a_partial_one():
+    """Review: a stored recipe that is no mapping crashed the card; a partial one in today's
+    spelling was shown unresolved under "resolved config"."""
+    from clzoo.presets.card import _recipe_yaml
+
+    assert _recipe_yaml(None) == "null\n..."
+    partial = _recipe_yaml({"recipe_version": 2, "model": {"encoder": "resnet8"}})
+    assert "    name: resnet8" in partial and "head_hidden_dims: null" in partial

@@ -107,10 +107,10 @@ def test_a_section_override_replaces_the_upgraded_section_and_says_what_it_left_
                     "warmup_epochs: 2}\n")
     adamw = load_recipe(path, ["training.optimizer=adamw"])
     assert adamw.training.optimizer.settings == {} and adamw.override_notes == [
-        "--set training.optimizer replaces the whole training.optimizer, leaving out the recipe's "
+        "--set training.optimizer replaces the whole training.optimizer, leaving out "
         "momentum = 0.8"]
     assert load_recipe(path, ["training.schedule=constant"]).override_notes == [
-        "--set training.schedule replaces the whole training.schedule, leaving out the recipe's "
+        "--set training.schedule replaces the whole training.schedule, leaving out "
         "warmup_epochs = 2"]
     kept = load_recipe(path, ["training.optimizer={name: lars, momentum: 0.8}"])
     assert kept.training.optimizer.setting("momentum") == 0.8 and kept.override_notes == []
@@ -200,7 +200,7 @@ def test_notes_say_what_was_dropped_and_a_stored_recipes_dropped_keys_stay_dropp
     # adamw's flat momentum did nothing in the stored run: a section override does not bring it back
     stored = load_recipe(FIXTURES / "flat_stored.yaml", ["training.optimizer=adamw"], stored=True)
     assert stored.training.optimizer.settings == {} and stored.override_notes == [
-        "--set training.optimizer replaces the whole training.optimizer, leaving out the recipe's "
+        "--set training.optimizer replaces the whole training.optimizer, leaving out "
         "weight_decay = 0.05"]
 
 
