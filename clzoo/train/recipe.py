@@ -319,8 +319,9 @@ class Recipe(Section):
 
     @property
     def override_notes(self):
-        """One line per override that replaced a section the recipe file gave settings in, naming
-        the settings not kept (`--set training.optimizer=adamw` over `{name: sgd, momentum: 0.9}`)."""
+        """One line per override that replaced a whole section, naming the values it left out
+        that changed (`--set training.optimizer=adamw` over `{name: sgd, momentum: 0.9}`: the
+        momentum); `clzoo train` prints them."""
         return list(self._override_notes)
 
 
@@ -469,14 +470,17 @@ def _non_finite(value, path=""):
 
 def _where(source, key, overridden, message=""):
     """Who wrote `key`: the recipe file, or an override given on top of it (`--set`); for a
-    problem of a whole section (`views`), the overrides inside it that `message` names."""
+    problem of a whole section (`views`), the overrides inside it that `message` names, or inside
+    the key it starts with (`mix would do nothing`)."""
     if key in overridden:
         return f"--set {overridden[key]} (over {source})"
     if not message or not isinstance(overridden, dict):
         return source
+    head = message.split(" ")[0]
     named = dict.fromkeys(given for inner, given in overridden.items()
                           if (not key or inner.startswith(key + ".")) and (
-                              inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message))
+                              inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message
+                              or inner.startswith(head + ".")))
     return f"--set {', '.join(named)} (over {source})" if named else source
 
 
