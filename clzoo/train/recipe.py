@@ -387,7 +387,7 @@ def load_recipe(path=None, overrides=(), stored=False):
     if early:
         raise RecipeError(early)
     recipe._upgrade_notes = list(dict.fromkeys(notes + moved))  # one note per key
-    recipe._override_notes = _left_out(replaced, recipe.to_dict())
+    recipe._override_notes = _left_out(replaced, recipe.to_dict()) if replaced else []
     return recipe
 
 
@@ -564,10 +564,8 @@ def _apply_overrides(raw, overrides, source):
 def _replaced(raw, given, key, value):
     """`[(given, key, {setting: value})]`: the settings of the section `key` in `raw` that the
     override `given` replaces without giving them (a section override starts from the defaults)."""
-    node, new = raw, as_section(value)
-    for part in key.split("."):
-        node = as_section(node.get(part)) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or not isinstance(new, dict):
+    node, new = _section_at(raw, key), as_section(value)
+    if node is None or not isinstance(new, dict):
         return []
     return [(given, key, {name: setting for name, setting in node.items() if name not in new})]
 
@@ -577,14 +575,19 @@ def _left_out(replaced, final):
     dict): the values the override left out, the section's name among them."""
     notes = []
     for given, key, settings in replaced:
-        node = final
-        for part in key.split("."):
-            node = as_section(node.get(part)) if isinstance(node, dict) else None
-        node = node if isinstance(node, dict) else {}
+        node = _section_at(final, key) or {}
         lost = [f"{name} = {value!r}" for name, value in settings.items() if node.get(name, ...) != value]
         if lost:
             notes.append(f"--set {given} replaces the whole {key}, leaving out {', '.join(lost)}")
     return notes
+
+
+def _section_at(tree, key):
+    """The mapping at dotted `key` in `tree` (a section written as a name read as `{name: ...}`),
+    or None where there is none."""
+    for part in key.split("."):
+        tree = as_section(tree.get(part)) if isinstance(tree, dict) else None
+    return tree if isinstance(tree, dict) else None
 
 
 def _split_override(item, source):
@@ -608,10 +611,11 @@ def _track_parts_off(off, spelled, given, key, value):
     turning off a part after one of its settings (a flat switch: `model.queue_size=null`);
     `off`: `{part section: the override that turned it off}`, kept current."""
     section = next((section for section in off if key.startswith(section + ".")), None)
-    if section is not None and off[section] != given:
-        raise ValueError(f"{key} is a setting of {section}, which the earlier --set {off[section]} "
-                         "turns off: give one of them")
-    off.pop(section, None)
+    if section is not None:
+        if off[section] != given:
+            raise ValueError(f"{key} is a setting of {section}, which the earlier --set {off[section]} "
+                             "turns off: give one of them")
+        del off[section]  # the same key again (`model.queue_size=64` after `=null`): on again
     name = key.split(".")[-1]
     if not (key.count(".") == 1 and key.startswith("model.")
             and (name == "test_time" or name not in ModelSpec.model_fields)):
