@@ -562,12 +562,23 @@ def _apply_overrides(raw, overrides, source):
 
 
 def _replaced(raw, given, key, value):
-    """`[(given, key, {setting: value})]`: the settings of the section `key` in `raw` that the
-    override `given` replaces without giving them (a section override starts from the defaults)."""
+    """`[(given, key, {dotted setting: value})]`: the settings of the section `key` in `raw` that
+    the override `given` replaces without giving them, inside the sections it gives too (a section
+    override starts from the defaults: `model={queue: {size: 32}}` leaves out the queue's momentum)."""
     node, new = _section_at(raw, key), as_section(value)
     if node is None or not isinstance(new, dict):
         return []
-    return [(given, key, {name: setting for name, setting in node.items() if name not in new})]
+    return [(given, key, dict(_not_given(node, new)))]
+
+
+def _not_given(old, new, prefix=""):
+    """`(dotted setting, value)` of the mapping `old` that the mapping `new` does not give."""
+    for name, setting in old.items():
+        inner = as_section(new.get(name))
+        if name not in new:
+            yield prefix + name, setting
+        elif isinstance(setting, dict) and isinstance(inner, dict):
+            yield from _not_given(setting, inner, f"{prefix}{name}.")
 
 
 def _left_out(replaced, final):
@@ -575,8 +586,8 @@ def _left_out(replaced, final):
     dict): the values the override left out, the section's name among them."""
     notes = []
     for given, key, settings in replaced:
-        node = _section_at(final, key) or {}
-        lost = [f"{name} = {value!r}" for name, value in settings.items() if node.get(name, ...) != value]
+        lost = [f"{name} = {value!r}" for name, value in settings.items()
+                if _value_at(final, f"{key}.{name}") != value]
         if lost:
             notes.append(f"--set {given} replaces the whole {key}, leaving out {', '.join(lost)}")
     return notes
@@ -588,6 +599,12 @@ def _section_at(tree, key):
     for part in key.split("."):
         tree = as_section(tree.get(part)) if isinstance(tree, dict) else None
     return tree if isinstance(tree, dict) else None
+
+
+def _value_at(tree, key):
+    """The value at dotted `key` (inside a section) in `tree`, or `...` where there is none."""
+    section, _, leaf = key.rpartition(".")
+    return (_section_at(tree, section) or {}).get(leaf, ...)
 
 
 def _split_override(item, source):

@@ -188,6 +188,21 @@ def test_a_section_overrides_note_names_what_changed_and_only_that(tmp_path):
         "--set training.schedule replaces the whole training.schedule, leaving out warmup_epochs = 0"]
 
 
+def test_a_section_overrides_note_looks_inside_the_sections_it_gives(tmp_path):
+    """Review: the notes looked one level deep: `--set model={queue: {size: 32}}` over a file's
+    queue momentum dropped the momentum (no momentum encoder by default) without a word."""
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({"loss": {"name": "SupConLoss"}, "model": {
+        "embedding_dim": 64, "queue": {"size": 64, "momentum": 0.9}}}))
+    whole = load_recipe(path, ["model={queue: {size: 32}}"])
+    assert whole.model.queue.momentum is None and whole.override_notes == [
+        "--set model replaces the whole model, leaving out embedding_dim = 64, queue.momentum = 0.9"]
+    assert load_recipe(path, ["model.queue={size: 32}"]).override_notes == [
+        "--set model.queue replaces the whole model.queue, leaving out momentum = 0.9"]
+    kept = load_recipe(path, ["model={queue: {size: 32, momentum: 0.9}, embedding_dim: 64}"])
+    assert kept.model.queue.size == 32 and kept.override_notes == []
+
+
 def test_resuming_with_an_override_reads_the_stored_keys_as_stored_and_checks_the_overrides(tmp_path):
     """Review: `--resume RUN --epochs 3` refused the run's own recipe.yaml for a key that did
     nothing in the run, which `--resume RUN` alone read."""
