@@ -22,12 +22,13 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
+    ValidationError,
     field_validator,
     model_validator,
 )
 
 from clzoo.registry import did_you_mean
-from clzoo.train.recipe_components import Section, as_section, floats_in, needs_keras
+from clzoo.train.recipe_components import Section, as_section, floats_in, in_light_pass, needs_keras
 
 
 class EncoderSpec(BaseModel):
@@ -157,25 +158,53 @@ class ModelSpec(Section):
     def _parts_build(self):
         """Each extra key names a registered part: its section is checked by building the part
         (its own settings and ranges) and kept with the part's defaults filled in."""
-        from clzoo.parts import PARTS, build_parts
-
-        extra, problems = self.model_extra or {}, []
-        for name, settings in extra.items():
-            try:
-                if name not in PARTS:
-                    known = [*type(self).model_fields, *PARTS]
-                    raise ValueError(f"unknown recipe key {'model.' + name!r}." + did_you_mean(name, known)
-                                     + f" Known keys here: {', '.join(known)}.")
-                if settings is None:
-                    continue
-                if not isinstance(settings, dict):
-                    raise ValueError(f"model.{name} must be a mapping of the part's settings ({{}} for "
-                                     f"its defaults) or null. Received: {settings!r}")
-                floats_in(settings, f"model.{name}")
-                build_parts({name: settings}, spelled="model.{}")
-                extra[name] = PartSettings({**part_defaults(name), **settings})
-            except ValueError as error:  # every part's problem at once, one line each
-                problems.append(str(error))
+        extra = self.model_extra or {}
+        built, problems = _parts_checked(extra, list(type(self).model_fields))
         if problems:
             raise ValueError("\n".join(problems))
+        extra.update(built)
         return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_the_parts_problems(cls, data, handler):
+        """A field's problem (an unknown encoder) skips the after-validators: the parts' problems
+        are added to it, so that every problem is reported at once."""
+        try:
+            return handler(data)
+        except ValidationError as error:
+            errors = error.errors(include_url=False)
+            if in_light_pass() or not isinstance(data, dict) or any(not e["loc"] for e in errors):
+                raise  # the parts were checked (their problems have no field), or cannot be here
+            extra = {key: value for key, value in data.items() if key not in cls.model_fields}
+            problems = _parts_checked(extra, list(cls.model_fields))[1]
+            if not problems:
+                raise
+            part = {"type": "value_error", "loc": (), "input": data,
+                    "ctx": {"error": ValueError("\n".join(problems))}}
+            raise ValidationError.from_exception_data(error.title, [*errors, part]) from None
+
+
+def _parts_checked(extra, fields):
+    """`({part: PartSettings}, problems)`: each part section of `extra` (the model section's
+    keys that are not `fields`) checked by building the part, every part's problem at once."""
+    from clzoo.parts import PARTS, build_parts
+
+    built, problems = {}, []
+    for name, settings in extra.items():
+        try:
+            if name not in PARTS:
+                known = [*fields, *PARTS]
+                raise ValueError(f"unknown recipe key {'model.' + name!r}." + did_you_mean(name, known)
+                                 + f" Known keys here: {', '.join(known)}.")
+            if settings is None:
+                continue
+            if not isinstance(settings, dict):
+                raise ValueError(f"model.{name} must be a mapping of the part's settings ({{}} for "
+                                 f"its defaults) or null. Received: {settings!r}")
+            floats_in(settings, f"model.{name}")
+            build_parts({name: settings}, spelled="model.{}")
+            built[name] = PartSettings({**part_defaults(name), **settings})
+        except ValueError as error:  # every part's problem at once, one line each
+            problems.append(str(error))
+    return built, problems

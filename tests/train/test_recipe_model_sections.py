@@ -175,3 +175,19 @@ def test_every_parts_problem_is_reported_at_once_one_line_each(tmp_path):
     assert lines[2].endswith("model.queue.size = 0: must be None or a positive integer")
     assert lines[3].endswith("model.grad_cache.chunk_size = 0: must be None or a positive integer")
     assert "training.epochs = -1" in lines[4]
+
+
+@pytest.mark.parametrize("field", ["model.encoder.name=resnet2", "model.embedding_dim=-1"])
+def test_a_model_fields_problem_does_not_hide_the_parts_problems(field):
+    """Review: pydantic skips the parts' check once a field of the model section fails, so an
+    unknown encoder hid a queue of size 0 until the encoder was fixed."""
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(None, [field, "model.queue.size=0", "model.qeueu={}", "training.epochs=-1"])
+    lines = caught.value.lines
+    assert [line.split(" (over")[0] for line in lines] == [
+        f"--set {field.split('=')[0]}", "--set model.queue.size", "--set model.qeueu",
+        "--set training.epochs"], lines
+    assert lines[1].endswith("model.queue.size = 0: must be None or a positive integer")
+    with pytest.raises(RecipeError) as alone:  # nothing added where the parts are fine
+        load_recipe(None, [field, "model.queue.size=8"])
+    assert len(alone.value.lines) == 1, alone.value.lines
