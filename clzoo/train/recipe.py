@@ -472,15 +472,17 @@ def _where(source, key, overridden, message=""):
     """Who wrote `key`: the recipe file, or an override given on top of it (`--set`); for a
     problem of a whole section (`views`), the overrides inside it that `message` names, or inside
     the key it starts with (`mix would do nothing`)."""
-    if key in overridden:
-        return f"--set {overridden[key]} (over {source})"
+    within = max((inner for inner in overridden if key == inner or key.startswith(inner + ".")),
+                 key=len, default=None)  # the override that wrote the key, or a section around it
+    if within is not None:
+        return f"--set {overridden[within]} (over {source})"
     if not message or not isinstance(overridden, dict):
         return source
     head = message.split(" ")[0]
     named = dict.fromkeys(given for inner, given in overridden.items()
                           if (not key or inner.startswith(key + ".")) and (
-                              inner in message or f"`{inner.rsplit('.', 1)[-1]}`" in message
-                              or inner.startswith(head + ".")))
+                              re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)
+                              or f"`{inner.rsplit('.', 1)[-1]}`" in message or inner.startswith(head + ".")))
     return f"--set {', '.join(named)} (over {source})" if named else source
 
 
@@ -574,11 +576,12 @@ def _replaced(raw, given, key, value):
 def _not_given(old, new, prefix=""):
     """`(dotted setting, value)` of the mapping `old` that the mapping `new` does not give."""
     for name, setting in old.items():
-        inner = as_section(new.get(name))
+        inner, within = as_section(new.get(name)), as_section(setting)  # `encoder: resnet18` too
         if name not in new:
-            yield prefix + name, setting
-        elif isinstance(setting, dict) and isinstance(inner, dict):
-            yield from _not_given(setting, inner, f"{prefix}{name}.")
+            yield f"{prefix}{name}", setting
+        elif dict in (type(setting), type(new[name])) and isinstance(inner, dict) and isinstance(
+                within, dict):
+            yield from _not_given(within, inner, f"{prefix}{name}.")
 
 
 def _left_out(replaced, final):

@@ -176,7 +176,8 @@ class ModelSpec(Section):
             errors = error.errors(include_url=False)
             if in_light_pass() or not isinstance(data, dict) or any(not e["loc"] for e in errors):
                 raise  # the parts were checked (their problems have no field), or cannot be here
-            extra = {key: value for key, value in data.items() if key not in cls.model_fields}
+            extra = {key: value for key, value in data.items()  # a key not text: pydantic's line
+                     if isinstance(key, str) and key not in cls.model_fields}
             problems = _parts_checked(extra, list(cls.model_fields))[1]
             if not problems:
                 raise
@@ -195,7 +196,7 @@ def _parts_checked(extra, fields):
         try:
             if name not in PARTS:
                 known = [*fields, *PARTS]
-                raise ValueError(f"unknown recipe key {'model.' + name!r}." + did_you_mean(name, known)
+                raise ValueError(f"unknown recipe key {f'model.{name}'!r}." + did_you_mean(str(name), known)
                                  + f" Known keys here: {', '.join(known)}.")
             if settings is None:
                 continue

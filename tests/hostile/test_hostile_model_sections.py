@@ -232,3 +232,48 @@ def test_the_card_renders_a_recipe_it_cannot_read_as_stored_and_resolves_a_parti
     assert _recipe_yaml(None) == "null\n..."
     partial = _recipe_yaml({"recipe_version": 2, "model": {"encoder": "resnet8"}})
     assert "    name: resnet8" in partial and "head_hidden_dims: null" in partial
+
+
+def test_a_section_overrides_note_reads_a_section_written_as_a_name_and_keys_not_text(tmp_path):
+    """Review of the nested notes: `encoder: resnet18` (a section written as its name) replaced by
+    `--set model={encoder: {}}` fell back to resnet20 without a note; a key that is no text (`1: 2`)
+    crashed the note with a TypeError."""
+    path = tmp_path / "r.yaml"
+    path.write_text("model: {encoder: resnet18, 1: 2}\ntraining: {schedule: linear}\n")
+    recipe = load_recipe(path, ["model={encoder: {}}", "training={schedule: {warmup_epochs: 1}}"])
+    assert recipe.override_notes == [
+        "--set model replaces the whole model, leaving out encoder.name = 'resnet18', 1 = 2",
+        "--set training replaces the whole training, leaving out schedule.name = 'linear'"]
+
+
+def test_a_model_key_that_is_no_text_is_one_line_in_both_passes(tmp_path):
+    """Review: the parts' check beside a field's problem built `'model.' + 1` (a TypeError)."""
+    from clzoo.train.recipe import check_recipe_keys
+
+    path = tmp_path / "r.yaml"
+    path.write_text("model:\n  1: {}\n")
+    for check in (check_recipe_keys, load_recipe):
+        with pytest.raises(RecipeError) as caught:
+            check(path, [])
+        assert caught.value.lines == [f"{path}: model = 1: Keys should be strings"]
+
+
+@pytest.mark.parametrize("overrides, blamed", [
+    (["model.q={}"], ["--set model.q (over {})", "{}"]),  # model.q is no part of model.queue
+    (["model.queue={size: 0}"], ["--set model.queue (over {})"]),
+    (["model.queue.momentum=0.5"], ["{}"]),
+])
+def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
+    """Review: `--set model.q` was blamed for the file's `model.queue.size = 0` (a substring), and a
+    whole-section override for nothing it wrote inside (the file was named)."""
+    path = tmp_path / "r.yaml"
+    path.write_text("model: {queue: {size: 0}}\n")
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path, overrides)
+    where = sorted(line.split(": ", 1)[0] for line in caught.value.lines)
+    assert where == sorted(one.format(path) for one in blamed), caught.value.lines
+    other = tmp_path / "o.yaml"
+    other.write_text("model: {encoder: resnet18}\n")
+    with pytest.raises(RecipeError, match=r"^--set model \(over .*\): model.encoder: unknown encoder "
+                                          "argument 'width'"):
+        load_recipe(other, ["model={encoder: {width: 2}}"])
