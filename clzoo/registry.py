@@ -117,11 +117,12 @@ class Registry:
         return add if factory is None else add(factory)
 
     def entry(self, name):
-        """The `Entry` of `name`. Raises `ValueError` naming the known names."""
-        if name not in self._entries:
+        """The `Entry` of `name`. Raises `ValueError` naming the known names (a name that is no
+        text, such as a mapping from a recipe, too)."""
+        if name not in self:
             known = ", ".join(self.list()) or "none"
             raise ValueError(f"Unknown {self.kind} {name!r}. Known: {known}."
-                             + did_you_mean(name, self._entries))
+                             + (did_you_mean(name, self._entries) if isinstance(name, str) else ""))
         return self._entries[name]
 
     def get(self, name):
@@ -137,7 +138,7 @@ class Registry:
         return {name: entry.description for name, entry in self._entries.items()}
 
     def __contains__(self, name):
-        return name in self._entries
+        return isinstance(name, str) and name in self._entries
 
     def __iter__(self):
         return iter(self._entries)

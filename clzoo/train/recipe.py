@@ -469,21 +469,26 @@ def _non_finite(value, path=""):
 
 
 def _where(source, key, overridden, message=""):
-    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`); for a
-    problem of a whole section (`views`), the overrides inside it that `message` names, or inside
-    the key it starts with (`mix would do nothing`)."""
-    within = max((inner for inner in overridden if key == inner or key.startswith(inner + ".")),
-                 key=len, default=None)  # the override that wrote the key, or a section around it
-    if within is not None:
-        return f"--set {overridden[within]} (over {source})"
-    if not message or not isinstance(overridden, dict):
-        return source
-    head = message.split(" ")[0]
-    named = dict.fromkeys(given for inner, given in overridden.items()
-                          if (not key or inner.startswith(key + ".")) and (
-                              re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)
-                              or f"`{inner.rsplit('.', 1)[-1]}`" in message or inner.startswith(head + ".")))
+    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`): those
+    inside `key` that `message` names (a problem of a whole section, `views`), or inside the key
+    it starts with (`mix would do nothing`); else the one that set `key`, or a whole section around
+    it (`--set model={...}`; not `model.encoder_options`, which keeps the file's encoder name)."""
+    named = list(_named(key, overridden, message)) if message and isinstance(overridden, dict) else []
+    around = max((inner for inner in overridden if key == inner or key.startswith(inner + ".")
+                  and overridden[inner] == inner), key=len, default=None)
+    named = named or ([overridden[around]] if around else [])
     return f"--set {', '.join(named)} (over {source})" if named else source
+
+
+def _named(key, overridden, message):
+    """The overrides inside `key` that `message` names (as a whole word, or their last part in
+    quotes), or inside the key it starts with, each once."""
+    head = message.split(" ")[0]
+    return dict.fromkeys(given for inner, given in overridden.items()
+                         if (not key or inner.startswith(key + ".")) and (
+                             re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)
+                             or re.search(rf"[`']{re.escape(inner.rsplit('.', 1)[-1])}[`']", message)
+                             or inner.startswith(head + ".")))
 
 
 def _read(path, source):

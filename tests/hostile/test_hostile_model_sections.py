@@ -277,3 +277,38 @@ def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
     with pytest.raises(RecipeError, match=r"^--set model \(over .*\): model.encoder: unknown encoder "
                                           "argument 'width'"):
         load_recipe(other, ["model={encoder: {width: 2}}"])
+
+
+@pytest.mark.parametrize("written, overrides, blamed", [
+    # an earlier spelling's override that keeps the file's section is not blamed for what it kept
+    ("model: {test_time: {translate: -1}}", ["model.test_time_flip=true"], "{}"),
+    ("model: {encoder: resnet99}", ["model.encoder_options={width: 2}"], "{}"),
+    # a later override inside a whole-section one is named, not the section's
+    ("", ["model={encoder: resnet20}", "model.queue.size=0"], "--set model.queue.size (over {})"),
+    ("", ["model={encoder: resnet20}", "model.qeueu={}"], "--set model.qeueu (over {})"),
+    ("model: {encoder: resnet18}", ["model.encoder.width=2"], "--set model.encoder.width (over {})"),
+])
+def test_a_problem_is_blamed_on_who_wrote_it_among_several_spellings(tmp_path, written, overrides, blamed):
+    """The second review: `model.test_time_flip` and `model.encoder_options` were blamed for the
+    file's test_time and encoder name; a whole `--set model` for a later `--set model.queue.size`;
+    the file for `--set model.encoder.width` (the message quotes 'width')."""
+    path = tmp_path / "r.yaml"
+    path.write_text(f"data: digits\n{written}\n")
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path, overrides)
+    assert [line.split(": ", 1)[0] for line in caught.value.lines] == [blamed.format(path)]
+
+
+@pytest.mark.parametrize("recipe", [{"name": "digits"}, ["digits"]])
+def test_a_view_recipe_that_is_no_name_is_one_line(tmp_path, recipe):
+    """The second review: `views: {recipe: {name: digits}}` crashed inside the registry
+    (TypeError: unhashable type), in both passes."""
+    from clzoo.train.recipe import check_recipe_keys
+
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({"data": "digits", "views": {"recipe": recipe}}))
+    for check in (check_recipe_keys, load_recipe):
+        with pytest.raises(RecipeError) as caught:
+            check(path, [])
+        assert caught.value.lines == [f"{path}: views: Unknown view recipe {recipe!r}. Known: supcon, "
+                                      "simclr, randaugment, stacked_randaugment, asymmetric, digits."]
