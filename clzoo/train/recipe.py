@@ -481,14 +481,16 @@ def _where(source, key, overridden, message=""):
 
 
 def _named(key, overridden, message):
-    """The overrides inside `key` that `message` names (as a whole word, or their last part in
-    quotes), or inside the key it starts with, each once."""
-    head = message.split(" ")[0]
-    return dict.fromkeys(given for inner, given in overridden.items()
-                         if (not key or inner.startswith(key + ".")) and (
-                             re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)
-                             or re.search(rf"[`']{re.escape(inner.rsplit('.', 1)[-1])}[`']", message)
-                             or inner.startswith(head + ".")))
+    """The overrides inside `key` that `message` names (whole; else their last part as a word,
+    outside a list of known names: `warmup_epochs (5) is longer than training (epochs 3)`), or
+    inside the key it starts with, each once."""
+    head, told = message.split(" ")[0], re.split(r"(?i)\bknown( keys here)?:", message)[0]
+    inside = [inner for inner in overridden if not key or inner.startswith(key + ".")]
+    named = [inner for inner in inside if re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)]
+    named = named or [inner for inner in inside
+                      if re.search(rf"(?<![\w.]){re.escape(inner.rsplit('.', 1)[-1])}(?!\w)", told)]
+    return dict.fromkeys(overridden[inner] for inner in inside
+                         if inner in named or inner.startswith(head + "."))
 
 
 def _read(path, source):

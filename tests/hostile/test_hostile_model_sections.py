@@ -287,6 +287,12 @@ def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
     ("", ["model={encoder: resnet20}", "model.queue.size=0"], "--set model.queue.size (over {})"),
     ("", ["model={encoder: resnet20}", "model.qeueu={}"], "--set model.qeueu (over {})"),
     ("model: {encoder: resnet18}", ["model.encoder.width=2"], "--set model.encoder.width (over {})"),
+    # a rule between keys names the override that broke it (its last part, as a word)
+    ("model: {head_batch_norm: true}", ["model.head_hidden_dims=[]"],
+     "--set model.head_hidden_dims (over {})"),
+    ("training: {epochs: 3}", ["training.schedule.warmup_epochs=5"],
+     "--set training.schedule.warmup_epochs (over {})"),
+    ("training: {schedule: {warmup_epochs: 5}}", ["training.epochs=3"], "--set training.epochs (over {})"),
 ])
 def test_a_problem_is_blamed_on_who_wrote_it_among_several_spellings(tmp_path, written, overrides, blamed):
     """The second review: `model.test_time_flip` and `model.encoder_options` were blamed for the
