@@ -142,8 +142,8 @@ class TrainingSpec(Section):
     def _warmup_fits(self):
         warmup = self.schedule.setting("warmup_epochs")  # a schedule without warm-up: None
         if (warmup or 0) > self.epochs:
-            raise ValueError(f"warmup_epochs ({warmup}) is longer than training "
-                             f"(epochs {self.epochs})")
+            raise ValueError(f"training.schedule.warmup_epochs ({warmup}) is longer than training "
+                             f"(training.epochs {self.epochs})")
         return self
 
 
@@ -301,7 +301,7 @@ class Recipe(Section):
                  + [("views.views", self.views.get("views", 1) != 1,
                      "task soft_target draws one view of each image; write views: 1")]}[task]
         inert.append(("model.head_batch_norm", model.head_batch_norm and model.head_hidden_dims == [],
-                      "head_hidden_dims [] is one layer, with no layer between to normalize"))
+                      "model.head_hidden_dims [] is one layer, with no layer between to normalize"))
         for key, given, why in inert:
             if given and not inert_key_dropped(key):
                 raise ValueError(f"{key} would do nothing ({why}); drop it")
@@ -481,16 +481,36 @@ def _where(source, key, overridden, message=""):
 
 
 def _named(key, overridden, message):
-    """The overrides inside `key` that `message` names (whole; else their last part as a word,
-    outside a list of known names: `warmup_epochs (5) is longer than training (epochs 3)`), or
-    inside the key it starts with, each once."""
-    head, told = message.split(" ")[0], re.split(r"(?i)\bknown( keys here)?:", message)[0]
-    inside = [inner for inner in overridden if not key or inner.startswith(key + ".")]
-    named = [inner for inner in inside if re.search(rf"(?<![\w.]){re.escape(inner)}(?!\w)", message)]
-    named = named or [inner for inner in inside
-                      if re.search(rf"(?<![\w.]){re.escape(inner.rsplit('.', 1)[-1])}(?!\w)", told)]
-    return dict.fromkeys(overridden[inner] for inner in inside
-                         if inner in named or inner.startswith(head + "."))
+    """The overrides inside `key` that `message` names, with their key or a section around it
+    (`model.grad_cache`), or their last part in quotes (`'width'`), or inside the key it starts
+    with (`mix would do nothing`), each once."""
+    head = message.split(" ")[0].rstrip(":")
+    return dict.fromkeys(given for inner, given in overridden.items()
+                         if (not key or inner.startswith(key + ".")) and (
+                             inner.startswith(head + ".") or _names(message, inner)))
+
+
+def _names(message, key):
+    """Whether `message` names the dotted `key`, or a section around it, as a whole word, or
+    its last part in quotes."""
+    parts, told = key.split("."), message.split(" Did you mean ")[0]  # not a suggestion
+    if f"'{parts[-1]}'" in told or f"`{parts[-1]}`" in told:
+        return True
+    return _word_in(message, key, ("_",)) or any(  # a section named whole, not a key inside it
+        _word_in(message, ".".join(parts[:end]), ("_", ".")) for end in range(2, len(parts)))
+
+
+def _word_in(text, word, joins):
+    """Whether `word` stands in `text` whole: not after a letter, digit, `_` or `.`, nor before a
+    letter, digit or one of `joins` (no regex: 500 overrides would outgrow `re`'s cache)."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        before, after = text[start - 1:start], text[end:end + 1]
+        if not (before.isalnum() or before in ("_", ".")) and not (after.isalnum() or after in joins):
+            return True
+        start = text.find(word, start + 1)
+    return False
 
 
 def _read(path, source):

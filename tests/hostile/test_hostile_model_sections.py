@@ -287,12 +287,20 @@ def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
     ("", ["model={encoder: resnet20}", "model.queue.size=0"], "--set model.queue.size (over {})"),
     ("", ["model={encoder: resnet20}", "model.qeueu={}"], "--set model.qeueu (over {})"),
     ("model: {encoder: resnet18}", ["model.encoder.width=2"], "--set model.encoder.width (over {})"),
-    # a rule between keys names the override that broke it (its last part, as a word)
+    # a rule between keys names the override that broke it, or a section around it
     ("model: {head_batch_norm: true}", ["model.head_hidden_dims=[]"],
      "--set model.head_hidden_dims (over {})"),
     ("training: {epochs: 3}", ["training.schedule.warmup_epochs=5"],
      "--set training.schedule.warmup_epochs (over {})"),
     ("training: {schedule: {warmup_epochs: 5}}", ["training.epochs=3"], "--set training.epochs (over {})"),
+    ("training: {epochs: 3}", ["training.schedule={name: cosine, warmup_epochs: 50}"],
+     "--set training.schedule (over {})"),
+    ("", ["model.grad_cache.chunk_size=8", "model.auxiliary.weight=0.5"],
+     "--set model.grad_cache.chunk_size, model.auxiliary.weight (over {})"),
+    # the third review: words of the message that are no key, and its suggestion, blame nobody
+    ("image_size: 64\nviews: {recipe: airbench, views: 1}", ["views.views=1"], "{}"),
+    ("model: {queue: {size: 1000000}, embedding_dim: 32768}", ["views.size=64"], "{}"),
+    ("model: {queu: {size: 5}}", ["model.queue={size: 8}"], "{}"),
 ])
 def test_a_problem_is_blamed_on_who_wrote_it_among_several_spellings(tmp_path, written, overrides, blamed):
     """The second review: `model.test_time_flip` and `model.encoder_options` were blamed for the
