@@ -481,36 +481,39 @@ def _where(source, key, overridden, message=""):
 
 
 def _named(key, overridden, message):
-    """The overrides inside `key` that `message` names, with their key or a section around it
-    (`model.grad_cache`), or their last part in quotes (`'width'`), or inside the key it starts
+    """The overrides inside `key` that `message` names (`_names`), or inside the key it starts
     with (`mix would do nothing`), each once."""
-    head = message.split(" ")[0].rstrip(":")
+    head = message.split(" ")[0]
     return dict.fromkeys(given for inner, given in overridden.items()
                          if (not key or inner.startswith(key + ".")) and (
                              inner.startswith(head + ".") or _names(message, inner)))
 
 
 def _names(message, key):
-    """Whether `message` names the dotted `key`, or a section around it, as a whole word, or
-    its last part in quotes."""
-    parts, told = key.split("."), message.split(" Did you mean ")[0]  # not a suggestion
-    if f"'{parts[-1]}'" in told or f"`{parts[-1]}`" in told:
-        return True
-    return _word_in(message, key, ("_",)) or any(  # a section named whole, not a key inside it
-        _word_in(message, ".".join(parts[:end]), ("_", ".")) for end in range(2, len(parts)))
+    """Whether `message` names the dotted `key`: whole (a key inside it too: `model.queue.size`
+    for `model.queue`), a section around it as a whole (`unset model.grad_cache`, not the subject
+    `model.grad_cache:`), or its last part with its value (`knn_headline_k (7)`, `name 'x'`, `size=`)
+    or quoted (`argument 'width'`, `` `size` ``), outside a suggestion (`Did you mean`)."""
+    parts, told = key.split("."), message.split(" Did you mean ")[0]
+    leaf, sections = parts[-1], (".".join(parts[:end]) for end in range(2, len(parts)))
+    return (f"argument '{leaf}'" in told or f"`{leaf}`" in told
+            or any(not (message[end:end + 1].isalnum() or message[end:end + 1] == "_")
+                   for end in _ends(message, key))
+            or any(not (message[end:end + 1].isalnum() or message[end:end + 1] in ("_", ".", ":"))
+                   for section in sections for end in _ends(message, section))
+            or any(told[end:end + 2] in (" (", " '", " [", " =") or told[end:end + 1] == "="
+                   for end in _ends(told, leaf)))
 
 
-def _word_in(text, word, joins):
-    """Whether `word` stands in `text` whole: not after a letter, digit, `_` or `.`, nor before a
-    letter, digit or one of `joins` (no regex: 500 overrides would outgrow `re`'s cache)."""
+def _ends(text, word):
+    """Where each `word` in `text` that follows no letter, digit, `_` or `.` ends (no regex:
+    500 overrides would outgrow `re`'s cache)."""
     start = text.find(word)
     while start >= 0:
-        end = start + len(word)
-        before, after = text[start - 1:start], text[end:end + 1]
-        if not (before.isalnum() or before in ("_", ".")) and not (after.isalnum() or after in joins):
-            return True
+        before = text[start - 1:start]
+        if not (before.isalnum() or before in ("_", ".")):
+            yield start + len(word)
         start = text.find(word, start + 1)
-    return False
 
 
 def _read(path, source):

@@ -295,8 +295,15 @@ def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
     ("training: {schedule: {warmup_epochs: 5}}", ["training.epochs=3"], "--set training.epochs (over {})"),
     ("training: {epochs: 3}", ["training.schedule={name: cosine, warmup_epochs: 50}"],
      "--set training.schedule (over {})"),
+    # the section the message names (`unset model.grad_cache`), not its subject (`model.auxiliary:`)
     ("", ["model.grad_cache.chunk_size=8", "model.auxiliary.weight=0.5"],
-     "--set model.grad_cache.chunk_size, model.auxiliary.weight (over {})"),
+     "--set model.grad_cache.chunk_size (over {})"),
+    # the fourth review: a part's refusal of the task is the task's, not a setting's of the part
+    ("model: {queue: {size: 64}}\nloss: {name: SupConLoss}", ["model.queue.momentum=0.5", "task=soft_target"],
+     "--set task (over {})"),
+    ("", ["views.recipe=size", "views.size=24"], "--set views.recipe (over {})"),  # a value, no key
+    ("", ["loss.name=InfoNCELos"], "--set loss.name (over {})"),
+    ("", ["eval.knn_k=[1,5]", "eval.knn_headline_k=20"], "--set eval.knn_k, eval.knn_headline_k (over {})"),
     # the third review: words of the message that are no key, and its suggestion, blame nobody
     ("image_size: 64\nviews: {recipe: airbench, views: 1}", ["views.views=1"], "{}"),
     ("model: {queue: {size: 1000000}, embedding_dim: 32768}", ["views.size=64"], "{}"),
