@@ -473,9 +473,9 @@ def _where(source, key, overridden, message=""):
     inside `key` that `message` names (a problem of a whole section, `views`), or inside the key
     it starts with (`mix would do nothing`); else the one that set `key`, or a whole section around
     it (`--set model={...}`; not `model.encoder_options`, which keeps the file's encoder name)."""
-    named = list(_named(key, overridden, message)) if message and isinstance(overridden, dict) else []
-    around = max((inner for inner in overridden if key == inner or key.startswith(inner + ".")
-                  and overridden[inner] == inner), key=len, default=None)
+    named = list(_named(key, overridden, message)) if message else []
+    around = max((inner for inner in overridden if key == inner or (
+        key.startswith(inner + ".") and overridden[inner] == inner)), key=len, default=None)
     named = named or ([overridden[around]] if around else [])
     return f"--set {', '.join(named)} (over {source})" if named else source
 
@@ -496,13 +496,16 @@ def _names(message, key):
     or quoted (`argument 'width'`, `` `size` ``), outside a suggestion (`Did you mean`)."""
     parts, told = key.split("."), message.split(" Did you mean ")[0]
     leaf, sections = parts[-1], (".".join(parts[:end]) for end in range(2, len(parts)))
-    return (f"argument '{leaf}'" in told or f"`{leaf}`" in told
-            or any(not (message[end:end + 1].isalnum() or message[end:end + 1] == "_")
-                   for end in _ends(message, key))
-            or any(not (message[end:end + 1].isalnum() or message[end:end + 1] in ("_", ".", ":"))
-                   for section in sections for end in _ends(message, section))
-            or any(told[end:end + 2] in (" (", " '", " [", " =") or told[end:end + 1] == "="
+    return (f"argument '{leaf}'" in told or f"`{leaf}`" in told or _stands(message, key, ("_",))
+            or any(_stands(message, section, ("_", ".", ":")) for section in sections)
+            or any(told[end:end + 2].startswith(("=", " (", " '", " [", " ="))
                    for end in _ends(told, leaf)))
+
+
+def _stands(text, word, joins):
+    """Whether `word` stands whole in `text` somewhere: after no letter, digit, `_` or `.`, and
+    before no letter, digit or one of `joins`."""
+    return any(not (text[end:end + 1].isalnum() or text[end:end + 1] in joins) for end in _ends(text, word))
 
 
 def _ends(text, word):
@@ -609,9 +612,9 @@ def _not_given(old, new, prefix=""):
         inner, within = as_section(new.get(name)), as_section(setting)  # `encoder: resnet18` too
         if name not in new:
             yield f"{prefix}{name}", setting
-        elif dict in (type(setting), type(new[name])) and isinstance(inner, dict) and isinstance(
-                within, dict):
-            yield from _not_given(within, inner, f"{prefix}{name}.")
+        elif isinstance(setting, dict) or isinstance(new[name], dict):  # two names: values
+            if isinstance(inner, dict) and isinstance(within, dict):
+                yield from _not_given(within, inner, f"{prefix}{name}.")
 
 
 def _left_out(replaced, final):

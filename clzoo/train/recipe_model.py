@@ -159,7 +159,7 @@ class ModelSpec(Section):
         """Each extra key names a registered part: its section is checked by building the part
         (its own settings and ranges) and kept with the part's defaults filled in."""
         extra = self.model_extra or {}
-        built, problems = _parts_checked(extra, list(type(self).model_fields))
+        built, problems = _parts_checked(extra)
         if problems:
             raise ValueError("\n".join(problems))
         extra.update(built)
@@ -178,7 +178,7 @@ class ModelSpec(Section):
                 raise  # the parts were checked (their problems have no field), or cannot be here
             extra = {key: value for key, value in data.items()  # a key not text: pydantic's line
                      if isinstance(key, str) and key not in cls.model_fields}
-            problems = _parts_checked(extra, list(cls.model_fields))[1]
+            problems = _parts_checked(extra)[1]
             if not problems:
                 raise
             part = {"type": "value_error", "loc": (), "input": data,
@@ -186,17 +186,17 @@ class ModelSpec(Section):
             raise ValidationError.from_exception_data(error.title, [*errors, part]) from None
 
 
-def _parts_checked(extra, fields):
+def _parts_checked(extra):
     """`({part: PartSettings}, problems)`: each part section of `extra` (the model section's
-    keys that are not `fields`) checked by building the part, every part's problem at once."""
+    keys that are not `ModelSpec` fields) checked by building the part, every problem at once."""
     from clzoo.parts import PARTS, build_parts
 
     built, problems = {}, []
     for name, settings in extra.items():
         try:
             if name not in PARTS:
-                known = [*fields, *PARTS]
-                raise ValueError(f"unknown recipe key {f'model.{name}'!r}." + did_you_mean(str(name), known)
+                known = [*ModelSpec.model_fields, *PARTS]
+                raise ValueError(f"unknown recipe key {f'model.{name}'!r}." + did_you_mean(name, known)
                                  + f" Known keys here: {', '.join(known)}.")
             if settings is None:
                 continue

@@ -258,20 +258,8 @@ def test_a_model_key_that_is_no_text_is_one_line_in_both_passes(tmp_path):
         assert caught.value.lines == [f"{path}: model = 1: Keys should be strings"]
 
 
-@pytest.mark.parametrize("overrides, blamed", [
-    (["model.q={}"], ["--set model.q (over {})", "{}"]),  # model.q is no part of model.queue
-    (["model.queue={size: 0}"], ["--set model.queue (over {})"]),
-    (["model.queue.momentum=0.5"], ["{}"]),
-])
-def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
-    """Review: `--set model.q` was blamed for the file's `model.queue.size = 0` (a substring), and a
-    whole-section override for nothing it wrote inside (the file was named)."""
-    path = tmp_path / "r.yaml"
-    path.write_text("model: {queue: {size: 0}}\n")
-    with pytest.raises(RecipeError) as caught:
-        load_recipe(path, overrides)
-    where = sorted(line.split(": ", 1)[0] for line in caught.value.lines)
-    assert where == sorted(one.format(path) for one in blamed), caught.value.lines
+def test_a_whole_section_override_is_blamed_for_what_it_wrote_inside(tmp_path):
+    """Review: a whole-section override was not blamed for what it wrote inside (the file was named)."""
     other = tmp_path / "o.yaml"
     other.write_text("model: {encoder: resnet18}\n")
     with pytest.raises(RecipeError, match=r"^--set model \(over .*\): model.encoder: unknown encoder "
@@ -280,6 +268,10 @@ def test_a_parts_problem_is_blamed_on_who_wrote_it(tmp_path, overrides, blamed):
 
 
 @pytest.mark.parametrize("written, overrides, blamed", [
+    # `--set model.q` was blamed for the file's `model.queue.size = 0` (a substring)
+    ("model: {queue: {size: 0}}", ["model.q={}"], ["--set model.q (over {})", "{}"]),
+    ("model: {queue: {size: 0}}", ["model.queue={size: 0}"], "--set model.queue (over {})"),
+    ("model: {queue: {size: 0}}", ["model.queue.momentum=0.5"], "{}"),
     # an earlier spelling's override that keeps the file's section is not blamed for what it kept
     ("model: {test_time: {translate: -1}}", ["model.test_time_flip=true"], "{}"),
     ("model: {encoder: resnet99}", ["model.encoder_options={width: 2}"], "{}"),
@@ -317,7 +309,9 @@ def test_a_problem_is_blamed_on_who_wrote_it_among_several_spellings(tmp_path, w
     path.write_text(f"data: digits\n{written}\n")
     with pytest.raises(RecipeError) as caught:
         load_recipe(path, overrides)
-    assert [line.split(": ", 1)[0] for line in caught.value.lines] == [blamed.format(path)]
+    blamed = [blamed] if isinstance(blamed, str) else blamed  # one line, or several in any order
+    assert sorted(line.split(": ", 1)[0] for line in caught.value.lines) == sorted(
+        one.format(path) for one in blamed), caught.value.lines
 
 
 @pytest.mark.parametrize("recipe", [{"name": "digits"}, ["digits"]])
