@@ -22,6 +22,7 @@ _HOMES = {
     "KINDS": "tf_data_stream", "batches": "tf_data_stream",
     "device_batches": "device_stream",
     "PIPELINES": "streams", "STREAMS": "streams", "choose_stream": "streams",
+    "training_batches": "streams",
     "augment_view": "tf_data_views", "multi_view": "tf_data_views",
 }
 
@@ -30,7 +31,16 @@ __all__ = sorted(_HOMES)
 
 def __getattr__(name):
     if name in _HOMES:
-        return getattr(importlib.import_module(f"clzoo.data.{_HOMES[name]}"), name)
+        try:
+            home = importlib.import_module(f"clzoo.data.{_HOMES[name]}")
+        except ModuleNotFoundError as error:
+            if error.name != "tensorflow":
+                raise
+            raise ModuleNotFoundError(
+                f"clzoo.data.{name} is built on tf.data and needs TensorFlow, which is not installed: "
+                "pip install tensorflow, or take clzoo.data.training_batches (it picks the stream "
+                "clzoo train would: the device stream on JAX and PyTorch)", name="tensorflow") from None
+        return getattr(home, name)
     if importlib.util.find_spec(f"clzoo.data.{name}") is not None:  # a submodule: clzoo.data.tf_data_views
         return importlib.import_module(f"clzoo.data.{name}")
     raise AttributeError(f"module 'clzoo.data' has no attribute {name!r}")

@@ -59,12 +59,13 @@ def _device_passed_over(shape):
     return "on TensorFlow, tf.data is the native stream" if shape.backend == "tensorflow" else None
 
 
-def _device_build(split, kind, batch_size, seed, epochs, start_step, views=None, shard=None, **_):
+def _device_build(split, kind, batch_size, seed, epochs, start_step, views=None, shard=None,
+                  shuffle=True, **_):
     from clzoo.data.device_stream import device_batches
 
     if shard is not None and shard[1] > 1:
         raise ValueError("the device stream feeds one process; shard over processes on tf.data")
-    return device_batches(split, kind, batch_size, seed, epochs, start_step, views=views)
+    return device_batches(split, kind, batch_size, seed, epochs, start_step, views=views, shuffle=shuffle)
 
 
 def _tf_data_why_not(shape):
@@ -139,3 +140,47 @@ def resolve_pipeline(pipeline, kind, views, backend=None):
     import keras
 
     return choose_stream(pipeline, RunShape(kind, views, backend or keras.backend.backend()))
+
+
+def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0, *,
+                     pipeline="auto", views=None, **options):
+    """The whole training run's batches on the stream `clzoo train` would pick here: the entry point
+    that works on every install (TensorFlow, or JAX / PyTorch without it).
+
+    `pipeline="auto"` takes the device stream (`clzoo.data.device_batches`) on JAX and PyTorch when the
+    batch kind and views have a device form, else tf.data (`clzoo.data.batches`); on TensorFlow, tf.data.
+    Both give the same batch shapes, and each resumes at `start_step`.
+
+    Args:
+        split, kind, batch_size, seed, epochs, start_step: as `clzoo.data.batches`.
+        pipeline: `"auto"`, `"device"` or `"tf_data"` (recipe key `training.pipeline`).
+        views: `ViewConfig` / `BatchViewConfig`; None: the SupCon CIFAR views (kind `"views"`).
+        **options: the tf.data stream's other arguments (`mix`, `num_classes`, `samples_per_class`,
+            `shuffle`, `shard`); the device stream takes `shuffle` only.
+
+    Returns:
+        `tf.data.Dataset` or `DeviceBatches`: either goes to `ContrastiveModel.fit` as it is.
+
+    Raises:
+        ValueError: one line naming `training.pipeline` when no stream can serve the run here (e.g.
+            soft targets without TensorFlow), or what the chosen stream refuses.
+
+    Example:
+
+    >>> import numpy as np, clzoo
+    >>> split = clzoo.data.from_arrays(np.zeros((8, 8, 8, 3), np.uint8), np.arange(8) % 2)
+    >>> stream = clzoo.data.training_batches(split, batch_size=4, epochs=2,
+    ...                                      views=clzoo.data.ViewConfig(size=8))
+    >>> len(list(iter(stream)))
+    4
+    """
+    from clzoo.data.augmentation_settings import ViewConfig
+
+    if views is None and kind != "soft_targets":
+        views = ViewConfig()
+    name = resolve_pipeline(pipeline, kind, views)
+    device_only = sorted(set(options) - {"shuffle"}) if name == "device" else []
+    if device_only:
+        raise ValueError(f"training_batches: {', '.join(device_only)} not taken by the device stream; "
+                         "pass pipeline='tf_data' (needs TensorFlow)")
+    return STREAMS[name].build(split, kind, batch_size, seed, epochs, start_step, views=views, **options)
