@@ -324,10 +324,29 @@ def _eval(args):
     name = "eval_bare_encoder" if args.bare_encoder else "eval"
     out = Path(args.output) if args.output else _default_output(
         args.model, path, name if args.space == "encoder" else "eval_projection")
+    if not args.output and not args.overwrite:
+        out = _unused_report_folder(out)
     what = "--output" if args.output else "the report folder (default --output)"
     with locked_output(out, args.overwrite, folder=True, what=what) as out:
         check_report_folder(out)
         return _eval_into(out, args, metrics)
+
+
+def _unused_report_folder(out):
+    """The default report folder, or beside it `eval-2`, `eval-3`, ... when it holds a report
+    already (the one `clzoo train` wrote): a second look never needs `--overwrite`."""
+    def used(folder):
+        return folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+
+    if not used(out):
+        return out
+    number = 2
+    while used(out.with_name(f"{out.name}-{number}")):
+        number += 1
+    free = out.with_name(f"{out.name}-{number}")
+    print(f"{out} holds a report already: writing {free} (--output chooses, --overwrite replaces)",
+          flush=True)
+    return free
 
 
 def _eval_into(out, args, metrics):
@@ -473,10 +492,11 @@ def _compare_ks(ks, train_images):
 
 def _show_views(args):
     from clzoo.data import show_views
+    from clzoo.data.preview import preview_source
     from clzoo.files import locked_output
 
     with locked_output(args.output, args.overwrite):
-        source = _source(args)
+        source = preview_source(_source(args))  # large images: decoded at the grid's size
         # a folder stays in its files: only the images shown are decoded
         split = source.load("train", stream=source.folder is not None)
         path = show_views(split, args.output, recipe=args.recipe, images=args.images,
@@ -553,8 +573,41 @@ def _transfer_into(args):
     return 0
 
 
+_RUN_TARGETS = {"eval": "model", "embed": "model", "compare": "model_a", "transfer": "preset"}
+
+
+def _run_defaults(args):
+    """`--data` and `--image-size` left out take the run folder's own (its `recipe.yaml`: `data`,
+    `image_size`), with a line saying so; `--data` is then needed only for a model of no run."""
+    target = getattr(args, _RUN_TARGETS.get(args.command, ""), None)
+    stored = None
+    if target is not None and (Path(target) / "recipe.yaml").is_file():
+        import yaml
+
+        try:
+            stored = yaml.safe_load((Path(target) / "recipe.yaml").read_text())
+        except (OSError, yaml.YAMLError):
+            stored = None  # the model's own load names what is wrong with the run
+    stored = stored if isinstance(stored, dict) else {}
+    if args.data is None and not stored.get("data"):
+        raise ValueError(f"--data is needed: {target} is not a run folder that records its data "
+                         "(expected 'digits', an image folder with train/ and test/, or tfds:<name>)")
+    taken = []
+    if args.data is None:
+        args.data = str(stored["data"])
+        taken.append(f"--data {args.data}")
+    if args.image_size is None and isinstance(stored.get("image_size"), int):
+        args.image_size = stored["image_size"]
+        taken.append(f"--image-size {args.image_size}")
+    if taken:
+        print(f"{target}: {' and '.join(taken)}, the run's own (its recipe.yaml); pass "
+              f"{'them' if len(taken) > 1 else 'it'} to choose another", flush=True)
+
+
 def _data_checks(args):
     """Before Keras: the `--data` spec (kept as `args.source` for the command)."""
+    if args.command in _RUN_TARGETS:
+        _run_defaults(args)
     if str(args.data).startswith("tfds:"):  # tensorflow-datasets may import TensorFlow: quietly
         console.quiet_tensorflow()
     args.source, args.data_summary = _check_data(args.data, args.image_size)
@@ -780,11 +833,19 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from importlib import metadata
 
-        try:
-            keras_version = metadata.version("keras")
-        except metadata.PackageNotFoundError:
-            keras_version = "not installed"
-        print(f"clzoo {__version__} (keras {keras_version}, python {sys.version.split()[0]})")
+        from clzoo.console import keras_backend_name
+
+        def version(package):
+            try:
+                return metadata.version(package)
+            except metadata.PackageNotFoundError:
+                return "not installed"
+
+        backend = keras_backend_name()
+        package = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
+        engine = f"{backend} {version(package)}" if package else backend
+        print(f"clzoo {__version__} (keras {version('keras')}, backend {engine}, "
+              f"python {sys.version.split()[0]})")
         parser.exit()
 
 
@@ -827,7 +888,8 @@ def _add_train_parser(commands):
 def _add_eval_parsers(commands):
     p = commands.add_parser("eval", help="evaluate a trained encoder: metrics.json, report.md, plots")
     p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
-    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--data", help="same forms as `clzoo train --data`; default: a run "
+                   "folder's own data (and its image_size)")
     _add_image_size(p)
     p.add_argument("--metrics", default=",".join(EVAL_DEFAULT_METRICS),
                    help=f"comma-separated, from {', '.join(EVAL_METRICS)} "
@@ -849,7 +911,8 @@ def _add_eval_parsers(commands):
 
     p = commands.add_parser("embed", help="write a model's embeddings and labels to .npz or .parquet")
     p.add_argument("model", help="run folder, .keras file, or preset (name, hf://owner/repo, folder)")
-    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--data", help="same forms as `clzoo train --data`; default: a run "
+                   "folder's own data (and its image_size)")
     _add_image_size(p)
     p.add_argument("--output", type=_user_path, required=True,
                    help="embeddings.npz (numpy) or embeddings.parquet (needs pyarrow)")
@@ -877,7 +940,8 @@ def _add_eval_parsers(commands):
     p = commands.add_parser("compare", help="evaluate two encoders with bootstrap intervals")
     p.add_argument("model_a", help="run folder or .keras file")
     p.add_argument("model_b", help="run folder or .keras file")
-    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--data", help="same forms as `clzoo train --data`; default: a run "
+                   "folder's own data (and its image_size)")
     _add_image_size(p)
     p.add_argument("--metrics", default="knn,ncc,probe,calibration,geometry,separation,loss_gap",
                    help="comma-separated, as `clzoo eval --metrics`")
@@ -925,7 +989,8 @@ def _add_other_parsers(commands):
     p = commands.add_parser("transfer", help="linear-probe transfer from a pretrained encoder")
     p.add_argument("preset", help="built-in preset name, hf://owner/repo, a preset folder, a run "
                                    "folder or a .keras file")
-    p.add_argument("--data", required=True, help="same forms as `clzoo train --data`")
+    p.add_argument("--data", help="same forms as `clzoo train --data`; default: a run "
+                   "folder's own data (and its image_size)")
     _add_image_size(p)
     p.add_argument("--protocol", choices=("sgd", "lbfgs"), default="lbfgs",
                    help="lbfgs (default): logistic regression on features embedded once, seconds to "

@@ -36,9 +36,9 @@ def _user_env(**extra):
     return {**env, **extra}
 
 
-def _run(args, **kwargs):
-    return subprocess.run(_clzoo() + list(args), capture_output=True, text=True, env=_user_env(),
-                          timeout=600, **kwargs)
+def _run(args, env=None, **kwargs):
+    return subprocess.run(_clzoo() + list(args), capture_output=True, text=True,
+                          env=_user_env() if env is None else env, timeout=600, **kwargs)
 
 
 def test_help_prints_usage_alone():
@@ -126,6 +126,9 @@ def test_version():
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"clzoo {__version__} ")
     assert f"keras {metadata.version('keras')}" in result.stdout
+    for backend, package in (("jax", "jax"), ("torch", "torch")):  # the backend Keras would load
+        named = _run(["--version"], env=_user_env(KERAS_BACKEND=backend))
+        assert f", backend {backend} {metadata.version(package)}, python" in named.stdout, named.stdout
 
 
 def test_presets_lists_every_registry_entry(capsys):
@@ -654,3 +657,27 @@ def test_train_says_which_settings_a_section_override_left_out(tmp_path, monkeyp
     assert trained and trained[0].training.optimizer.name == "adamw"
     assert ("note: --set training.optimizer replaces the whole training.optimizer, leaving out "
             "momentum = 0.8") in capsys.readouterr().err
+
+
+def test_a_run_folder_lends_its_data_and_image_size_to_eval_embed_compare_and_transfer(tmp_path, capsys):
+    import argparse
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "recipe.yaml").write_text("data: /somewhere/photos\nimage_size: 32\n")
+    for command, target in cli._RUN_TARGETS.items():
+        args = argparse.Namespace(command=command, data=None, image_size=None, model=None,
+                                  model_a=None, preset=None)
+        setattr(args, target, str(run))
+        cli._run_defaults(args)
+        assert (args.data, args.image_size) == ("/somewhere/photos", 32)
+    assert "--data /somewhere/photos and --image-size 32, the run's own" in capsys.readouterr().out
+    given = argparse.Namespace(command="eval", data="digits", image_size=None, model=str(run))
+    cli._run_defaults(given)  # --data given: the run's image_size still applies (mixed-size folders)
+    assert (given.data, given.image_size) == ("digits", 32)
+    chosen = argparse.Namespace(command="eval", data="digits", image_size=16, model=str(run))
+    cli._run_defaults(chosen)
+    assert (chosen.data, chosen.image_size) == ("digits", 16)  # what the user typed wins
+    bare = argparse.Namespace(command="eval", data=None, image_size=None, model=str(tmp_path / "m.keras"))
+    with pytest.raises(ValueError, match="--data is needed: .*m.keras is not a run folder"):
+        cli._run_defaults(bare)

@@ -106,6 +106,24 @@ def test_eval(run, data, env, tmp_path):
     assert (Path(run[0]) / "metrics.json").read_bytes() == summary  # the run's summary stays
 
 
+
+@pytest.mark.xdist_group(CONSOLE)
+@pytest.mark.large
+def test_eval_of_a_run_right_after_train_takes_its_data_and_writes_a_new_report(run, env, tmp_path):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run[0], copy)  # the module's run stays as train left it
+    before = (copy / "eval" / "metrics.json").read_bytes()
+    result = _clzoo(["eval", copy, "--metrics", "knn", "--k", "1"], env)  # no --data, no --overwrite
+    assert "--data" in result.stdout and "the run's own" in result.stdout
+    assert f"writing {copy / 'eval-2'}" in result.stdout
+    assert set(json.loads((copy / "eval-2" / "metrics.json").read_text())["knn"]) == {"k1"}
+    assert (copy / "eval" / "metrics.json").read_bytes() == before  # train's report untouched
+    _clzoo(["eval", copy, "--metrics", "knn", "--k", "1"], env)
+    assert (copy / "eval-3" / "metrics.json").is_file()
+
+
 @pytest.mark.xdist_group(CONSOLE)
 @pytest.mark.large
 def test_compare(run, data, env, tmp_path):

@@ -27,9 +27,10 @@ def acquire(folder):
 def owned(folder, keep_if, enabled=True):
     """Hold the run folder's lock for the block; creates the folder if needed.
 
-    On exit the lock is released; when `keep_if()` is false (nothing of the
-    run was written) the lock file, and the folder if this call created it
-    and it is empty, are removed, so a refused run leaves nothing behind.
+    On exit the lock file is removed, then the lock released (a process that opened the old
+    file meanwhile sees it gone and is refused: `try_lock` compares inodes), so a finished run
+    keeps no `run.lock`; when `keep_if()` is false (nothing of the run was written) the folder
+    too, if this call created it and it is empty, so a refused run leaves nothing behind.
     """
     if not enabled:
         yield
@@ -47,11 +48,10 @@ def owned(folder, keep_if, enabled=True):
     try:
         yield
     finally:
-        if not keep_if():
+        if fd is not None:  # unlocked (no fcntl), the file is not ours to remove
             with contextlib.suppress(OSError):
                 os.remove(folder / LOCK_NAME)
-            if created:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()  # only if empty
-        if fd is not None:
             os.close(fd)
+        if created and not keep_if():
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if empty

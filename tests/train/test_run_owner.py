@@ -44,6 +44,7 @@ def test_a_second_writer_is_refused_naming_the_first(recipe_file, tmp_path):
         holder.wait()
     # The kernel drops a dead process's lock: the folder is free again, no stale-lock cleanup needed.
     assert train(load_recipe(recipe_file), run, verbose=0).steps == 2
+    assert not (run / "run.lock").exists()  # a finished run keeps no lock file
 
 
 def test_a_folder_holding_the_users_files_is_never_written(recipe_file, tmp_path):
@@ -127,3 +128,23 @@ def test_a_resume_with_no_step_left_finishes_the_run_and_says_so(recipe_file, tm
     assert cli.main(["train", "--resume", str(run)]) == 0
     assert "no steps left to train" in capsys.readouterr().out
     assert (run / "metrics.json").is_file()
+
+
+def test_the_lock_file_goes_with_its_writer_and_a_stale_opener_is_refused(tmp_path):
+    import os
+
+    from clzoo.train import run_lock
+
+    run = tmp_path / "run"
+    with run_lock.owned(run, keep_if=lambda: True):
+        assert (run / "run.lock").is_file()
+        stale = os.open(run / "run.lock", os.O_RDWR)  # opened before the writer ends
+    assert not (run / "run.lock").exists() and run.is_dir()
+    try:  # the old inode is free now, but a second writer never takes a removed file for the lock
+        with run_lock.owned(run, keep_if=lambda: True):
+            import fcntl
+            fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the orphan: lockable, and no lock
+            with pytest.raises(FileExistsError, match="another clzoo process"):
+                run_lock.acquire(run)
+    finally:
+        os.close(stale)
