@@ -195,9 +195,10 @@ def _model_index(metadata, hub_id, display, run, report):
     if report is not None and report.probe is not None:
         metrics.append({"type": "accuracy", "value": round(100 * report.probe, 2),
                         "name": "linear probe top-1 (logistic regression)"})
+    dataset = {"name": display, "type": hub_id or display, "split": "test"}
     return [{"name": metadata["name"], "results": [{
         "task": {"type": PIPELINE_TAG, "name": "Image Feature Extraction"},
-        "dataset": {"name": display, "type": hub_id, "split": "test"}, "metrics": metrics}]}]
+        "dataset": dataset, "metrics": metrics}]}]
 
 
 def _header(metadata, loss, license, run, report):
@@ -207,7 +208,9 @@ def _header(metadata, loss, license, run, report):
     if hub_id:
         header["datasets"] = [hub_id]
     header["pipeline_tag"] = PIPELINE_TAG
-    if hub_id and ((run and run.knn) or (report and report.probe is not None)):
+    # data without a Hub id (digits, a user's folder) is named by its display name (never a
+    # machine path), so the Hub still shows the figures
+    if (run and run.knn) or (report and report.probe is not None):
         header["model-index"] = _model_index(metadata, hub_id, display, run, report)
     return header
 
@@ -268,7 +271,9 @@ def model_card(metadata, license="apache-2.0", handle=None):
              f"trained with `{loss}` on {display} "
              f"with [clzoo]({REPOSITORY})" + ("; the loss's paper is cited below." if paper else "."), ""]
     lines += _usage(metadata, handle)
-    lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split: {knn or 'n/a'}.", "",
+    tested = _test_images(metadata)
+    lines += ["## Evaluation", "", f"Weighted kNN top-1 on the test split"
+              f"{f' ({tested:,} images)' if tested else ''}: {knn or 'n/a'}.", "",
               "kNN protocol: the whole training split as memory, the k training features of "
               "highest cosine similarity vote for their class with that similarity as weight "
               "(`clzoo.eval.knn_predict`, weighting `cosine`).", ""]
@@ -280,11 +285,26 @@ def model_card(metadata, license="apache-2.0", handle=None):
     lines += _compute_lines(metadata, run) + _curve_lines(metadata) + _limitations(metadata)
     lines += ["## Training", "", "Recipe (`clzoo train` resolved config, in today's recipe keys):", "",
               "```yaml", _recipe_yaml(metadata.get("recipe", {})), "```", "",
-              f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}, "
-              f"commit `{metadata.get('commit')}`.", ""]
+              _versions_line(metadata), ""]
     lines += _citation(paper, metadata)
     lines += ["Files are listed with their SHA-256 in `checksums.json`; clzoo checks them on load.", ""]
     return "\n".join(lines)
+
+
+def _test_images(metadata):
+    """The test split's size the figures were measured on, where the run or report recorded it."""
+    metrics = metadata.get("metrics") or {}
+    samples = ((metrics.get("eval") or {}).get("samples") or {}).get("test")
+    return samples or (metrics.get("train") or {}).get("test_images")
+
+
+def _versions_line(metadata):
+    """clzoo and Keras versions, the backend that trained, and the commit (or that there was none)."""
+    backend = ((metadata.get("metrics") or {}).get("train") or {}).get("backend")
+    commit = metadata.get("commit")
+    return (f"clzoo {metadata.get('clzoo_version')}, keras {metadata.get('keras_version')}"
+            + (f" on the {backend} backend" if backend else "")
+            + (f", commit `{commit}`." if commit else ", not from a git checkout (no commit recorded)."))
 
 
 def _recipe_yaml(stored):

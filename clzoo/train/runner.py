@@ -146,6 +146,7 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
         metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
                                   done if resuming else None))
         metrics["pipeline"], metrics["data_loading"] = pipeline, loading
+        metrics["test_images"] = len(test_split)  # what the kNN and probe figures were measured on
         run.write_metrics(metrics)
     return metrics
 
@@ -385,7 +386,8 @@ def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):
             f"{place.name} x{place.replicas}, {pipeline} stream) | {recipe.data}: "
             f"{len(train_split)} train images, "
             f"{len(train_split.class_names)} classes | encoder {recipe.model.encoder.name} "
-            f"({encoder.count_params():,} params) | loss {recipe.loss.name}"
+            f"({encoder.count_params():,} params) | loss {recipe.loss.name} | "
+            f"{recipe.training.precision} | parts: {', '.join(recipe.model.parts) or 'none'}"
             + (f" | resuming at step {resumed_at} of {plan.epochs * plan.steps}"
                if resumed_at is not None else "")
             + f"\nplan: {plan.epochs} epochs x {plan.steps:,} steps x batch {plan.batch_size:,} = "

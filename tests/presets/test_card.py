@@ -35,13 +35,25 @@ def test_card_metadata_parses_with_hub_dataset_ids_and_one_task_type(data, hub_i
     assert 'Encoder.from_preset("hf://someone/tiny")' in card.text
 
 
-def test_data_without_a_hub_id_gets_no_dataset_entry_and_no_model_index():
-    for data in ("digits", "/data/imagenet100"):
+def test_data_without_a_hub_id_gets_no_dataset_entry_but_a_model_index_by_its_name():
+    for data, name in (("digits", "digits"), ("/data/imagenet100", "imagenet100")):
         card = huggingface_hub.ModelCard(model_card(_metadata(data)))
-        assert card.data.datasets is None and card.data.eval_results is None
-        assert "weighted kNN" not in str(card.data.to_dict())
-        assert "Weighted kNN top-1 on the test split: k5: 60.00%" in card.text  # still in the body
+        assert card.data.datasets is None  # no wrong Hub id
+        assert {r.dataset_type for r in card.data.eval_results} == {name}  # the Hub shows the figures
+        assert "/data" not in str(card.data.to_dict())  # never a machine path
+        assert "Weighted kNN top-1 on the test split: k5: 60.00%" in card.text
     assert hub_dataset("digits") == (None, "digits")
+
+
+def test_the_card_names_the_backend_the_test_split_size_and_a_missing_commit():
+    metadata = _metadata()
+    metadata["metrics"]["train"].update(backend="jax", test_images=360)
+    text = model_card(metadata)
+    assert "on the jax backend, commit `abc`." in text
+    assert "Weighted kNN top-1 on the test split (360 images): k5" in text
+    metadata["commit"] = None  # built from a pip-installed clzoo
+    text = model_card(metadata)
+    assert "not from a git checkout" in text and "None" not in text.split("## Training")[1].split("```")[2]
 
 
 def test_usage_without_a_handle_shows_the_placeholder_to_replace():

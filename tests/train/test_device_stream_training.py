@@ -25,6 +25,7 @@ def test_the_digits_recipe_trains_and_reports_without_tensorflow(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert f"({keras.backend.backend()}, one_device x1, device stream)" in result.stdout
+    assert "| float32 | parts: none" in result.stdout  # the banner names precision and parts
     assert "no tensorboard/ logs" in result.stdout
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["pipeline"] == "device" and metrics["backend"] == keras.backend.backend()
