@@ -78,11 +78,33 @@ def _inside(place, folder):
     return place == folder or folder in place.parents
 
 
+# what a virtual environment (venv, virtualenv, conda) keeps at its top level; a project where
+# `python -m venv .` was run keeps its own files beside them, so only these names are refused
+_ENVIRONMENT_ENTRIES = ("pyvenv.cfg", "bin", "Scripts", "lib", "lib64", "Lib", "include", "Include",
+                        "conda-meta")
+
+
+def _environment_entry(places):
+    """The refusal when one of `places` is `sys.prefix` itself or one of its environment's
+    top-level entries (`pyvenv.cfg`, whose loss unmakes the virtual environment), else None."""
+    import sys
+
+    prefix = Path(sys.prefix).resolve()
+    for place in places:
+        if place == prefix:
+            return f"is the Python environment {prefix} itself"
+        if place.parent == prefix and place.name in _ENVIRONMENT_ENTRIES:
+            return f"is the Python environment's own {place.name} (in {prefix})"
+    return None
+
+
 def refuse_installed_packages(path, what="--output"):
     """Raise `ValueError` when `path` lies inside an installed package's folder
     (`installed_package_folders`): an output written there could replace a package's files,
     e.g. a built-in preset, and break every later import or load; or inside the environment's
-    scripts, standard library, headers or user site, existing or not (`environment_folders`).
+    scripts, standard library, headers or user site, existing or not (`environment_folders`);
+    or `sys.prefix` itself or one of its environment's top-level entries (`pyvenv.cfg`, `bin`,
+    `lib`, ...: `--output .venv/pyvenv.cfg`).
 
     Example:
 
@@ -106,6 +128,9 @@ def refuse_installed_packages(path, what="--output"):
             raise ValueError(f"{what} {target} is inside the installed packages' folder {folder}; "
                              f"clzoo writes no output there: choose another path{maintainers}")
     here = Path(path).absolute().parent.resolve() / Path(path).name  # a link's own place (`bin/python`)
+    entry = _environment_entry((target, here))
+    if entry:
+        raise ValueError(f"{what} {target} {entry}; clzoo writes no output there: choose another path")
     inside = [(len(folder.parts), folder, kind) for folder, kind in environment_folders()
               if _inside(target, folder) or _inside(here, folder)]
     if inside:  # the innermost names it: site-packages, not the lib/pythonX.Y around it

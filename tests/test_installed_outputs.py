@@ -113,3 +113,29 @@ def test_eval_of_a_preset_folder_reports_in_the_working_directory(tmp_path, monk
                      "--metrics", "knn"]) == 0
     assert (tmp_path / "eval-nscl_resnet20_cifar10" / "report.md").is_file()
     assert not (folder / "eval").exists()
+
+
+def test_the_environments_own_top_level_is_refused(tiny_encoder, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """Issue 86 item 10: `--output .venv/pyvenv.cfg` was accepted (an output written over it unmakes
+    the virtual environment), and so was `--output .venv`, the environment itself."""
+    import sys
+
+    prefix = Path(sys.prefix).resolve()
+    for target in (prefix / "pyvenv.cfg", prefix / "lib64", prefix):
+        with pytest.raises(ValueError, match="is the Python environment"):
+            refuse_installed_packages(target)
+    monkeypatch.chdir(prefix.parent)  # relative, as typed in the project: `--output .venv`
+    with pytest.raises(ValueError, match=f"is the Python environment {prefix} itself"):
+        refuse_installed_packages(prefix.name)
+    refuse_installed_packages(prefix / "runs" / "x.npz")  # a `python -m venv .` project's own output
+    config = prefix / "pyvenv.cfg"
+    before = config.read_bytes() if config.exists() else None
+    path, data = tiny_encoder
+    cases = [(["export", str(path)], output) for output in (str(config), prefix.name)]
+    cases += [(["eval", str(path), "--data", data], output) for output in (str(config), prefix.name)]
+    for command, output in cases:
+        assert cli.main([*command, "--output", output]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is the Python environment" in err[0], (command, output, err)
+    assert (config.read_bytes() if config.exists() else None) == before
+    assert not list(prefix.glob("*.lock")) and not list(prefix.parent.glob(f".{prefix.name}.lock"))

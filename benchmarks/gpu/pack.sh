@@ -6,29 +6,51 @@
 # and check that the tree plus .gpu/ fit the device tool's 64 MiB. The folder is replaced as a whole.
 #
 #   bash benchmarks/gpu/pack.sh [--data DIR] [--dest DIR] [--subset K] [--no-wheels]
-#     --data    an image folder with train/ and test/ (default ../shared/data/cifar10)
-#     --dest    where to write (default .gpu, ignored by git; the device call carries it)
+#     --data    an image folder with train/ and test/ (default ../shared/data/cifar10 beside the checkout)
+#     --dest    where to write (default .gpu in the checkout, ignored by git; the device call carries it);
+#               only an earlier pack (it holds .clzoo-gpu-pack) or an empty folder is replaced
 #     --subset  only the first K images of each class and split (the dry run); 0: all (default)
 #     --no-wheels  leave the wheels out (a dry run here, where keras is installed)
+# A relative --data / --dest is read from the current folder, as any command's path is.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-DATA=../shared/data/cifar10 DEST=.gpu SUBSET=0 WHEELS=1
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DATA=$ROOT/../shared/data/cifar10 DEST=$ROOT/.gpu SUBSET=0 WHEELS=1
 PYTHON=${PYTHON:-python3}
+MARK=.clzoo-gpu-pack  # what tells an earlier pack (safe to replace) from a folder of the user's
+die() { echo "pack.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --data) DATA=$2; shift 2 ;;
-    --dest) DEST=$2; shift 2 ;;
-    --subset) SUBSET=$2; shift 2 ;;
+    --data|--dest)
+      [ $# -ge 2 ] && [ -n "$2" ] || die "$1 takes a folder, not '${2-}'"
+      # resolved here, before the cd below: a relative path is the caller's, not the checkout's
+      if [ "$1" = --data ]; then DATA=$(realpath -ms -- "$2"); else DEST=$(realpath -ms -- "$2"); fi
+      shift 2 ;;
+    --subset) SUBSET=${2-}; shift $(($# >= 2 ? 2 : 1)) ;;
     --no-wheels) WHEELS=0; shift ;;
-    *) echo "pack.sh: unknown argument '$1' (expected --data DIR, --dest DIR, --subset K or --no-wheels)" >&2; exit 2 ;;
+    *) die "unknown argument '$1' (expected --data DIR, --dest DIR, --subset K or --no-wheels)" ;;
   esac
 done
-[[ "$SUBSET" =~ ^[0-9]+$ ]] || { echo "pack.sh: --subset takes a whole number of images per class, not '$SUBSET'" >&2; exit 2; }
+cd "$ROOT"
+[[ "$SUBSET" =~ ^[0-9]+$ ]] || die "--subset takes a whole number of images per class, not '$SUBSET'"
 for split in train test; do
-  [ -d "$DATA/$split" ] || { echo "pack.sh: --data $DATA has no $split/ folder (expected DIR/{train,test}/<class>/<image>)" >&2; exit 2; }
+  [ -d "$DATA/$split" ] || die "--data $DATA has no $split/ folder (expected DIR/{train,test}/<class>/<image>)"
 done
+
+# 0 when $1 may be replaced: absent, an empty folder, or a pack (the marker, and only what a pack writes)
+replaceable() {
+  [ -e "$1" ] || [ -L "$1" ] || return 0
+  [ -d "$1" ] && [ ! -L "$1" ] || return 1
+  [ -z "$(ls -A "$1")" ] && return 0
+  [ -f "$1/$MARK" ] || return 1
+  [ -z "$(find "$1" -mindepth 1 -maxdepth 1 ! -name "$MARK" ! -name wheels.txt ! -name cifar10.tar.xz \
+          ! \( -name wheels -type d \))" ] || return 1
+  [ ! -d "$1/wheels" ] || [ -z "$(find "$1/wheels" -mindepth 1 ! \( -type f -name '*.whl' \))" ]
+}
 NEW="$DEST.new"
+replaceable "$DEST" || die "--dest $DEST holds files that are not an earlier pack (no $MARK, or more): choose a new or empty folder"
+replaceable "$NEW" || die "$NEW (the pack in progress beside --dest) holds files that are not a pack: move it away"
 rm -rf "$NEW" && mkdir -p "$NEW/wheels"
+echo "written by benchmarks/gpu/pack.sh: this folder is replaced as a whole by the next pack" > "$NEW/$MARK"
 if [ "$WHEELS" = 1 ]; then
   "$PYTHON" benchmarks/gpu/wheels.py > "$NEW/wheels.txt"
   "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -51,4 +73,5 @@ total=$((tree + pack)) limit=$((64 * 1024 * 1024))
 awk -v t="$tree" -v p="$pack" -v d="$DEST" -v l="$limit" 'BEGIN {
   printf "tree %.1f MB + %s %.1f MB = %.1f MB of the 64 MiB (%.1f MB)\n", t / 1e6, d, p / 1e6, (t + p) / 1e6, l / 1e6 }'
 if [ "$total" -gt "$limit" ]; then echo "pack.sh: over the device tool's 64 MiB: pack less (--subset)" >&2; exit 1; fi
-echo "device call: command \"bash benchmarks/gpu/run.sh\", carry [\"$DEST\"], timeout_s 600"
+case "$DEST" in "$ROOT"/*) CARRY=${DEST#"$ROOT"/} ;; *) CARRY=$DEST ;; esac  # carry is relative to the checkout
+echo "device call: command \"bash benchmarks/gpu/run.sh\", carry [\"$CARRY\"], timeout_s 600"

@@ -83,6 +83,13 @@ class ModelPart:
 
     @classmethod
     def from_config(cls, config):
+        """The part `get_config` described; a key the constructor does not take, or one it needs
+        and is not given (a tampered or hand-edited `.keras` file), is refused in one line.
+
+        Raises:
+            ValueError: naming the part, the key and the keys the part takes.
+        """
+        check_part_config(cls, config)
         return cls(**config)
 
     def attach(self, model):
@@ -121,6 +128,29 @@ def part_name(part):
     return next((name for name in PARTS if PARTS.get(name) is type(part)), type(part).__name__)
 
 
+def check_part_config(cls, config):
+    """Refuse a saved config of part class `cls` whose keys its constructor does not take (Keras
+    would wrap the constructor's TypeError in five lines of the whole model's config)."""
+    import inspect
+
+    name = next((name for name in PARTS if PARTS.get(name) is cls), cls.__name__)
+    if not isinstance(config, dict):
+        raise ValueError(f"the .keras file's {name} config is not a mapping of settings: {config!r}")
+    parameters = list(inspect.signature(cls).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return  # takes any key: the constructor checks its own
+    takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    extra = [key for key in config if key not in takes]
+    if extra:
+        raise ValueError(f"the .keras file's {name} config has key {extra[0]!r} that {cls.__name__} "
+                         f"does not take (it takes: {', '.join(takes)})")
+    needed = [p.name for p in parameters if p.name in takes and p.default is p.empty]
+    missing = [key for key in needed if key not in config]
+    if missing:
+        raise ValueError(f"the .keras file's {name} config lacks key {missing[0]!r} that "
+                         f"{cls.__name__} needs (it takes: {', '.join(takes)})")
+
+
 def serialize_part(part):
     """`{"class_name": <PARTS name>, "config": part.get_config()}` (keras' serialize shape)."""
     return {"class_name": part_name(part), "config": part.get_config()}
@@ -138,7 +168,7 @@ def deserialize_part(item):
         raise ValueError("A model part is a clzoo.parts.ModelPart or a mapping "
                          f"{{'class_name': <one of {', '.join(PARTS)}>, 'config': {{...}}}}. "
                          f"Received: {item!r}")
-    return PARTS.get(item["class_name"]).from_config(dict(item["config"]))
+    return PARTS.get(item["class_name"]).from_config(item["config"])  # from_config checks its keys
 
 
 def check_together(parts, context=None, spelled="{}"):
