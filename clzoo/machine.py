@@ -1,15 +1,7 @@
-"""What this machine has: its physical memory (the memory checks before a run or a decode) and
-how busy its CPUs are (a note for torch runs on a shared CPU)."""
+"""How busy this machine's CPUs are (a note for torch runs on a shared CPU). The memory checks
+take `clzoo.data.memory_budget.process_memory` (a cgroup limit counts), not the physical memory."""
 
 import os
-
-
-def machine_bytes():
-    """Physical memory of this machine in bytes, or None where the OS does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def busy_cpus(seconds=0.2):

@@ -8,6 +8,7 @@ from clzoo.data.augmentation_settings import BatchViewConfig, ViewConfig
 from clzoo.files import atomic_write
 
 STREAMS = ("auto", "tf_data", "device")
+PREVIEW_SIDE = 256  # pixels; a grid cell is 130 px wide, so larger images are decoded at this size
 
 
 def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=0, stream="auto"):
@@ -20,9 +21,11 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
             `"airbench"` / a `BatchViewConfig` (airbench's batch-wise views:
             the columns are then epochs 1, 2, ..., showing the alternating flip
             and the translate). Defaults to `"supcon"`.
-        images: rows (the first images of the split, one per class first).
+        images: rows (the first images of the split, one per class first). Images left in
+            their files (`FileImages`) larger than `PREVIEW_SIDE` are decoded at that size
+            (square, as `image_size` resizes), never whole.
         views: views per image. Defaults to `4`.
-        size: view size. Defaults to the images' size.
+        size: view size. Defaults to the shown images' size.
         seed: augmentation seed.
         stream: whose views to draw: `"tf_data"` (`clzoo.data.batches`, TensorFlow),
             `"device"` (`clzoo.data.device_batches`, `keras.ops` on any backend) or
@@ -36,19 +39,19 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
             setting the device stream has no form for (RandAugment, the blur).
     """
     stream = _stream(stream)
-    size = size or int(split.images.shape[1])
-    batch_wise = recipe == "airbench" or isinstance(recipe, BatchViewConfig)
-    config, title = _config(recipe, views, size, batch_wise)
-    title += f", {stream} stream"
     # One image per class first, so the grid shows the variety of the data.
     labels = np.asarray(split.labels)
     firsts = [int(np.flatnonzero(labels == c)[0]) for c in np.unique(labels)]
     rest = [i for i in range(len(labels)) if i not in set(firsts)]
     chosen = (firsts + rest)[:images]
-    if batch_wise and tuple(split.images.shape[1:3]) != (config.size, config.size):
+    shown = _shown(split.images, chosen)
+    size = size or int(shown.shape[1])
+    batch_wise = recipe == "airbench" or isinstance(recipe, BatchViewConfig)
+    config, title = _config(recipe, views, size, batch_wise)
+    title += f", {stream} stream"
+    if batch_wise and tuple(shown.shape[1:3]) != (config.size, config.size):
         raise ValueError(f"airbench's views do not resize: the images must be {config.size}x"
-                         f"{config.size}. Received: {tuple(split.images.shape[1:3])}")
-    shown = np.asarray(split.images[chosen])
+                         f"{config.size}. Received: {tuple(shown.shape[1:3])}")
     drawn = (_tf_data_views if stream == "tf_data" else _device_views)(shown, chosen, len(split), config,
                                                                         views, seed, batch_wise)
     names = [split.class_names[labels[i]] if split.class_names else str(labels[i]) for i in chosen]
@@ -60,6 +63,31 @@ def show_views(split, path, recipe="supcon", images=8, views=4, size=None, seed=
 
     atomic_write(path, write)
     return path
+
+
+def preview_source(source):
+    """`source` (a `DataSource`) resized on load to `PREVIEW_SIDE` where it is a folder of larger
+    images and no `image_size` is set: its first image is then not decoded whole either."""
+    import dataclasses
+
+    if source.folder is None or source.image_size is not None:
+        return source
+    first = source.decoded_bytes(1)  # from the first file's header
+    if first is None or first <= 3 * PREVIEW_SIDE**2:
+        return source
+    return dataclasses.replace(source, image_size=PREVIEW_SIDE)
+
+
+def _shown(images, chosen):
+    """uint8 pixels of rows `chosen`; rows left in their files larger than `PREVIEW_SIDE` are decoded
+    at that size (a JPEG at a reduced DCT scale): decoded whole, with views drawn at that size,
+    8 photos of 2048 px grew RSS by 2.4 GB."""
+    from clzoo.data.file_images import FileImages
+
+    if isinstance(images, FileImages) and max(images.shape[1:3]) > PREVIEW_SIDE:
+        images = FileImages([images.paths[i] for i in chosen], PREVIEW_SIDE, images.on_unreadable)
+        chosen = np.arange(len(chosen))
+    return np.asarray(images[chosen])
 
 
 def _grid_png(shown, drawn, names, column, title):

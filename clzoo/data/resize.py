@@ -10,7 +10,6 @@ import numbers
 import numpy as np
 
 MAX_IMAGE_SIZE = 4096  # pixels per side; a larger value is more likely a typo than a wish
-MEMORY_FRACTION = 0.5  # of the machine's memory the resized images may take (the rest: decoding, training)
 
 
 def check_image_size(value):
@@ -28,16 +27,17 @@ def check_resized_memory(count, size, where):
     """Refuse, before decoding, `count` images resized to `size` that would not fit in memory.
 
     Raises:
-        ValueError: `count * size * size * 3` bytes (uint8 RGB) exceed `MEMORY_FRACTION` of the
-            machine's physical memory; the message gives both in GiB.
+        ValueError: `count * size * size * 3` bytes (uint8 RGB) exceed the memory this process
+            may use (`clzoo.data.memory_budget.process_memory`: `MemAvailable` or the room
+            under a cgroup limit); the message gives both and the figure's source.
     """
-    from clzoo.machine import machine_bytes
+    from clzoo.data.memory_budget import over_memory, size_text
 
-    needed, total = count * size * size * 3, machine_bytes()
-    if total and needed > MEMORY_FRACTION * total:
+    needed = count * size * size * 3
+    if over := over_memory(needed):
         raise ValueError(f"{count} images of {where} at --image-size {size} take "
-                         f"{needed / 2**30:.1f} GiB as uint8, over half of this machine's "
-                         f"{total / 2**30:.1f} GiB; choose a smaller --image-size")
+                         f"{size_text(needed)} as uint8, {over}; choose a smaller --image-size "
+                         "(an image folder may also stream: data_loading: auto or stream)")
 
 
 def resize_image(image, size):

@@ -12,10 +12,10 @@ step estimates 1.5 GB and ran at 3.9 GB RSS in all; ResNet-50 at 1,024 images
 
 import math
 
-from clzoo.machine import machine_bytes
+from clzoo.data.memory_budget import process_memory
 from clzoo.train.recipe import RecipeError
 
-# Share of the machine's memory a step's activations may take (the rest: runtime, data, weights).
+# Share of the memory this process may use that a step's activations may take (the rest: runtime).
 LIMIT_FRACTION = 0.8
 
 
@@ -58,12 +58,13 @@ def check_step_memory(recipe, encoder, views, on_cpu, total=None):
         encoder: the built encoder.
         views: views per image in a step.
         on_cpu: the step runs on the CPU (device memory is the framework's to report).
-        total: machine memory in bytes. Defaults to `machine_bytes()`.
+        total: the memory the process may use, in bytes. Defaults to `process_memory()`'s
+            (`MemAvailable` or the room under a cgroup limit, whichever is smaller).
 
     Raises:
         RecipeError: naming `training.batch_size`, the estimate, the memory and the fixes.
     """
-    total = machine_bytes() if total is None else total
+    total, source = process_memory() if total is None else (total, "given")
     if not on_cpu or not total:
         return
     images = recipe.training.batch_size * views
@@ -76,6 +77,7 @@ def check_step_memory(recipe, encoder, views, on_cpu, total=None):
             f"training.batch_size = {recipe.training.batch_size}: {through:,} images per step "
             f"({views} view(s){', GradCache chunks of ' + str(chunk) if chunk else ''}) keep about "
             f"{need / gib:.1f} GiB of activations for the backward pass, more than "
-            f"{LIMIT_FRACTION:.0%} of this machine's {total / gib:.1f} GiB: use a smaller batch, or "
+            f"{LIMIT_FRACTION:.0%} of the {total / gib:.1f} GiB this process may use ({source}): use a "
+            "smaller batch, or "
             "model.grad_cache: {chunk_size: N} (model.encoder_chunk_size in earlier recipes; GradCache: "
             "same loss, activations of one chunk at a time)"])

@@ -76,10 +76,10 @@ def test_the_console_script_takes_image_size_and_its_refusal_names_it(tmp_path):
 
 
 def test_an_image_size_too_large_for_memory_is_refused_before_decoding(tmp_path, monkeypatch):
-    from clzoo import machine
+    from clzoo.data import memory_budget
 
     root, _ = _mixed(tmp_path)
-    monkeypatch.setattr(machine, "machine_bytes", lambda: 1000)  # 7 images x 10 x 10 x 3 > half
+    monkeypatch.setattr(memory_budget, "process_memory", lambda: (2000, "MemAvailable 2000 B"))  # < 7 x 10 x 10 x 3
     monkeypatch.setattr("clzoo.data.decode.decode_image", None)  # decoding would fail loudly
     with pytest.raises(ValueError, match=r"7 images of .* at --image-size 10 take .*choose a smaller"):
         data_source(str(root), image_size=10).load("train")
@@ -96,12 +96,12 @@ def test_airbench_views_refuse_an_image_size_they_do_not_take():
 def test_images_that_cannot_fit_in_memory_are_refused_before_decoding(tmp_path, monkeypatch):
     """Issue 58 item 7: large images without --image-size had no memory check (the decode ran out
     of memory); the first file's header and the free memory now say so first, naming the fix."""
-    from clzoo.data import checks
+    from clzoo.data import checks, memory_budget
 
     root = write_image_folder(tmp_path / "data", classes=("a", "b"), size=(64, 64))  # 12 images
-    monkeypatch.setattr(checks, "available_memory", lambda: 12 * 64 * 64 * 3 - 1)
+    monkeypatch.setattr(memory_budget, "process_memory", lambda: (12 * 64 * 64 * 3 - 1, "MemAvailable"))
     with pytest.raises(ValueError, match=r"64 x 64 pixels need about .* pass --image-size N"):
         checks.check_data(str(root))
     assert checks.check_data(checks.data_source(str(root), image_size=32)).class_names == ("a", "b")
-    monkeypatch.setattr(checks, "available_memory", lambda: None)  # unknown: no refusal
+    monkeypatch.setattr(memory_budget, "process_memory", lambda: (None, ""))  # unknown: no refusal
     assert checks.check_data(str(root)).class_names == ("a", "b")

@@ -28,12 +28,12 @@ def _recipe(tmp_path):
 
 def test_a_budget_below_the_split_streams_it_and_the_run_equals_the_one_held_in_memory(
         tmp_path, monkeypatch):
-    monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "1000")  # 64 images of 8x8: 12,288 bytes decoded
+    monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "1KB")  # 64 images of 8x8: 12,288 bytes decoded
     streamed = train(_recipe(tmp_path), tmp_path / "streamed", verbose=0)
     environment = json.loads((tmp_path / "streamed" / "environment.json").read_text())
     assert environment["data_loading"] == "stream"
     assert environment["data_loading_why"].startswith("auto: 12.0 KiB decoded exceeds the budget 1000 B")
-    assert "CLZOO_MEMORY_BUDGET=1000" in environment["data_loading_why"]
+    assert "CLZOO_MEMORY_BUDGET=1KB" in environment["data_loading_why"]
     monkeypatch.setenv("CLZOO_MEMORY_BUDGET", "1MB")
     held = train(_recipe(tmp_path), tmp_path / "held", verbose=0)
     assert json.loads((tmp_path / "held" / "metrics.json").read_text())["data_loading"] == "memory"
