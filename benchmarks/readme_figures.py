@@ -55,6 +55,13 @@ def drift(knn_percent, k, figures):
             "the result; re-measure with python benchmarks/readme_figures.py")
 
 
+def _backend():
+    """The backend the `clzoo` runs load, as the command reads it (no Keras import)."""
+    from clzoo.console import keras_backend_name  # noqa: PLC0415
+
+    return keras_backend_name()
+
+
 def run_seed(seed, folder):
     """One `clzoo train` of the quickstart recipe; its metrics and wall seconds."""
     out = Path(folder) / f"seed{seed}"
@@ -109,8 +116,10 @@ def render(figures):
         lines.append(f"| {name} | {_cell(stats.get('knn'))} | {_cell(stats.get('probe'))} |")
     wall = summary["wall_seconds"]
     lines += ["", f"`{figures['command']}`: {wall['mean']:.0f} s per run on average (longest "
-              f"{wall['max']:.0f} s) on {figures['machine']}, measured {figures['date']} by "
-              "`python benchmarks/readme_figures.py`."]
+              f"{wall['max']:.0f} s) on {figures['machine']}, on the {figures['backend']} backend, "
+              f"measured {figures['date']} by `python benchmarks/readme_figures.py`. Each backend "
+              "draws its own random numbers (initial weights, views), so a run on another backend "
+              "gives other figures than these."]
     return "\n".join(lines)
 
 
@@ -156,6 +165,7 @@ def main(argv=None):
     figures = {"command": f"clzoo train {RECIPE}",
                "date": time.strftime("%Y-%m-%d"),
                "machine": f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})",
+               "backend": _backend(),
                "rows": rows, "summary": summarize(rows)}
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
     write_readme(figures)
