@@ -25,8 +25,9 @@ def test_summary_and_table():
     assert "probe" not in summary["raw_pixels"]
     assert summary["wall_seconds"] == {"mean": pytest.approx(110.0), "max": 120.0}
     table = readme_figures.render({"summary": summary, "rows": rows, "command": "clzoo train x",
-                                   "machine": "2 CPU cores", "date": "2026-11-22"})
+                                   "machine": "2 CPU cores", "date": "2026-11-22", "backend": "jax"})
     assert "| raw pixels (no encoder) | 90.00% | - |" in table
+    assert "on 2 CPU cores, on the jax backend, measured 2026-11-22" in table
     assert "99.00% (98.00% - 100.00%)" in table
 
 
