@@ -30,21 +30,43 @@ def busy_cpus(seconds=0.2):
     return (1 - (idle_after - idle) / elapsed) * (os.cpu_count() or 1)
 
 
-def torch_thread_note():
-    """A note for a torch run on the CPU of a busy machine, else None: torch's threads slow down
-    several times when they share cores with other work (benchmarks/README.md, "device_stream.py")."""
+def torch_threads_for_load(environ=None, busy=None):
+    """On a torch run on the CPU of a busy machine, lower torch's intra-op threads to the CPUs left
+    free; returns what was done (for `environment.json` and one printed line), else None.
+
+    torch's threads slow down several times when they share cores with other work
+    (`OMP_NUM_THREADS=1` ran the quickstart 2.3-2.8x faster beside one busy core; alone it costs
+    about a fifth: benchmarks/README.md, "device_stream.py"), so the count follows the load. A
+    thread count may change a reduction's order, hence the last digits of a result: a run records
+    it. `OMP_NUM_THREADS` set, or `CLZOO_TORCH_THREADS=keep`, keeps the count as it is.
+
+    Args:
+        environ: the environment to read. Defaults to `os.environ`.
+        busy: CPUs busy with other work (tests); None measures it (`busy_cpus`, 0.2 s).
+
+    Returns:
+        None, or `{"threads": int, "default": int, "busy_cpus": float, "note": str}`.
+    """
     import keras
 
-    if keras.backend.backend() != "torch" or "OMP_NUM_THREADS" in os.environ:
+    environ = os.environ if environ is None else environ
+    kept = "OMP_NUM_THREADS" in environ or environ.get("CLZOO_TORCH_THREADS", "").strip() == "keep"
+    if keras.backend.backend() != "torch" or kept:
         return None
     import torch
 
-    if torch.cuda.is_available() or torch.get_num_threads() < 2:
+    default = torch.get_num_threads()
+    if torch.cuda.is_available() or default < 2:
         return None
-    busy = busy_cpus()
+    busy = busy_cpus() if busy is None else busy
     if busy is None or busy < 0.5:
         return None
-    return (f"note: other work keeps {busy:.1f} of this machine's {os.cpu_count()} CPUs busy; torch's "
-            f"{torch.get_num_threads()} CPU threads slow down several times when they share cores "
-            "(OMP_NUM_THREADS=1 ran the quickstart 2.3-2.8x faster beside one busy core: "
-            "benchmarks/README.md)")
+    threads = max(1, min(default, int((os.cpu_count() or 1) - busy + 0.5)))
+    if threads == default:
+        return None
+    torch.set_num_threads(threads)
+    return {"threads": threads, "default": default, "busy_cpus": round(busy, 2),
+            "note": (f"torch: {threads} CPU thread{'s' if threads > 1 else ''}, not {default}: other "
+                     f"work keeps {busy:.1f} of this machine's {os.cpu_count()} CPUs busy, and torch's "
+                     "threads slow down several times when they share cores (CLZOO_TORCH_THREADS=keep "
+                     "or OMP_NUM_THREADS keeps the count)")}

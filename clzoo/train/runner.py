@@ -15,7 +15,7 @@ from clzoo.data.sources import data_source
 from clzoo.data.split_overlap import check_splits_apart
 from clzoo.eval.records import read_run
 from clzoo.installed import refuse_installed_packages
-from clzoo.machine import torch_thread_note
+from clzoo.machine import torch_threads_for_load
 from clzoo.models import adapt_whitening, test_time_averaged
 from clzoo.saving import load_model
 from clzoo.train.builders import build_loss, build_optimizer, views_from_config
@@ -116,18 +116,19 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     shard = _data_shard(place, task, views, pipeline)
+    threads = torch_threads_for_load()  # before the first step: the run records what it trained with
     if place.is_chief:  # the first write: everything above may still refuse the run
         run.prepare(recipe, {**environment(place), "pipeline": pipeline,
                              "precision": recipe.training.precision, "data_loading": loading,
                              "data_loading_why": loaded_why, "data_shards": shard[1] if shard else 1,
-                             **record}, resuming)
+                             "torch_threads": threads, **record}, resuming)
     done = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if verbose:
         print(_banner(recipe, place, train_split, encoder, done if resuming else None, plan, pipeline)
               + f"\ndata: {'streamed from its files' if loading == 'stream' else 'held in memory'} "
               f"({loaded_why})" + (f"; each of {shard[1]} processes reads its rows" if shard else ""))
-        if note := torch_thread_note():
-            print(note)
+        if threads:
+            print(threads["note"])
     fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline,
                                                             shard),
                            run, plan, place, verbose,

@@ -1,0 +1,40 @@
+"""A torch run on a busy CPU lowers torch's threads to the CPUs left free, says so, and keeps the
+count where the user chose it (`clzoo.machine.torch_threads_for_load`)."""
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.backends("torch")
+
+
+@pytest.fixture
+def torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(2, before))
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_a_busy_machine_lowers_torchs_threads_and_says_how_to_keep_them(torch_threads):
+    from clzoo.machine import torch_threads_for_load
+
+    default = torch_threads.get_num_threads()
+    cpus = os.cpu_count()
+    busy = cpus - 1.0  # every CPU but one busy with other work
+    done = torch_threads_for_load(environ={}, busy=busy)
+    assert done["threads"] == torch_threads.get_num_threads() == 1
+    assert done["default"] == default and done["busy_cpus"] == busy
+    assert "CLZOO_TORCH_THREADS=keep" in done["note"] and f"not {default}" in done["note"]
+
+
+@pytest.mark.parametrize("environ, busy", [({"OMP_NUM_THREADS": "4"}, 1.5), ({"CLZOO_TORCH_THREADS": "keep"}, 1.5),
+                                           ({}, 0.2)])
+def test_the_count_stays_where_chosen_or_the_machine_is_idle(torch_threads, environ, busy):
+    from clzoo.machine import torch_threads_for_load
+
+    default = torch_threads.get_num_threads()
+    assert torch_threads_for_load(environ=environ, busy=busy) is None
+    assert torch_threads.get_num_threads() == default
