@@ -30,8 +30,8 @@ def test_a_busy_machine_lowers_torchs_threads_and_says_how_to_keep_them(torch_th
     assert "CLZOO_TORCH_THREADS=keep" in done["note"] and f"not {default}" in done["note"]
 
 
-@pytest.mark.parametrize("environ, busy", [({"OMP_NUM_THREADS": "4"}, 1.5), ({"CLZOO_TORCH_THREADS": "keep"}, 1.5),
-                                           ({}, 0.2)])
+@pytest.mark.parametrize("environ, busy", [({"OMP_NUM_THREADS": "4"}, 1.5),
+                                           ({"CLZOO_TORCH_THREADS": "keep"}, 1.5), ({}, 0.2)])
 def test_the_count_stays_where_chosen_or_the_machine_is_idle(torch_threads, environ, busy):
     from clzoo.machine import torch_threads_for_load
 
