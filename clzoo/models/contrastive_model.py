@@ -348,9 +348,9 @@ class ContrastiveModel(keras.Model):
         return super().train_step(*args)
 
     def make_train_function(self, force=False):
-        """Keras' train function; on JAX, see `jax_step_guard.guard_jax_step`."""
+        """Keras' train function; on JAX and torch, see `jax_step_guard.guard_jax_step`."""
         super().make_train_function(force)
-        self.train_function = guard_jax_step(self, self.train_function)
+        self.train_function = guard_jax_step(self, self.train_function, self.parts)
 
     def make_test_function(self, force=False):
         """Keras' test function, with the same label guard as `make_train_function`."""
@@ -427,8 +427,14 @@ class ContrastiveModel(keras.Model):
 
     def compile_from_config(self, config):
         """Recompile a loaded model (Keras skips this for a custom `compile`; ours only adds the
-        learnable temperature, so the saved compile config applies as it is)."""
+        learnable temperature, so the saved compile config applies as it is), save that a saved
+        `jit_compile=True` is turned off where this backend's "auto" would not compile: a JAX
+        checkpoint loaded on torch would `torch.compile` its next `fit`
+        (`clzoo.saving.jit_compile_for_this_backend`; set `model.jit_compile = True` to keep it)."""
+        from clzoo.saving import jit_compile_for_this_backend
+
         self.compile(**keras.saving.deserialize_keras_object(_portable(config)))
+        jit_compile_for_this_backend(self)
         if getattr(self, "optimizer", None) is not None and self.built:
             self.optimizer.build(self.trainable_variables)
 

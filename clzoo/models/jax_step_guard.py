@@ -1,17 +1,21 @@
-"""The steps of `ContrastiveModel`: refuse ids JAX would wrap, and report a failed loss check plainly
-(JAX's wrapped host callback, TensorFlow's graph assert)."""
+"""The steps of `ContrastiveModel`: refuse ids JAX would wrap or a label head's classes cannot hold,
+and report a failed loss check plainly (JAX's wrapped host callback, TensorFlow's graph assert)."""
 
 import itertools
 
 import keras
 
+from clzoo.parts.base import ModelPart
 from clzoo.validation import checks as K
 from clzoo.validation.sample_weights import check_host_sample_weight
 
 
-def _checked_batch(data):
+def _checked_batch(data, parts=()):
     if not isinstance(data, (tuple, list)):
         return data
+    if len(data) > 1 and data[1] is not None:
+        for part in parts:  # a label head's ids, checked where a stream's batches reach the host
+            part.check_labels(data[1])
     if K.index_dtype() != "int64" and len(data) > 1 and data[1] is not None:
         for labels in keras.tree.flatten(data[1]):
             K.check_int32_ids(labels)
@@ -28,8 +32,12 @@ def _restore(model, state):
     compat.restore_jax_state(model, state)
 
 
-def guard_jax_step(model, step_function):
+def guard_jax_step(model, step_function, parts=()):
     """`step_function(state, iterator)` with every batch's labels checked on the host first.
+
+    Each of `parts` checks the labels too (`ModelPart.check_labels`: a label head's class ids),
+    on JAX and on torch (`(data,)` in, its batch on the host before the step), so a `tf.data`
+    stream or a generator is held to what `fit` checks for arrays.
 
     JAX without `jax_enable_x64` converts an int64 NumPy `y` to int32 when it
     enters the jitted train / test step, wrapping ids outside int32 modulo
@@ -54,6 +62,8 @@ def guard_jax_step(model, step_function):
         return step_function
     if keras.backend.backend() == "tensorflow":
         return _tf_guarded(step_function)
+    if keras.backend.backend() == "torch":
+        return _torch_guarded(step_function, parts)
     if keras.backend.backend() != "jax":
         return step_function
 
@@ -61,7 +71,7 @@ def guard_jax_step(model, step_function):
         batches = list(itertools.islice(iterator, model.steps_per_execution))
         try:
             for batch in batches:
-                _checked_batch(batch)
+                _checked_batch(batch, parts)
         except ValueError:
             _restore(model, state)
             raise
@@ -90,6 +100,19 @@ def _tf_guarded(step_function):
             if message is None:
                 raise
             raise K.InputCheckError(message) from None
+
+    guarded._clzoo_step_guard = True
+    return guarded
+
+
+def _torch_guarded(step_function, parts):
+    """torch: the parts' label checks on the batch before the (eager or compiled) step."""
+    if not any(type(part).check_labels is not ModelPart.check_labels for part in parts):
+        return step_function
+
+    def guarded(data):
+        _checked_batch(data[0], parts)
+        return step_function(data)
 
     guarded._clzoo_step_guard = True
     return guarded

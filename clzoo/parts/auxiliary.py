@@ -17,6 +17,7 @@ import numpy as np
 from keras import ops
 
 from clzoo.parts.base import PARTS, ModelPart
+from clzoo.validation import checks as K
 from clzoo.validation.arguments import validate_number, validate_positive_int
 
 AIRBENCH_LOGIT_SCALE = 1 / 9  # airbench94's `scaling_factor` on the head's logits
@@ -68,16 +69,44 @@ def check_classes(classes):
     return classes
 
 
-def check_class_ids(y, classes, head):
-    """Refuse class ids `y` (int `(batch,)`) outside `[0, classes)`, naming `head`: beyond the
-    classes, a one-hot target is all zeros and the head trains toward nothing (or the backend
-    raises deep in the step). Labels without a shape (a dataset) are left to the step."""
+def check_class_ids(y, classes, head, setting):
+    """Refuse class ids `y` (int `(batch,)`) outside `[0, classes)`, naming `head` and the
+    `setting` that holds more (`"OnlineLinearProbe(classes={})"`): beyond the classes, a one-hot
+    target is all zeros and the head trains toward nothing (or the backend raises deep in the
+    step). Labels without a shape (a dataset) are checked batch by batch (the step guard,
+    `graph_checked_ids`)."""
     if not hasattr(y, "shape") or len(y.shape) != 1:
         return
     ids = np.asarray(ops.convert_to_numpy(y))
     if ids.size and (ids.min() < 0 or ids.max() >= classes):
-        raise ValueError(f"{head[0].upper()}{head[1:]} has {classes} classes; labels must lie in "
-                         f"[0, {classes}). Received: labels from {ids.min()} to {ids.max()}")
+        raise ValueError(_outside_message(head, classes) + _found(ids.min(), ids.max(), setting))
+
+
+def _outside_message(head, classes):
+    return f"{head[0].upper()}{head[1:]} has {classes} classes; labels must lie in [0, {classes})"
+
+
+def _found(low, high, setting):
+    fix = ("class ids start at 0" if low < 0 else
+           f"give it at least {high + 1} classes: {setting.format(high + 1)}")
+    return f". Received: labels from {low} to {high}: {fix}"
+
+
+def graph_checked_ids(loss, y, classes, head, setting):
+    """TensorFlow: `loss`, with `y`'s class ids checked inside the step (a `tf.data` stream's
+    batches never reach the host there; JAX and torch check them before the step, see
+    `clzoo.models.jax_step_guard`). The assert fails the step with the one-line message; under
+    XLA, which drops asserts, the loss is NaN instead of a silent number."""
+    if keras.backend.backend() != "tensorflow" or len(y.shape) != 1:
+        return loss
+    if K.is_concrete(y):  # run_eagerly: the labels are here already
+        check_class_ids(y, classes, head, setting)
+        return loss
+    ids = ops.cast(y, "int32")
+    ok = ops.logical_and(ops.all(ids >= 0), ops.all(ids < classes))
+    K.require(ok, f"{_outside_message(head, classes)}: a label lies outside them; give it as many "
+              f"classes as the largest label + 1: {setting.format('C')}", values=(ids,))
+    return K.poison(loss, ok)
 
 
 def refuse_beside(context, head):
@@ -218,10 +247,14 @@ class AuxiliaryPart(ModelPart):
         return model.auxiliary_classifier(features)
 
     def added_loss(self, model, x, y, output, sample_weight):
-        return self.weight * auxiliary_cross_entropy(y, output, x.shape[1], self.label_smoothing,
+        loss = self.weight * auxiliary_cross_entropy(y, output, x.shape[1], self.label_smoothing,
                                                      sample_weight)
+        return graph_checked_ids(loss, y, self.classes, *_AUXILIARY)
 
     def check_labels(self, y):
         """Class ids beyond the classes would train the head toward the smoothing alone (an
-        all-zero one-hot target): refused where the labels are an array."""
-        check_class_ids(y, self.classes, "the auxiliary classifier")
+        all-zero one-hot target): refused for arrays in `fit`, and batch by batch in the step."""
+        check_class_ids(y, self.classes, *_AUXILIARY)
+
+
+_AUXILIARY = ("the auxiliary classifier", "AuxiliaryPart(classes={0}) (auxiliary_classes={0})")

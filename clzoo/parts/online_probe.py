@@ -17,6 +17,7 @@ from clzoo.parts.auxiliary import (
     auxiliary_cross_entropy,
     check_class_ids,
     check_classes,
+    graph_checked_ids,
     refuse_beside,
 )
 from clzoo.parts.base import PARTS, ModelPart
@@ -31,8 +32,9 @@ class OnlineLinearProbe(ModelPart):
 
     The encoder's and the projection head's gradients are those of a run without the probe
     (its weights are attached after theirs, so their initial values are too). Labels must be
-    one class id per sample, in `[0, classes)` (refused before `fit` for arrays; ids beyond
-    the classes inside a `tf.data` or device stream are not checked in the step). `evaluate`
+    one class id per sample, in `[0, classes)` (refused before `fit` for arrays, and batch by
+    batch for a `tf.data` stream or a generator: on the host before the step on JAX and torch,
+    by an assert in the step on TensorFlow). `evaluate`
     leaves the probe out (no `online_probe_*` keys). Under `mixed_float16` the probe computes
     in float32, so its gradient cannot overflow the loss scale and skip the encoder's step.
 
@@ -98,7 +100,8 @@ class OnlineLinearProbe(ModelPart):
         hits = ops.cast(ops.equal(ops.cast(ops.argmax(output, axis=-1), "int32"), labels), "float32")
         model.online_probe_top1.update_state(hits)
         model.online_probe_loss.update_state(ops.stop_gradient(cross_entropy))
-        return cross_entropy - ops.stop_gradient(cross_entropy)
+        return graph_checked_ids(cross_entropy - ops.stop_gradient(cross_entropy), y, self.classes,
+                                 *_PROBE)
 
     def metrics(self, model):
         return [model.online_probe_top1, model.online_probe_loss]
@@ -109,4 +112,7 @@ class OnlineLinearProbe(ModelPart):
         if len(y.shape) != 1:
             raise ValueError(f"The online probe needs one class id per sample, shape (batch,). "
                              f"Received: labels of shape {tuple(y.shape)}")
-        check_class_ids(y, self.classes, "the online probe")
+        check_class_ids(y, self.classes, *_PROBE)
+
+
+_PROBE = ("the online probe", "OnlineLinearProbe(classes={})")

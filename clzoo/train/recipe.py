@@ -198,7 +198,8 @@ class Recipe(Section):
     image_size: PositiveInt | None = Field(None, le=4096)
     # image folders: memory = decode all before step 1; stream = decode each batch from the files
     # (data larger than memory); auto = stream when the decoded training split exceeds half the
-    # memory this process may use (a cgroup limit counts; env CLZOO_MEMORY_BUDGET overrides)
+    # memory this process may use (the room under a cgroup limit counts; env CLZOO_MEMORY_BUDGET
+    # overrides, with a unit: 2GB); memory refuses, before decoding, a folder over that memory
     data_loading: Literal["auto", "memory", "stream"] = "auto"
     # contrastive: encoder + head on multi-view batches; soft_target: a classifier on MixUp / CutMix
     task: Literal["contrastive", "soft_target"] = "contrastive"
@@ -468,15 +469,24 @@ def _non_finite(value, path=""):
             stack += [(v, where) for v in item]
 
 
+class _TurnedOn(str):
+    """The override that turned on a model part the file leaves off (`model.queue.size=64` for
+    `model.queue`): blamed for the part's own refusals (`model.queue: a queue needs task
+    contrastive`) when the message names no override."""
+
+
 def _where(source, key, overridden, message=""):
     """Who wrote `key`: the recipe file, or an override given on top of it (`--set`): those
     inside `key` that `message` names (a problem of a whole section, `views`), or inside the key
     it starts with (`mix would do nothing`); else the one that set `key`, or a whole section around
-    it (`--set model={...}`; not `model.encoder_options`, which keeps the file's encoder name)."""
+    it (`--set model={...}`; not `model.encoder_options`, which keeps the file's encoder name);
+    else the one that turned on the part the message is about (`_TurnedOn`)."""
     named = list(_named(key, overridden, message)) if message else []
     around = max((inner for inner in overridden if key == inner or (
         key.startswith(inner + ".") and overridden[inner] == inner)), key=len, default=None)
-    named = named or ([overridden[around]] if around else [])
+    subject = overridden.get(message.split(":")[0]) if message else None
+    named = named or ([overridden[around]] if around else []) or (
+        [subject] if isinstance(subject, _TurnedOn) else [])
     return f"--set {', '.join(named)} (over {source})" if named else source
 
 
@@ -485,7 +495,8 @@ def _named(key, overridden, message):
     with (`mix would do nothing`), each once."""
     head = message.split(" ")[0]
     return dict.fromkeys(given for inner, given in overridden.items()
-                         if (not key or inner.startswith(key + ".")) and (
+                         if not isinstance(given, _TurnedOn)  # a fallback only (`_where`)
+                         and (not key or inner.startswith(key + ".")) and (
                              inner.startswith(head + ".") or _names(message, inner)))
 
 
@@ -563,7 +574,8 @@ def _override_value(key, value, source):
 
 def _apply_overrides(raw, overrides, source):
     """Set each `a.b=value` in the upgraded `raw`, an earlier spelling's key upgraded first
-    (`upgrade_override`); returns `{dotted key set: the override's key as given}`, a note per
+    (`upgrade_override`); returns `{dotted key set: the override's key as given}` (a model part
+    the file leaves off: `{its section: _TurnedOn(the override that turned it on)}`), a note per
     key given in an earlier spelling and `(override, section, {setting: value})` per section it
     replaced with settings it does not give (`_left_out` makes the notes).
 
@@ -573,7 +585,7 @@ def _apply_overrides(raw, overrides, source):
     Raises:
         RecipeError: a malformed override, or a value over the YAML limits.
     """
-    done, spelled, notes, off, replaced = {}, {}, [], {}, []
+    done, spelled, notes, off, replaced, turned_on = {}, {}, [], {}, [], {}
     for key, value, typed in overrides_in_order([_split_override(item, source) for item in overrides]):
         _refuse_overlap(spelled, key, source)
         value = value if typed else _override_value(key, value, source)
@@ -582,6 +594,9 @@ def _apply_overrides(raw, overrides, source):
             if upgraded is not None:
                 _track_parts_off(off, spelled, key, *upgraded)
                 replaced += _replaced(raw, key, *upgraded)
+                section = _part_section(upgraded[0])
+                if section and upgraded[1] is not None and _section_at(raw, section) is None:
+                    turned_on.setdefault(section, _TurnedOn(key))
                 place(raw, *upgraded)
         except ValueError as error:
             raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
@@ -593,7 +608,7 @@ def _apply_overrides(raw, overrides, source):
         elif routed != key:
             notes.append(f"{key} is now {routed}" if upgraded[1] is not None else f"{key} = {value!r}: "
                          f"{upgraded[0]} is off")
-    return done, notes, replaced
+    return {**turned_on, **done}, notes, replaced  # a section given whole (`model.queue={...}`): its own
 
 
 def _replaced(raw, given, key, value):
@@ -682,6 +697,15 @@ def _track_parts_off(off, spelled, given, key, value):
         raise ValueError(f"--set {given} turns off {key}, discarding the earlier --set {inner}: "
                          "give one of them")
     off[key] = given
+
+
+def _part_section(key):
+    """`model.<part>` around a dotted key inside a model part's section (`model.queue.size`), or None."""
+    parts = key.split(".")
+    if len(parts) > 2 and parts[0] == "model" and (
+            parts[1] == "test_time" or parts[1] not in ModelSpec.model_fields):
+        return ".".join(parts[:2])
+    return None
 
 
 # The earlier `model.encoder_options` is every option of model.encoder (all but its name) at once.

@@ -539,9 +539,9 @@ def test_the_default_eval_folder_written_by_train_is_not_replaced(tiny_model, fo
     run.mkdir()
     (run / "encoder.keras").write_bytes(tiny_model.read_bytes())
     kept = _taken(run / "eval", True)
-    code, _, err = _main(["eval", run, "--data", folder, "--metrics", "knn", "--k", "1"], capsys)
-    assert code == 2
-    _one_line(err, "report folder", "--overwrite")
+    code, out, err = _main(["eval", run, "--data", folder, "--metrics", "knn", "--k", "1"], capsys)
+    assert code == 0, err  # a second look writes beside it (issue 85), never over it
+    assert f"writing {run / 'eval-2'}" in out and (run / "eval-2" / "metrics.json").is_file()
     assert kept.read_text() == "mine"
 
 
