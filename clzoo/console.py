@@ -170,6 +170,80 @@ def interrupts_delivered():
 
 
 
+class SecondSignalExit:
+    """Ends the process when a second SIGINT / SIGTERM finds the main thread stuck.
+
+    A training run's first stop signal finishes the step and saves it; its second raises
+    KeyboardInterrupt, from Python's handler, which runs only on the main thread between
+    bytecodes. Blocked in C (TensorFlow's iterator waiting on an image read that never
+    returns: a stuck network mount), that handler never ran and only `kill -9` ended the run.
+    The signal also wakes a daemon thread here (`signal.set_wakeup_fd`): if the run is still
+    armed `grace` seconds after the second signal, it prints one line and calls `os._exit`.
+    `arm` and `release` are called from the main thread; `release` (the run left `fit`)
+    disarms it."""
+
+    STOPS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, grace=5.0):
+        self.grace, self._armed, self._previous, self._sockets = grace, threading.Event(), None, None
+
+    def arm(self):
+        import socket
+
+        if self._sockets is not None or threading.current_thread() is not threading.main_thread():
+            return
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        try:
+            self._previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        except (ValueError, OSError):  # not Python's signals to watch (an embedding host)
+            reader.close(), writer.close()
+            return
+        self._sockets = (reader, writer)
+        self._armed.set()
+        threading.Thread(target=self._watch, args=(reader,), daemon=True,
+                         name="clzoo-second-signal").start()
+
+    def release(self):
+        if self._sockets is None:
+            return
+        self._armed.clear()
+        signal.set_wakeup_fd(self._previous if self._previous is not None else -1)
+        for end in self._sockets:
+            end.close()  # ends the watching thread's read
+        self._sockets = None
+
+    def _watch(self, reader):
+        seen = 0
+        try:
+            while self._armed.is_set():
+                received = reader.recv(64)
+                if not received:
+                    return
+                seen += sum(byte in self.STOPS for byte in received)
+                if seen >= 2 and not self._wait_released():
+                    self._exit(received[-1])
+        except OSError:  # released: the socket was closed
+            return
+
+    def _wait_released(self):
+        deadline = time.monotonic() + self.grace
+        while self._armed.is_set() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return not self._armed.is_set()
+
+    @staticmethod
+    def _exit(signum):
+        name = signal.Signals(signum).name if signum in SecondSignalExit.STOPS else "a second signal"
+        try:
+            sys.stderr.write(f"clzoo: error: stopped by a second {name} while the run was blocked (an "
+                             "image read that does not return?); the last saved checkpoint is kept\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + int(signum) if signum in SecondSignalExit.STOPS else 130)
+
+
 @contextlib.contextmanager
 def interrupts_deferred():
     """Hold a Ctrl-C (SIGINT) until the block ends, then deliver it to the handler it was for.

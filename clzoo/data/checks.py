@@ -7,7 +7,7 @@ folder is written.
 
 from dataclasses import dataclass
 
-from clzoo.data.memory_budget import available_memory
+from clzoo.data.memory_budget import over_memory, size_text
 from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source, tfds_missing
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
@@ -176,7 +176,8 @@ def _label_set_names(names, label_set, data):
 
 def _check_decoded_size(files, images, image_size, data):
     """Refuse a folder whose decoded uint8 images (the first file's size for all of them, or
-    `image_size` squared) cannot fit in the memory free now, before any is decoded."""
+    `image_size` squared) exceed the memory this process may use, before any is decoded. A first file
+    whose header cannot be read (damaged, a decompression bomb) is left to the decode to name."""
     if not files:
         return
     if image_size is None:
@@ -185,15 +186,15 @@ def _check_decoded_size(files, images, image_size, data):
         try:
             with Image.open(files[0]) as image:  # the header only: nothing is decoded
                 width, height = image.size
-        except OSError:  # the loader names a damaged file, with its own rule for it
-            return
+        except Exception:  # damaged, or a decompression bomb (not an OSError): the loader's
+            return  # decode names the file in one line, with its own rule for it
     else:
         width = height = image_size
-    needed, free = images * width * height * 3, available_memory()
-    if free is not None and needed > free:
+    needed = images * width * height * 3
+    if over := over_memory(needed):  # the same figure as a cgroup's OOM kill (issue 86)
         raise ValueError(
-            f"data={data!r}: {images:,} images of {width} x {height} pixels need about "
-            f"{needed / 2**30:.1f} GiB decoded, and {free / 2**30:.1f} GiB of memory is free: pass "
-            "--image-size N (recipe key image_size; each image is resized as it is decoded), or use "
-            "fewer images")
+            f"data={data!r}, data_loading: memory: {images:,} images of {width} x {height} pixels "
+            f"need about {size_text(needed)} decoded, {over}: use data_loading: auto or stream "
+            "(decoded a batch at a time), pass --image-size N (recipe key image_size; each image "
+            "is resized as it is decoded), or use fewer images")
 

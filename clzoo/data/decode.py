@@ -1,6 +1,9 @@
 """One image file to uint8 RGB pixels: the decoding every image folder source shares (a split
 decoded whole into memory, `clzoo.data.sources`, and one read per step, `clzoo.data.file_images`)."""
 
+import os
+import stat
+
 import numpy as np
 
 from clzoo.data.resize import resize_image
@@ -41,11 +44,12 @@ def to_rgb(image):
 
 def decode_image(path, skip=False, size=None):
     """uint8 `(H, W, 3)` pixels of an image file, turned upright by its EXIF orientation tag,
-    resized to `(size, size)` when `size` is given."""
-    from PIL import Image, ImageOps
+    resized to `(size, size)` when `size` is given. Only a regular file is read: a pipe, a
+    device or a socket (a file replaced by a FIFO mid-run) is refused, never waited on."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
+        with _open_regular(path) as handle, Image.open(handle) as image:
             if size is not None and image.format == "JPEG":
                 # decode at the smallest DCT scale (1/2, 1/4, 1/8) still at least size x size
                 image.draft(None, (size, size))
@@ -55,7 +59,25 @@ def decode_image(path, skip=False, size=None):
     except Exception as error:  # PIL raises several types for bad files.
         if skip:
             return None
+        # Pillow names an opened file by its handle's repr; the line below names the path
+        reason = "cannot identify image file" if isinstance(error, UnidentifiedImageError) else error
         raise ValueError(
-            f"Cannot read image {path}: {error} (remove or replace the file; in Python, "
+            f"Cannot read image {path}: {reason} (remove or replace the file; in Python, "
             "load_split(..., on_unreadable='skip') leaves such files out)"
         ) from error
+
+
+def _open_regular(path):
+    """`path` opened for binary reading, refused (ValueError) unless it is a regular file. Opened
+    non-blocking and checked on the open descriptor: opening a FIFO otherwise waits for a writer,
+    and a check before the open could be raced by a rename."""
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a device, pipe or socket"
+            raise ValueError(f"not a regular file ({kind})")
+        return os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise

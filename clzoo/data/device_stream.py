@@ -190,20 +190,25 @@ AHEAD = 3  # batches decoded ahead of the step on the host (a file-backed split)
 
 def _decoded_ahead(images, steps):
     """`(step, uint8 pixels)` for each `(epoch, position, index)` of `steps`, the pixels decoded
-    `AHEAD` batches ahead in a background thread (each batch's files in parallel: `FileImages`)."""
+    `AHEAD` batches ahead in a background daemon thread (each batch's files in parallel:
+    `FileImages`): a stop is never held up joining it while a read it waits on never returns."""
     from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="clzoo-ahead") as ahead:
-        pending = deque()
+    from clzoo.data.file_images import DaemonPool, result
+
+    ahead, pending = DaemonPool(1, "clzoo-ahead"), deque()
+    try:
         for step in steps:
             pending.append((step, ahead.submit(images.__getitem__, step[2])))
             if len(pending) > AHEAD:
                 done, pixels = pending.popleft()
-                yield done, pixels.result()
+                yield done, result(pixels)
         while pending:
             done, pixels = pending.popleft()
-            yield done, pixels.result()
+            yield done, result(pixels)
+    finally:  # closed early (a stop, an error): the batches not yet started are dropped
+        for _, pixels in pending:
+            pixels.cancel()
 
 
 def _draws(views, seed, epoch, position, index, shape, coins):

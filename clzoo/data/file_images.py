@@ -2,17 +2,19 @@
 
 A folder larger than memory is read this way (`clzoo.data.load_split(..., stream=True)`):
 the split lists its files and labels, and each batch decodes its own images, in a
-thread pool (Pillow releases the GIL while it decodes and resizes), shrinking JPEGs at
+thread pool of daemon threads (Pillow releases the GIL while it decodes and resizes; a read
+that never returns, a stuck network mount, cannot keep the process from exiting), shrinking JPEGs at
 decode time (`PIL.Image.draft`) when the load size is well below theirs. Indexing gives
 the same pixels as the in-memory path (`clzoo.data.sources`) at the same `image_size`,
 so every stream over these images yields the batches of the in-memory one.
 """
 
 import os
+import queue
 import re
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -26,14 +28,71 @@ _POOLS = {}
 
 
 def decode_pool():
-    """The process's image-decoding thread pool, one per process (a forked child makes its own):
-    the in-memory loader and `FileImages` share it."""
+    """The process's image-decoding thread pool (`DaemonPool`), one per process (a forked child
+    makes its own): the in-memory loader and `FileImages` share it."""
     with _POOL_LOCK:
         pid = os.getpid()
         if pid not in _POOLS:
-            _POOLS[pid] = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
-                                             thread_name_prefix="clzoo-decode")
+            _POOLS[pid] = DaemonPool(os.cpu_count() or 2, "clzoo-decode")
         return _POOLS[pid]
+
+
+class DaemonPool:
+    """A thread pool of daemon threads, started as work comes: `submit` and `map` as
+    `concurrent.futures.ThreadPoolExecutor`'s. That pool's workers are joined when Python exits,
+    so one decode blocked in a read that never returns kept the process alive after a stop;
+    these are not waited for. Waits (`result`) poll, so signal handlers run meanwhile."""
+
+    def __init__(self, workers, name):
+        self.workers, self.name = max(1, int(workers)), name
+        self._tasks, self._threads, self._lock = queue.SimpleQueue(), [], threading.Lock()
+
+    def submit(self, fn, *args):
+        future = Future()
+        self._tasks.put((future, fn, args))
+        with self._lock:
+            if len(self._threads) < self.workers:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self.name}_{len(self._threads)}")
+                self._threads.append(thread)
+                thread.start()
+        return future
+
+    def map(self, fn, items):
+        """`fn(item)` for each item, in order, computed in the pool; closing the generator cancels
+        the calls not yet started (as `Executor.map`'s)."""
+        futures = [self.submit(fn, item) for item in items]
+
+        def results():
+            try:
+                for future in futures:
+                    yield result(future)
+            finally:
+                for future in futures:
+                    future.cancel()
+
+        return results()
+
+    def _work(self):
+        while True:
+            future, fn, args = self._tasks.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as error:  # handed to the waiting caller, as an executor does
+                future.set_exception(error)
+            del future, fn, args  # drop the result before blocking on the queue again
+
+
+def result(future, poll=0.5):
+    """`future.result()`, waited for in short slices so the main thread handles signals between
+    them (a Ctrl-C's handler runs even while a read it waits on never returns)."""
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except TimeoutError:
+            continue
 
 
 class FileImages:
@@ -48,13 +107,18 @@ class FileImages:
         size: the square side every image is resized to on decode, in pixels;
             None takes the first image's own (upright) size, and then an image
             of another size is refused when decoded, naming both files.
-        on_unreadable: `"error"` (default): an image that cannot be decoded stops
-            with one line naming it; `"skip"`: the next readable file in the list
-            takes its place (a batch keeps its size), counted in `skipped` and
-            warned about once per file.
+        on_unreadable: `"error"` (default): an image that cannot be decoded (or is
+            not a regular file: a pipe, a device) stops with one line naming it;
+            `"skip"`: the next readable file in the list takes its place (a batch
+            keeps its size), counted in `skipped` and warned about once per file.
+        labels: the label of each path, int `(N,)`, or None. Given, a skipped file's
+            substitute is the next readable file *of its label* (never an image
+            of another class under this row's label), and a label none of whose
+            files can be read is refused in one line.
 
     Raises:
-        ValueError: at construction, no path or an unknown `on_unreadable`; when indexed, an image
+        ValueError: at construction, no path, an unknown `on_unreadable`, or `labels` of another
+            length than `paths`; when indexed, an image
             that cannot be decoded (naming the file, under `"error"`), or one of another size than
             the first (`size` None), naming both files.
         IndexError: an index NumPy would refuse: out of range, a boolean mask of another length,
@@ -76,12 +140,16 @@ class FileImages:
     dtype = np.dtype(np.uint8)
     ndim = 4
 
-    def __init__(self, paths, size=None, on_unreadable="error"):
+    def __init__(self, paths, size=None, on_unreadable="error", labels=None):
         if on_unreadable not in ("error", "skip"):
             raise ValueError(f"`on_unreadable` must be 'error' or 'skip'. Received: {on_unreadable!r}")
         if not len(paths):
             raise ValueError("`paths` must name at least one image file.")
+        if labels is not None and len(labels) != len(paths):
+            raise ValueError(f"`labels` must give one label per path: {len(labels)} labels for "
+                             f"{len(paths)} paths")
         self.paths = [str(p) for p in paths]
+        self.labels = None if labels is None else np.asarray(labels)
         self.on_unreadable = on_unreadable
         self.skipped = set()
         self._lock = threading.Lock()
@@ -111,6 +179,7 @@ class FileImages:
         part = FileImages.__new__(FileImages)
         part.__dict__.update(self.__dict__)
         part.paths = [self.paths[i] for i in rows.tolist()]
+        part.labels = None if self.labels is None else self.labels[rows]
         return part
 
     def __array__(self, dtype=None, copy=None):
@@ -147,15 +216,27 @@ class FileImages:
         return np.where(index < 0, index + len(self), index)
 
     def _decode_one(self, index):
-        """The pixels of file `index`, or under `"skip"` of the next readable file after it."""
-
-        for offset in range(len(self)):
-            at = (index + offset) % len(self)
+        """The pixels of file `index`, or under `"skip"` of the next readable file after it (of
+        its label, when the labels are known)."""
+        for at in self._substitutes(index):
             pixels = decode.decode_image(self.paths[at], skip=self.on_unreadable == "skip", size=self._resize)
             if pixels is not None:
                 return self._checked_size(pixels, at)
             self._note_skipped(self.paths[at])
+        if self.labels is not None:
+            raise ValueError(f"No image file labelled {self.labels[index]} could be read (e.g. "
+                             f"{self.paths[index]}): remove that class, or replace its files.")
         raise ValueError(f"None of the {len(self)} image files could be read (e.g. {self.paths[index]}).")
+
+    def _substitutes(self, index):
+        """Rows to try for row `index`: itself, then (only once it failed) the rows after it,
+        cyclically: all of them, or those of its label."""
+        yield index
+        if self.labels is None:
+            yield from ((index + offset) % len(self) for offset in range(1, len(self)))
+            return
+        same = np.flatnonzero(self.labels == self.labels[index])
+        yield from (int(row) for row in np.roll(same, -int(np.searchsorted(same, index)))[1:])
 
     def _checked_size(self, pixels, at):
         """`pixels`, or (images kept at their own size) a refusal when their size is not the first's."""
@@ -171,8 +252,9 @@ class FileImages:
             if path in self.skipped:
                 return
             self.skipped.add(path)
+        same = "" if self.labels is None else " of its label"
         warnings.warn(f"Skipped unreadable image {path} ({len(self.skipped)} so far); the next "
-                      "readable file takes its place in the batch.", stacklevel=2)
+                      f"readable file{same} takes its place in the batch.", stacklevel=2)
 
 
 def decode_error_line(error):

@@ -422,6 +422,8 @@ def class_folders(root, split, on_unreadable="error"):
     classes, problems = [], []
     for entry in _visible(split_dir):
         is_class, problem = _class_entry(entry, split_dir)
+        if is_class and not _utf8(entry.name):  # class names are written to JSON, CSV, reports
+            is_class, problem, entry = False, "folder name is not valid UTF-8: rename it", printable(entry)
         if problem:
             problems.append((entry, problem))
         elif is_class:
@@ -432,6 +434,25 @@ def class_folders(root, split, on_unreadable="error"):
             f"No class folders in {split_dir}: expected {split_dir}/<class>/<image>."
         )
     return classes
+
+
+def _utf8(name):
+    """False for a file name that is not valid UTF-8 (its bytes kept as surrogates by Python):
+    it cannot be written to a cache key, a report or a CSV, and stopped a run with only
+    "'utf-8' codec can't encode ..."."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(path):
+    """`path` as a str that can be printed and written anywhere: bytes that are not UTF-8 in its
+    name shown as `\\xff`."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _is_dir(entry):
@@ -460,6 +481,9 @@ def _image_files(folder):
         if os.path.splitext(name)[1].lower() not in IMAGE_EXTENSIONS:
             continue
         path = os.path.join(folder, name)  # a str: Path objects cost ~1 s per 100k files
+        if not _utf8(name):
+            problems.append((printable(path), "file name is not valid UTF-8: rename it"))
+            continue
         try:
             info = os.stat(path)
         except OSError as error:
@@ -541,7 +565,7 @@ def _check_every_class(labels, classes, split_dir):
 def _sample(path, size):
     """The first and last `CACHE_SAMPLE` bytes of `path` (all of a file up to twice that)."""
     try:
-        handle = os.open(path, os.O_RDONLY)
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO never blocks
     except OSError:
         return b"unreadable"  # decoding names it
     try:
@@ -631,7 +655,7 @@ def _open_folder(listed, on_unreadable="error", image_size=None):
     from clzoo.data.file_images import FileImages
 
     files, _, labels, classes = listed
-    images = FileImages(files, image_size, on_unreadable)
+    images = FileImages(files, image_size, on_unreadable, labels=labels)  # a skip keeps the class
     return Split(images, labels, classes, paths=images.paths)
 
 

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from clzoo.compat import loss_tracker
+from clzoo.console import SecondSignalExit
 from clzoo.files import atomic_write, atomic_write_text, json_line
 
 PROGRESS_FILE = "clzoo_progress.json"  # extra entry in the .keras zip; Keras ignores it
@@ -452,8 +453,13 @@ class StopOnSignal(keras.callbacks.Callback):
 
     `fit` then ends its epoch early, so `AtomicCheckpoint.on_epoch_end` saves
     the state at that step; the runner reports `received` and a resumed run
-    continues from there. Handlers are installed for the duration of `fit`
-    only, and only from the main thread (Python's rule for signal handlers).
+    continues from there. A second signal does not wait for the step (it may
+    never end: an image read that does not return): it raises KeyboardInterrupt,
+    and if the run is still in `fit` a few seconds later (the main thread blocked
+    in C, where Python's handler cannot run) the process exits
+    (`clzoo.console.SecondSignalExit`). Handlers are installed for the duration of
+    `fit` only, and only from the main thread (Python's rule for signal handlers);
+    `release` restores them where `fit` raised.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -462,8 +468,12 @@ class StopOnSignal(keras.callbacks.Callback):
         super().__init__()
         self.received = None
         self._previous = {}
+        self._hard_stop = SecondSignalExit()
 
     def _handle(self, signum, frame):
+        if self.received is not None:  # the second: stop now (the step may never finish)
+            self._restore_handlers()
+            raise KeyboardInterrupt(f"{signal.Signals(signum).name} again while stopping")
         self.received = signal.Signals(signum).name
         if self.model is not None:
             self.model.stop_training = True
@@ -471,6 +481,7 @@ class StopOnSignal(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if threading.current_thread() is threading.main_thread():
             self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+            self._hard_stop.arm()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._steps = 0
@@ -492,6 +503,14 @@ class StopOnSignal(keras.callbacks.Callback):
                       f"{planned} steps: its logged loss is the mean of those steps", flush=True)
 
     def on_train_end(self, logs=None):
+        self.release()
+
+    def release(self):
+        """Put back the handlers `fit` started with and disarm the hard exit (idempotent)."""
+        self._restore_handlers()
+        self._hard_stop.release()
+
+    def _restore_handlers(self):
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous = {}

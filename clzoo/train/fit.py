@@ -77,20 +77,10 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
     started = time.perf_counter()
     progress = [RunProgbar(plan.epochs)] if keras_verbose(verbose) else []
     fit = dict(shuffle=False, verbose=keras_verbose(verbose), callbacks=parts.all + progress)
-    if batches is not None:
-        if offset:  # finish the interrupted epoch, then the rest on the same stream
-            left = plan.steps - offset
-            if place.is_chief and verbose:  # Keras's bar counts only the steps left ("22/22")
-                print(f"clzoo: resuming epoch {first_epoch + 1}/{plan.epochs} at step "
-                      f"{offset}/{plan.steps}: {left} steps left in it", flush=True)
-            model.fit(_fit_input(batches.take(left)), epochs=first_epoch + 1, initial_epoch=first_epoch,
-                      steps_per_epoch=left, **fit)
-            batches, first_epoch = batches.skip(left), first_epoch + 1
-        if first_epoch < plan.epochs and not parts.stopped():
-            model.fit(_fit_input(batches), epochs=plan.epochs, initial_epoch=first_epoch,
-                      steps_per_epoch=plan.steps, **fit)
-    else:  # resumed after the last step (killed before the encoder was saved): end as fit does,
-        model.optimizer.finalize_variable_values(model.trainable_weights)  # e.g. the weight average
+    try:  # released however fit ends: a second signal's KeyboardInterrupt skips on_train_end
+        _fit_rest(model, batches, plan, place, parts, first_epoch, offset, fit, verbose)
+    finally:
+        parts.signals.release()
     _raise_if_stopped(parts, run, plan.advice)
     if getattr(model.optimizer, "use_ema", False):
         # fit's end swapped the average in after the last checkpoint: the checkpoint holds what
@@ -98,6 +88,24 @@ def resumable_fit(model, batches_from, run, plan, place, verbose=1, monitor=None
         parts.checkpoint.set_model(model)
         parts.checkpoint.save()
     return FitResult(time.perf_counter() - started, parts.throughput.images_per_second)
+
+
+def _fit_rest(model, batches, plan, place, parts, first_epoch, offset, fit, verbose):
+    """`model.fit` over the steps left: the rest of an interrupted epoch, then the other epochs."""
+    if batches is None:  # resumed after the last step (killed before the encoder was saved): end as
+        model.optimizer.finalize_variable_values(model.trainable_weights)  # fit does (weight average)
+        return
+    if offset:  # finish the interrupted epoch, then the rest on the same stream
+        left = plan.steps - offset
+        if place.is_chief and verbose:  # Keras's bar counts only the steps left ("22/22")
+            print(f"clzoo: resuming epoch {first_epoch + 1}/{plan.epochs} at step "
+                  f"{offset}/{plan.steps}: {left} steps left in it", flush=True)
+        model.fit(_fit_input(batches.take(left)), epochs=first_epoch + 1, initial_epoch=first_epoch,
+                  steps_per_epoch=left, **fit)
+        batches, first_epoch = batches.skip(left), first_epoch + 1
+    if first_epoch < plan.epochs and not parts.stopped():
+        model.fit(_fit_input(batches), epochs=plan.epochs, initial_epoch=first_epoch,
+                  steps_per_epoch=plan.steps, **fit)
 
 
 def _fit_input(batches):

@@ -145,8 +145,9 @@ def test_the_budget_reads_the_variable_then_a_cgroup_limit_then_meminfo(tmp_path
     assert memory_budget({"CLZOO_MEMORY_BUDGET": "1.5GiB"}, v2, meminfo)[0] == 1610612736
     with pytest.raises(ValueError, match="CLZOO_MEMORY_BUDGET = 'lots': expected a positive size"):
         memory_budget({"CLZOO_MEMORY_BUDGET": "lots"}, v2, meminfo)
-    assert [parse_bytes(t) for t in ("10", "2KB", "3M", "1G")] == [10, 2000, 3 * 2**20, 2**30]
-    for bad in ("0", "-1", "1PB", "2 G B", "9" * 400):  # 400 nines overflowed a float
+    assert [parse_bytes(t) for t in ("2048", "10B", "2KB", "3M", "1G")] == [2048, 10, 2000, 3 * 2**20, 2**30]
+    # 400 nines overflowed a float; "10" and "1.5": bare and small, a unit forgotten
+    for bad in ("0", "-1", "1PB", "2 G B", "9" * 400, "10", "1.5"):
         with pytest.raises(ValueError):
             parse_bytes(bad)
 
@@ -278,10 +279,11 @@ def test_a_file_that_fails_inside_tf_data_is_named_in_one_line(tmp_path):
 def test_a_folder_over_the_free_memory_is_refused_only_when_it_would_be_held(tmp_path, monkeypatch):
     """The decoded-size pre-check refused every folder larger than the free memory, the very
     folders streaming exists for; it now applies to `data_loading: memory` alone."""
+    import clzoo.data.memory_budget as budget
     from clzoo.data import checks
 
     root = str(_jpeg_folder(tmp_path / "data"))
-    monkeypatch.setattr(checks, "available_memory", lambda: 1000)
+    monkeypatch.setattr(budget, "process_memory", lambda: (1000, "MemAvailable 1000 B"))
     with pytest.raises(ValueError, match="need about .* pass --image-size N"):
         checks.check_data(root, "memory")
     for loading in ("auto", "stream"):
