@@ -23,11 +23,11 @@ from keras import ops
 from clzoo.data import device_view_draws as view_draws
 from clzoo.data.augmentation_settings import BatchViewConfig, ViewConfig
 from clzoo.data.device_views import per_image_view, sample, why_no_device_form
-from clzoo.data.stream_checks import check_stream
+from clzoo.data.stream_checks import check_shard, check_stream
 
 
 def device_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0, *,
-                   views=None, shuffle=True):
+                   views=None, shuffle=True, shard=None):
     """The whole training run as batches computed on the accelerator, resumable at any step.
 
     Same arguments, checks and batches per step as `clzoo.data.batches`
@@ -48,10 +48,16 @@ def device_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_
             not RandAugment or the blur) or `BatchViewConfig` (airbench's flip and
             translate). Defaults to the SupCon CIFAR views.
         shuffle: reshuffle each epoch (`False`: in order). Defaults to `True`.
+        shard: `(index, count)`: this process's rows `[index * B / count, (index + 1) * B /
+            count)` of every global batch, the only images it reads and decodes, with the views
+            the whole batch would give them (several processes: torch's rank and world size,
+            `jax.process_index()`, `jax.process_count()`); the union of the shards is the
+            one-process batch. Defaults to None (the whole batch).
 
     Returns:
         `DeviceBatches`: an iterable of `epochs * (N // batch_size) - start_step` pairs
-        `(float32 (B, views, size, size, 3) in [0, 1], int32 (B,))` of backend tensors,
+        `(float32 (B, views, size, size, 3) in [0, 1], int32 (B,))` of backend tensors (`B /
+        count` rows under `shard`),
         with `len`, `take(n)` and `skip(n)`; `iter()` of it is a generator, which
         `model.fit` takes (with `steps_per_epoch`).
 
@@ -71,13 +77,14 @@ def device_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_
     """
     total = check_stream(split, kind, batch_size, seed, epochs, start_step, views, None, None,
                          None, shuffle)
+    shard = check_shard(shard, batch_size)
     views = ViewConfig() if views is None else views
     reason = device_form_missing(kind, views)
     if reason:
         raise ValueError(f"the device stream cannot make these batches: {reason}; use the "
                          "tf.data stream (clzoo.data.batches, training.pipeline: tf_data)")
     return DeviceBatches(split, int(batch_size), int(seed), views, bool(shuffle), int(start_step),
-                         int(start_step) + total)
+                         int(start_step) + total, shard=shard)
 
 
 def device_form_missing(kind, views):
@@ -103,10 +110,12 @@ def tensorflow_installed():
 class DeviceBatches:
     """The batches of steps `[start, stop)` of a run (`device_batches`); the images stay on the device."""
 
-    def __init__(self, split, batch_size, seed, views, shuffle, start, stop, device_images=None):
+    def __init__(self, split, batch_size, seed, views, shuffle, start, stop, device_images=None,
+                 shard=(0, 1)):
         self.split, self.batch_size, self.seed = split, batch_size, seed
         self.views, self.shuffle, self.start, self.stop = views, shuffle, start, stop
         self.steps_per_epoch = len(split) // batch_size
+        self.shard = shard  # (index, count): this process's rows of every global batch
         self._images = device_images
 
     def __len__(self):
@@ -132,7 +141,7 @@ class DeviceBatches:
 
     def _steps(self, start, stop):
         return DeviceBatches(self.split, self.batch_size, self.seed, self.views, self.shuffle, start,
-                             stop, None if self.from_files else self.images)
+                             stop, None if self.from_files else self.images, self.shard)
 
     @property
     def images(self):
@@ -153,29 +162,40 @@ class DeviceBatches:
         compute = _compiled(self.views, height, width)
         steps = self._indices(len(labels))
         if not self.from_files:
-            for epoch, position, index in steps:
-                draws = self._draws(epoch, position, index, len(labels))
+            for epoch, position, index, whole in steps:
+                draws = self._draws(epoch, position, whole, len(labels))
                 yield compute(self.images, ops.convert_to_tensor(index.astype(np.int32)), draws), \
                     ops.convert_to_tensor(labels[index])
             return
-        for (epoch, position, index), pixels in _decoded_ahead(self.split.images, steps):
-            draws = self._draws(epoch, position, index, len(labels))
+        for (epoch, position, index, whole), pixels in _decoded_ahead(self.split.images, steps):
+            draws = self._draws(epoch, position, whole, len(labels))
             every = ops.convert_to_tensor(np.arange(len(index), dtype=np.int32))
             yield compute(ops.convert_to_tensor(pixels), every, draws), ops.convert_to_tensor(labels[index])
 
     def _indices(self, count):
-        """`(epoch, position, image indices)` of each step in `[start, stop)`."""
+        """`(epoch, position, this process's image indices, the global batch's)` of each step in
+        `[start, stop)`."""
         epoch, order = None, None
+        index, shards = self.shard
+        rows = slice(index * self.batch_size // shards, (index + 1) * self.batch_size // shards)
         for step in range(self.start, self.stop):
             if step // self.steps_per_epoch != epoch:
                 epoch = step // self.steps_per_epoch
                 order = view_draws.epoch_order(count, self.seed, epoch, self.shuffle)
             position = (step % self.steps_per_epoch) * self.batch_size
-            yield epoch, position, order[position:position + self.batch_size]
+            whole = order[position:position + self.batch_size]
+            yield epoch, position, whole[rows], whole
 
-    def _draws(self, epoch, position, index, count):
-        return _draws(self.views, self.seed, epoch, position, index, self.split.images.shape,
-                      self._coins(count))
+    def _draws(self, epoch, position, whole, count):
+        """The views' draws of the global batch `whole`, cut to this process's rows (each row's
+        draws are the same whatever the shard)."""
+        draws = _draws(self.views, self.seed, epoch, position, whole, self.split.images.shape,
+                       self._coins(count))
+        index, shards = self.shard
+        if shards == 1:
+            return draws
+        rows = slice(index * len(whole) // shards, (index + 1) * len(whole) // shards)
+        return [{key: value[rows] for key, value in draw.items()} for draw in draws]
 
     def _coins(self, count):
         if not isinstance(self.views, BatchViewConfig):

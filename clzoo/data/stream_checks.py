@@ -90,3 +90,25 @@ def _check_balanced(split, batch_size, samples_per_class, shuffle):
     if not shuffle:
         raise ValueError("kind='balanced' draws its classes at random; shuffle=False is not "
                          "available there. Received: shuffle=False")
+
+
+def check_shard(shard, batch_size):
+    """`(index, count)` of a valid `shard` (`(0, 1)` for None): this process's rows
+    `[index * B / count, (index + 1) * B / count)` of every global batch of `batch_size` B.
+
+    Raises:
+        ValueError: not `(index, count)` with `0 <= index < count`, or `count` not dividing
+            `batch_size`, naming `shard`.
+    """
+    if shard is None:
+        return 0, 1
+    try:
+        index, count = (int(v) for v in shard)
+        valid = [int(v) for v in shard] == list(shard) and 0 <= index < count
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ValueError(f"`shard` must be (index, count) with 0 <= index < count. Received: {shard!r}")
+    if batch_size % count:
+        raise ValueError(f"`shard` count {count} must divide batch_size {batch_size}")
+    return index, count

@@ -33,13 +33,15 @@ class RunShape:
 class Stream:
     """One stream: `why_not(shape)` the reason it cannot serve a run (None: it can), `passed_over(shape)`
     why `auto` prefers another although this one could run, `build(split, kind, batch_size, seed,
-    epochs, start_step, **options)` its batches."""
+    epochs, start_step, **options)` its batches; `auto` says in words when `auto` picks it (the
+    API reference's table of `STREAMS`)."""
 
     name: str
     description: str
     why_not: Callable
     passed_over: Callable
     build: Callable
+    auto: str = ""
 
 
 def _device_why_not(shape):
@@ -49,9 +51,12 @@ def _device_why_not(shape):
     if reason:
         return reason
     several = shape.processes > 1 or shape.strategy == "multi_worker"
-    if several or (shape.backend == "tensorflow" and shape.replicas > 1):
+    if shape.backend == "tensorflow" and (several or shape.replicas > 1):
         return (f"not under strategy {shape.strategy} ({shape.processes} processes, {shape.replicas} "
-                "replicas): it feeds one process, and on TensorFlow one device")
+                "replicas): on TensorFlow it feeds one device")
+    if shape.processes > 1 and shape.replicas != shape.processes:
+        return (f"not over {shape.processes} processes of {shape.replicas} devices: each process "
+                "takes its rows of the batch onto its one device")
     return None
 
 
@@ -63,9 +68,8 @@ def _device_build(split, kind, batch_size, seed, epochs, start_step, views=None,
                   shuffle=True, **_):
     from clzoo.data.device_stream import device_batches
 
-    if shard is not None and shard[1] > 1:
-        raise ValueError("the device stream feeds one process; shard over processes on tf.data")
-    return device_batches(split, kind, batch_size, seed, epochs, start_step, views=views, shuffle=shuffle)
+    return device_batches(split, kind, batch_size, seed, epochs, start_step, views=views, shuffle=shuffle,
+                          shard=shard)
 
 
 def _tf_data_why_not(shape):
@@ -83,9 +87,13 @@ def _tf_data_build(split, kind, batch_size, seed, epochs, start_step, **options)
 
 STREAMS = {
     "device": Stream("device", "views computed by keras.ops on the accelerator (JAX, PyTorch)",
-                     _device_why_not, _device_passed_over, _device_build),
+                     _device_why_not, _device_passed_over, _device_build,
+                     auto="first choice on JAX and PyTorch (one process, or one device per "
+                          "process), for `views` batches of views it computes"),
     "tf_data": Stream("tf_data", "clzoo.data.batches: tf.data, every kind of batch",
-                      _tf_data_why_not, lambda shape: None, _tf_data_build),
+                      _tf_data_why_not, lambda shape: None, _tf_data_build,
+                      auto="the rest: on TensorFlow, other kinds of batch, views the device stream "
+                           "lacks (needs TensorFlow)"),
 }
 
 
@@ -156,7 +164,7 @@ def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, star
         pipeline: `"auto"`, `"device"` or `"tf_data"` (recipe key `training.pipeline`).
         views: `ViewConfig` / `BatchViewConfig`; None: the SupCon CIFAR views (kind `"views"`).
         **options: the tf.data stream's other arguments (`mix`, `num_classes`, `samples_per_class`,
-            `shuffle`, `shard`); the device stream takes `shuffle` only.
+            `shuffle`, `shard`); the device stream takes `shuffle` and `shard`.
 
     Returns:
         `tf.data.Dataset` or `DeviceBatches`: either goes to `ContrastiveModel.fit` as it is.
@@ -179,7 +187,7 @@ def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, star
     if views is None and kind != "soft_targets":
         views = ViewConfig()
     name = resolve_pipeline(pipeline, kind, views)
-    device_only = sorted(set(options) - {"shuffle"}) if name == "device" else []
+    device_only = sorted(set(options) - {"shuffle", "shard"}) if name == "device" else []
     if device_only:
         raise ValueError(f"training_batches: {', '.join(device_only)} not taken by the device stream; "
                          "pass pipeline='tf_data' (needs TensorFlow)")

@@ -21,7 +21,7 @@ import tensorflow as tf
 from clzoo.data.augmentation_settings import BatchViewConfig, MixConfig, ViewConfig
 from clzoo.data.sampler import class_balanced_indices
 from clzoo.data.soft_targets import soft_target_mixer
-from clzoo.data.stream_checks import KINDS, check_stream  # noqa: F401  (KINDS: its old home)
+from clzoo.data.stream_checks import KINDS, check_shard, check_stream  # noqa: F401  (KINDS: its old home)
 from clzoo.data.tf_data_batch_views import batch_views, image_coins
 from clzoo.data.tf_data_views import augment_view, multi_view
 
@@ -156,20 +156,10 @@ def _positions(n, batch_size, seed, epochs, start_step, shuffle):
 
 def _check_shard(shard, kind, views, batch_size):
     """`(index, count)` of a valid `shard` (`(0, 1)` for None), or a ValueError naming it."""
-    if shard is None:
-        return 0, 1
-    try:
-        index, count = (int(v) for v in shard)
-        valid = [int(v) for v in shard] == list(shard) and 0 <= index < count
-    except (TypeError, ValueError):
-        valid = False
-    if not valid:
-        raise ValueError(f"`shard` must be (index, count) with 0 <= index < count. Received: {shard!r}")
+    index, count = check_shard(shard, batch_size)
     if count > 1 and (kind != "views" or isinstance(views, BatchViewConfig)):
         raise ValueError(f"`shard` applies to kind 'views' with per-image views (a ViewConfig); "
                          f"kind {kind!r} with {type(views).__name__} draws across the whole batch")
-    if batch_size % count:
-        raise ValueError(f"`shard` count {count} must divide batch_size {batch_size}")
     return index, count
 
 

@@ -6,7 +6,13 @@ TensorFlow, and across `torch.distributed` processes on PyTorch (one replica per
 `keras.distribution.DataParallel` hands the loss the global batch already.
 """
 
+import contextlib
+
 import keras
+
+
+class ProcessStopped(RuntimeError):
+    """Another `torch.distributed` training process stopped, or went silent past the timeout."""
 
 
 class TorchProcesses:
@@ -20,6 +26,50 @@ class TorchProcesses:
         self.replica_id_in_sync_group = dist.get_rank()
         self.num_replicas_in_sync = dist.get_world_size()
 
+    def collective(self, what, fn, *args):
+        """`fn(*args)`, a collective: a peer that died or went silent is one line, not a gloo trace.
+
+        Raises:
+            ProcessStopped: naming what was under way and how to go on.
+        """
+        try:
+            return fn(*args)
+        except (RuntimeError, OSError) as error:  # gloo / NCCL report a lost peer as these
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+            raise ProcessStopped(f"another training process stopped or went silent while {what} "
+                                 f"({first}); the last checkpoint is whole: start every process "
+                                 "again with --resume") from None
+
+    def average(self, tensors):
+        """Each tensor of `tensors` (None entries kept) replaced in place by its mean over the
+        processes, one all-reduce per dtype; returns `tensors`."""
+        import torch
+
+        present = [t for t in tensors if t is not None]
+        for dtype in {t.dtype for t in present}:
+            group = [t for t in present if t.dtype == dtype]
+            flat = torch.cat([t.reshape(-1) for t in group])
+            self.collective("averaging across processes", self._dist.all_reduce, flat)
+            flat /= self.num_replicas_in_sync
+            offset = 0
+            for t in group:
+                t.copy_(flat[offset:offset + t.numel()].view_as(t))
+                offset += t.numel()
+        return tensors
+
+    def mean_logs(self, logs):
+        """`logs` (a step's or epoch's metric results) with every float replaced by its mean over
+        the processes: each is a mean over an equal local batch, so their mean is what one process
+        on the global batch logs."""
+        import torch
+
+        names = [key for key, value in logs.items() if _scalar(value)]
+        if not names:
+            return logs
+        values = torch.tensor([float(logs[key]) for key in names], dtype=torch.float64)
+        self.average([values])
+        return {**logs, **{key: float(values[i]) for i, key in enumerate(names)}}
+
     def all_gather(self, x, axis=0):
         import torch
 
@@ -27,25 +77,66 @@ class TorchProcesses:
             raise ValueError(f"TorchProcesses.all_gather gathers along axis 0. Received: axis={axis}")
         x = x.contiguous()
         sizes = [torch.zeros(1, dtype=torch.int64, device=x.device) for _ in range(self.num_replicas_in_sync)]
-        self._dist.all_gather(sizes, torch.tensor([x.shape[0]], dtype=torch.int64, device=x.device))
+        self.collective("gathering the global batch", self._dist.all_gather, sizes,
+                        torch.tensor([x.shape[0]], dtype=torch.int64, device=x.device))
         if len({int(size) for size in sizes}) > 1:
             raise ValueError("every process must hold the same number of rows of the global batch "
                              f"(rows per process: {[int(size) for size in sizes]}): give each process "
                              "global_batch / processes images")
         if x.is_floating_point() and x.requires_grad:
-            from torch.distributed.nn.functional import all_gather
-
-            return torch.cat(all_gather(x), dim=0)
+            return torch.cat(self.collective("gathering the global batch", differentiable("all_gather"), x),
+                             dim=0)
         parts = [torch.empty_like(x) for _ in range(self.num_replicas_in_sync)]
-        self._dist.all_gather(parts, x)
+        self.collective("gathering the global batch", self._dist.all_gather, parts, x)
         return torch.cat(parts, dim=0)
+
+
+def differentiable(name):
+    """`torch.distributed.nn.functional.<name>` (`all_gather`, `all_reduce`: gradients flow back
+    across processes), without its FutureWarning: the private functional collectives it points
+    to may change between releases, this public API has not."""
+    import warnings
+
+    from torch.distributed.nn import functional
+
+    collective = getattr(functional, name)
+
+    def call(*args):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
+            return collective(*args)
+
+    return call
+
+
+def _scalar(value):
+    """A float log value (a Python float or a one-element floating tensor)."""
+    import torch
+
+    if isinstance(value, float):
+        return True
+    return torch.is_tensor(value) and value.numel() == 1 and value.is_floating_point()
+
+
+_PAUSED = []  # processes_paused() blocks in force: this process computes alone
+
+
+@contextlib.contextmanager
+def processes_paused():
+    """Within the block this process computes alone (no gather): the chief's final evaluation,
+    after the other `torch.distributed` processes have finished."""
+    _PAUSED.append(True)
+    try:
+        yield
+    finally:
+        _PAUSED.pop()
 
 
 def _torch_processes():
     """`TorchProcesses` when `torch.distributed` runs several processes, else None."""
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    if _PAUSED or not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return None
     return TorchProcesses(dist)
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from clzoo.losses import distributed
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
 from clzoo.parts import (
@@ -351,6 +352,13 @@ class ContrastiveModel(keras.Model):
         """Keras' train function; on JAX and torch, see `jax_step_guard.guard_jax_step`."""
         super().make_train_function(force)
         self.train_function = guard_jax_step(self, self.train_function, self.parts)
+
+    def get_metrics_result(self):
+        """Keras' metric results (the step's and epoch's logs); across `torch.distributed`
+        processes, their mean over the processes: the global batch's, as one process logs it."""
+        results = super().get_metrics_result()
+        processes = distributed.replica_context() if keras.backend.backend() == "torch" else None
+        return results if processes is None else processes.mean_logs(results)
 
     def make_test_function(self, force=False):
         """Keras' test function, with the same label guard as `make_train_function`."""

@@ -132,12 +132,14 @@ def placement(name="auto"):
     `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator first),
     `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`
     (`keras.distribution.initialize()`), then uses `DataParallel` over every
-    process's devices. PyTorch: one device only.
+    process's devices. PyTorch: `mirrored` (one host) and `multi_worker` train one replica per
+    process of `torchrun` over `torch.distributed` (`clzoo.train.torch_processes`); `auto`
+    does so under `torchrun` with several processes, else one device.
 
     Raises:
         ValueError: for an unknown name, `multi_worker` without `TF_CONFIG`
             (TensorFlow) or with a partial / malformed `KERAS_DISTRIBUTION_*`
-            set (JAX), or a multi-device strategy on the torch backend.
+            set (JAX), or a multi-device strategy on the torch backend outside `torchrun`.
     """
     if name not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={name!r}")
@@ -146,9 +148,18 @@ def placement(name="auto"):
         return _tensorflow(name)
     if backend == "jax":
         return _jax(name)
-    if name in ("mirrored", "multi_worker"):
-        raise ValueError(f"--strategy {name} needs the TensorFlow or JAX backend; "
-                         f"the {backend} backend trains on one device here.")
+    return _torch(name)
+
+
+def _torch(name):
+    """One process per device under `torchrun` (`clzoo.train.torch_processes`); else one device."""
+    from clzoo.train import torch_processes
+
+    several = torch_processes.launched() and int(os.environ["WORLD_SIZE"]) > 1
+    if name in ("mirrored", "multi_worker") or (name == "auto" and several):
+        rank, world, devices = torch_processes.join("multi_worker" if name == "auto" else name)
+        return Placement("multi_worker" if name == "auto" else name, world, rank == 0, devices,
+                         processes=world)
     return Placement("one_device", 1, True, [str(keras.config.backend())])
 
 
@@ -242,11 +253,15 @@ def chief_alone(place):
 
     Under JAX over several processes the global `DataParallel` distribution
     would place new variables on every process's devices; it is cleared for
-    the block, so a model loaded inside lives on this process alone.
+    the block, so a model loaded inside lives on this process alone. Over
+    `torch.distributed` processes the losses gather nothing inside the block.
     """
     if place.processes > 1 and keras.backend.backend() == "jax":
         keras.distribution.set_distribution(None)
-    try:
-        yield
+    from clzoo.losses.distributed import processes_paused
+
+    try:  # torch: the other processes are gone; a loss computed here gathers nothing
+        with processes_paused():
+            yield
     finally:
         finish_together(place)

@@ -38,6 +38,7 @@ from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
 from clzoo.train.run_folder import RunFolder
 from clzoo.train.tasks import TASKS
+from clzoo.train.torch_processes import replicate
 from clzoo.version import __version__
 
 
@@ -84,7 +85,9 @@ def train(recipe, output_dir, verbose=1, strategy=None, resume=False):
     run, place = RunFolder(output_dir), placement(strategy or recipe.training.strategy)
     source, loading = _check_before_work(recipe, place, run.path)
     with run.owned(enabled=place.is_chief), dtype_policy(recipe.training.precision):
-        summary = _run(recipe, run, place, (source, loading), verbose, resume, _pipeline(recipe, place))
+        quiet = keras.backend.backend() == "torch" and not place.is_chief  # rank 0 speaks for all
+        summary = _run(recipe, run, place, (source, loading), 0 if quiet else verbose, resume,
+                       _pipeline(recipe, place))
     return None if summary is None else read_run(run.path)
 
 
@@ -183,14 +186,21 @@ def _run_shape(recipe, place):
 
 
 def _data_shard(place, task, views, pipeline):
-    """`(process index, process count)` when each JAX process reads only its rows of every global
-    batch (per-image views on tf.data; Keras then takes each process's batch as its own, not
-    sharding the whole stream after every process decoded all of it); None otherwise."""
+    """`(process index, process count)` when each process reads only its rows of every global
+    batch: JAX or torch processes on the device stream, or on tf.data with per-image views (JAX:
+    Keras then takes each process's batch as its own, not sharding the whole stream after every
+    process decoded all of it); None otherwise."""
     from clzoo.data.augmentation_settings import ViewConfig
 
-    if (place.processes < 2 or keras.backend.backend() != "jax" or pipeline != "tf_data"
-            or task.kind != "views" or not isinstance(views, ViewConfig)):
+    backend = keras.backend.backend()
+    if place.processes < 2 or backend not in ("jax", "torch") or task.kind != "views":
         return None
+    if pipeline == "tf_data" and not isinstance(views, ViewConfig):
+        return None
+    if backend == "torch":
+        import torch.distributed as dist
+
+        return dist.get_rank(), dist.get_world_size()
     import jax
 
     keras.distribution.distribution().auto_shard_dataset = False
@@ -242,10 +252,13 @@ def _check_before_work(recipe, place, output):
         data = check_data(source, recipe.data_loading)
     except ValueError as error:
         raise RecipeError([f"data = {recipe.data!r}: {error}"]) from None
-    if place.collective_saves and recipe.task == "soft_target":
-        # Its final classifier metrics run the trained (cross-process) model on the chief alone.
-        raise RecipeError([f"task = {recipe.task!r}: not supported over several JAX processes "
-                           f"({place.processes}); use task contrastive, or one process"])
+    several_torch = keras.backend.backend() == "torch" and place.processes > 1
+    if (place.collective_saves or several_torch) and recipe.task == "soft_target":
+        # JAX: its final classifier metrics run the trained (cross-process) model on the chief
+        # alone; torch: its classifier's step is Keras' own, which no process averages
+        raise RecipeError([f"task = {recipe.task!r}: not supported over several "
+                           f"{keras.backend.backend()} processes ({place.processes}); use task "
+                           "contrastive, or one process"])
     batch = recipe.training.batch_size
     if batch % place.replicas:
         raise RecipeError([f"training.batch_size = {batch}: the global batch must divide evenly "
@@ -376,7 +389,9 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
             model.compile(optimizer=scaled(optimizer, recipe.training.precision), loss=loss)
         if place.strategy is not None and place.replicas > 1:
             synchronize_batch_norm(model)
-        if place.name == "multi_worker":
+        if keras.backend.backend() == "torch" and place.processes > 1:
+            replicate(model)  # torch.distributed: one replica per process
+        if place.strategy is not None and place.name == "multi_worker":
             element_spec = task.batches(train_split, recipe, views, 0, "tf_data").element_spec
             prebuild_for_multi_worker(model, element_spec, plan.batch_size // place.replicas)
     return model
