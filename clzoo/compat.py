@@ -136,3 +136,18 @@ def in_symbolic_build():
     from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 
     return in_symbolic_scope()
+
+
+def jit_compile_for_this_backend(model):
+    """Turn off a loaded model's saved `jit_compile=True` where this backend's "auto" would not
+    compile (torch; TensorFlow without a GPU): the compile config keeps the value of the backend
+    that wrote it, and a JAX checkpoint's `True` sent torch's next `fit` through `torch.compile`
+    (minutes a step). A saved `False` stays. Set `model.jit_compile = True` to compile anyway.
+
+    Returns:
+        `model`.
+    """
+    resolve = getattr(model, "_resolve_auto_jit_compile", None)  # Keras' own rule for "auto"
+    if getattr(model, "compiled", False) and resolve is not None and model.jit_compile and not resolve():
+        model.jit_compile = False
+    return model

@@ -13,6 +13,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from clzoo.compat import jit_compile_for_this_backend
+
 
 def register_keras_objects():
     """Import the modules that register clzoo's serializable classes (idempotent, cheap after once)."""
@@ -64,21 +66,6 @@ def load_model(path, **kwargs):
         raise ValueError(f"{path} cannot be read as a saved model ({type(error).__name__}: "
                          f"{error})") from None
     return _with_input_contract(jit_compile_for_this_backend(model))
-
-
-def jit_compile_for_this_backend(model):
-    """Turn off a loaded model's saved `jit_compile=True` where this backend's "auto" would not
-    compile (torch; TensorFlow without a GPU): the compile config keeps the value of the backend
-    that wrote it, and a JAX checkpoint's `True` sent torch's next `fit` through `torch.compile`
-    (minutes a step). A saved `False` stays. Set `model.jit_compile = True` to compile anyway.
-
-    Returns:
-        `model`.
-    """
-    resolve = getattr(model, "_resolve_auto_jit_compile", None)  # Keras' own rule for "auto"
-    if getattr(model, "compiled", False) and resolve is not None and model.jit_compile and not resolve():
-        model.jit_compile = False
-    return model
 
 
 @contextlib.contextmanager

@@ -438,8 +438,8 @@ class ContrastiveModel(keras.Model):
         learnable temperature, so the saved compile config applies as it is), save that a saved
         `jit_compile=True` is turned off where this backend's "auto" would not compile: a JAX
         checkpoint loaded on torch would `torch.compile` its next `fit`
-        (`clzoo.saving.jit_compile_for_this_backend`; set `model.jit_compile = True` to keep it)."""
-        from clzoo.saving import jit_compile_for_this_backend
+        (`clzoo.compat.jit_compile_for_this_backend`; set `model.jit_compile = True` to keep it)."""
+        from clzoo.compat import jit_compile_for_this_backend
 
         self.compile(**keras.saving.deserialize_keras_object(_portable(config)))
         jit_compile_for_this_backend(self)
