@@ -74,3 +74,33 @@ def test_the_sidebar_lists_classes_and_their_methods(site):
         sidebar = html[html.index('id="toc-collapse"'):]
         sidebar = sidebar[:sidebar.index('<div class="col-md-9')]
         assert f'href="#{entry}"' in sidebar, f"{entry} missing from the sidebar of api/{page}"
+
+
+@pytest.mark.large
+@pytest.mark.xdist_group("docs_site")
+def test_table_constants_render_as_tables_without_addresses(site):
+    """Issue 85 item 9: `STREAMS` rendered with private function names and memory addresses,
+    `BUILTIN_PRESETS` as a 40-line dict, `VIEW_RECIPES` with `Registry`'s constructor; `FileImages`
+    had no entry. Each table is made from the live object (docs/value_tables.py): every name is a row."""
+    from clzoo.data.augmentation_settings import VIEW_RECIPES
+    from clzoo.data.streams import STREAMS
+    from clzoo.presets.loading import BUILTIN_PRESETS
+
+    pages = {name: (site / "api" / name / "index.html").read_text() for name in ("data", "presets")}
+    for name, html in pages.items():
+        assert not re.search(r"0x[0-9a-f]{6,}", html), f"api/{name} shows a memory address"
+        assert "<function _" not in html and "&lt;function" not in html, f"api/{name} shows a function"
+        assert "Registry</code>(kind" not in html and "names listed in this order" not in html
+    for page, entry, header, names in (
+            ("data", "clzoo.data.STREAMS", "When <code>auto</code> picks it", STREAMS),
+            ("data", "clzoo.data.VIEW_RECIPES", "The views it makes", VIEW_RECIPES),
+            ("presets", "clzoo.presets.BUILTIN_PRESETS", "kNN top-1 (k=20)", BUILTIN_PRESETS)):
+        html = pages[page]
+        heading = f'id="{entry}" class="doc doc-heading"'
+        section = html[html.index(heading) + len(heading):]
+        section = section[:section.index('class="doc doc-heading"')]  # up to the next entry
+        table = section[section.index("<table>"):section.index("</table>")]
+        assert header in table
+        missing = [n for n in names if f"<td><code>{n}</code></td>" not in table]
+        assert not missing, f"{entry}'s table lacks {missing}"
+    assert 'id="clzoo.data.file_images.FileImages"' in pages["data"] and "on_unreadable" in pages["data"]

@@ -21,11 +21,18 @@ _RESNETS = {18: ("basic_block", (2, 2, 2, 2)), 34: ("basic_block", (3, 4, 6, 3))
             50: ("bottleneck_block", (3, 4, 6, 3))}
 
 
+KERAS_HUB_MISSING = ("the keras-hub backbones (hub_resnet18, hub_resnet50, vit_small_patch4) need keras-hub, "
+                     "which is not installed: pip install \"clzoo[keras-hub]\" (it brings TensorFlow, "
+                     "which keras-hub requires through tensorflow-text)")
+
+
 def _keras_hub():
     try:
         import keras_hub
     except ImportError as error:
-        raise ImportError("keras-hub backbones need keras-hub: pip install keras-hub") from error
+        if error.name != "keras_hub":  # installed, but something it imports is not
+            raise
+        raise ModuleNotFoundError(KERAS_HUB_MISSING, name="keras_hub") from None
     return keras_hub
 
 

@@ -54,7 +54,7 @@ def download(repo, revision):
     try:
         import huggingface_hub as hub
     except ImportError as error:
-        raise ImportError("hf:// presets need huggingface_hub: pip install huggingface_hub") from error
+        raise ImportError("hf:// presets need huggingface_hub: pip install \"clzoo[hub]\"") from error
     handle = f"hf://{repo}" + (f"@{revision}" if revision else "")
     files = sorted(MAX_BYTES)
     from huggingface_hub import constants  # a submodule, not loaded by `import huggingface_hub`

@@ -43,7 +43,7 @@ def push_preset(run_dir, handle, dry_run=None, private=False, name=None, overwri
     try:
         from huggingface_hub import HfApi
     except ImportError as error:
-        raise ImportError("Publishing needs huggingface_hub: pip install huggingface_hub") from error
+        raise ImportError("Publishing needs huggingface_hub: pip install \"clzoo[hub]\"") from error
     with tempfile.TemporaryDirectory(prefix="clzoo-preset-") as tmp:
         folder = build_preset(run_dir, Path(tmp) / name, name=name, handle=handle)
         api = HfApi()

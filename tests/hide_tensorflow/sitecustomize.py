@@ -19,6 +19,13 @@ class NoTensorFlow(importlib.abc.MetaPathFinder):
             return None
         return importlib.machinery.PathFinder.find_spec(name, path, target)
 
+    def find_distributions(self, *args, **kwargs):
+        """importlib.metadata asks the path finder for installed projects (httpx2's import reads its
+        own version): every one but TensorFlow's, as on a machine without it."""
+        for dist in importlib.machinery.PathFinder.find_distributions(*args, **kwargs):
+            if (dist.metadata["Name"] or "").lower() != "tensorflow":
+                yield dist
+
 
 sys.meta_path[:] = [NoTensorFlow() if finder is importlib.machinery.PathFinder else finder
                     for finder in sys.meta_path]
