@@ -333,3 +333,47 @@ def test_two_processes_killed_and_resumed_end_as_one_process(runs, tmp_path):
     assert max(encoder.values()) < 1e-5, encoder
     checkpoint = _largest_differences(single / "checkpoint.keras", run / "checkpoint.keras")
     assert max(checkpoint.values()) < 1e-4, checkpoint
+
+
+NO_TENSORFLOW = [sys.executable, str(Path(__file__).resolve().parents[1] / "no_tensorflow.py")]
+
+
+@pytest.fixture(scope="module")
+def device_runs(tmp_path_factory):
+    """The recipe on the device stream with TensorFlow hidden (a `[jax]` install): one process, and
+    two that each decode only their rows of every global batch (`shard` of the device stream)."""
+    root = tmp_path_factory.mktemp("jax_device_processes")
+    data = write_tiny_digits(root / "data", train=64, test=32)
+    recipe = root / "recipe.yaml"
+    recipe.write_text(RECIPE.format(data=data).replace("pipeline: tf_data", "pipeline: device"))
+
+    def start(args, env):
+        return subprocess.Popen([*NO_TENSORFLOW, "train", *map(str, args)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    single = _finish_all([start([recipe, "--output", root / "single", "--strategy", "one_device", "-q"],
+                                _env(root / "tmp-single"))])
+    port = _free_port()
+    pair = [start([recipe, "--output", root / f"process{i}", "--strategy", "multi_worker"],
+                  _env(root / f"tmp{i}", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                       KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+            for i in range(2)]
+    return root, single[0], _finish_all(pair)
+
+
+@pytest.mark.large
+def test_two_processes_without_tensorflow_on_the_device_stream_match_one(device_runs):
+    root, (code, _out, err), pair = device_runs
+    assert code == 0, err[-3000:]
+    for i, (code, _out, err) in enumerate(pair):
+        assert code == 0, f"process {i}: {err[-3000:]}"  # status 3: TensorFlow was imported
+    assert "(jax, data_parallel x2, device stream)" in pair[0][1]
+    assert "each of 2 processes reads its rows" in pair[0][1]
+    single, chief = root / "single", root / "process0"
+    np.testing.assert_allclose(_losses(chief, "steps.jsonl"), _losses(single, "steps.jsonl"), atol=1e-5)
+    np.testing.assert_allclose(_losses(chief, "history.jsonl"), _losses(single, "history.jsonl"),
+                               atol=1e-5)
+    checkpoint = _largest_differences(single / "checkpoint.keras", chief / "checkpoint.keras")
+    assert max(checkpoint.values()) < 1e-4, checkpoint  # weights, optimizer state and the queue
+    other = root / "process1"
+    assert not other.exists() or not list(other.rglob("*")), sorted(other.rglob("*"))
