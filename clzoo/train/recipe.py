@@ -100,7 +100,8 @@ class TrainingSpec(Section):
     # {name: cosine, warmup_epochs: 10, warmup_start_fraction: 1e-3, final_learning_rate_fraction: 0}
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     deterministic: bool = True  # deterministic kernels: same seed, same run (CPU)
-    # where it runs (recipes/README.md): auto = MirroredStrategy when >1 GPU, else one device
+    # where it runs (docs/training.md): auto = MirroredStrategy when >1 GPU (TensorFlow), torchrun's
+    # processes (PyTorch), else one device
     strategy: Literal["auto", "one_device", "mirrored", "multi_worker"] = "auto"
     # the training stream (clzoo.data.device_stream): device = views computed on the accelerator
     # with keras.ops, no TensorFlow; tf_data = clzoo.data.batches; auto = device on JAX / torch
