@@ -15,7 +15,9 @@ class KNNMonitor(keras.callbacks.Callback):
     `.encoder` when it has one, as `ContrastiveModel` does) and adds
     `knn_top1_k{k}` to the epoch logs, so it shows up in the progress bar,
     history, CSV / TensorBoard loggers and `EarlyStopping`. Cosine-weighted
-    vote (SINCERE app. M).
+    vote (SINCERE app. M). An epoch that ends because training was asked to
+    stop (`model.stop_training`: Ctrl-C, SIGTERM, a NaN loss) is not measured,
+    so the stop is not held up by embedding the held-out images.
 
     Args:
         memory_images: uint8 `(N, H, W, 3)`, the labelled memory bank.
@@ -60,6 +62,8 @@ class KNNMonitor(keras.callbacks.Callback):
         last = self.params.get("epochs") if self.params else None
         if (epoch + 1) % self.every and epoch + 1 != last:
             return
+        if getattr(self.model, "stop_training", False):
+            return  # a stop was asked for (Ctrl-C, SIGTERM, NaN): the checkpoint, then exit, no embedding
         encoder = self._encoder()
         size = encoder.input_shape[1]
         memory = embed(encoder, self.memory[0], size=size, verbose=False)

@@ -150,3 +150,18 @@ def test_knn_monitor_logs_accuracy_during_fit():
     assert history.history["knn_top1_k1"][-1] == monitor.history[-1]["knn_top1_k1"]
     with pytest.raises(ValueError, match="every"):
         E.KNNMonitor(images, labels, images, labels, every=0)
+
+
+def test_the_knn_monitor_does_not_hold_up_a_stop():
+    """A Ctrl-C at a large run's last step: the epoch-end monitor embedded 12,000 images before the
+    checkpoint and the exit (issue 85 item 2); asked to stop, it measures nothing."""
+    import types
+
+    images, labels = _digits(16)
+    monitor = E.KNNMonitor(images, labels, images, labels, ks=(1,))
+    embedded = []
+    monitor._encoder = lambda: embedded.append(True)  # any embedding would call this first
+    monitor.set_model(types.SimpleNamespace(stop_training=True))
+    logs = {}
+    monitor.on_epoch_end(0, logs)
+    assert not embedded and monitor.history == [] and logs == {}
