@@ -77,8 +77,9 @@ def join(strategy, environ=None):
 
 def replicate(model):
     """Make `model` one replica of the processes: rank 0's weights on every process, gradients
-    averaged before each update, batch-norm statistics over the global batch (the step's logs
-    are averaged by `ContrastiveModel.make_train_function`)."""
+    averaged before each update, batch-norm statistics over the global batch (under GradCache,
+    over each chunk, as on one device), and the step's logs averaged by
+    `ContrastiveModel.get_metrics_result`."""
     import torch.distributed as dist
 
     from clzoo.losses.distributed import replica_context
@@ -87,7 +88,16 @@ def replicate(model):
     for variable in model.variables:  # rank 0's initial (or resumed) state everywhere
         processes.collective("starting", dist.broadcast, variable.value.data, 0)
     _average_gradients(model.optimizer, processes)
-    _synchronize_batch_norm(model)
+    if not _chunked(model):  # GradCache's chunks are its batch-norm batches, on one device too
+        _synchronize_batch_norm(model)
+
+
+def _chunked(model):
+    """True when the model's step runs GradCache (`clzoo.parts.grad_cache`): it normalizes each
+    chunk of a process's rows by itself, as one process does with the same chunks."""
+    from clzoo.parts.grad_cache import GradCacheStep
+
+    return any(isinstance(part, GradCacheStep) for part in getattr(model, "parts", ()))
 
 
 def _average_gradients(optimizer, processes):

@@ -177,3 +177,27 @@ def test_a_multi_process_strategy_outside_torchrun_is_one_line_naming_the_comman
     assert "Traceback" not in result.stderr
     assert "torchrun --standalone --nproc-per-node N --no-python clzoo train" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.large
+@pytest.mark.xdist_group(GROUP)
+@pytest.mark.parametrize("parts", [["--set", "model.grad_cache.chunk_size=4"],
+                                   ["--set", "model.online_probe={}"]], ids=["grad_cache", "online_probe"])
+def test_gradcache_and_the_online_probe_over_two_processes_equal_one(tmp_path, parts):
+    """GradCache's chunks are its batch-norm batches (not synchronized: each process's chunks are
+    one process's); the online probe's loss and top-1 are the global batch's."""
+    _recipe(tmp_path)
+    _train([CLZOO], tmp_path, tmp_path / "one", *parts)
+    _train(TORCHRUN, tmp_path, tmp_path / "two", *parts)
+    rows = [[json.loads(line) for line in (tmp_path / run / "history.jsonl").read_text().splitlines()]
+            for run in ("one", "two")]
+    for key in rows[0][0]:
+        if "loss" in key or "top1" in key:
+            np.testing.assert_allclose([r[key] for r in rows[1]], [r[key] for r in rows[0]],
+                                       rtol=1e-5, err_msg=key)
+    one = _variables(tmp_path / "one" / "encoder.keras")
+    both = _variables(tmp_path / "two" / "encoder.keras")
+    for name in one:  # under GradCache each process's moving averages follow its own chunks:
+        if parts[1].startswith("model.grad_cache") and "moving_" in name:  # rank 0's are saved
+            continue
+        np.testing.assert_allclose(both[name], one[name], atol=1e-5, err_msg=name)
