@@ -141,9 +141,11 @@ def _train(args):
         return 1
     if run is None:  # a non-chief worker: the chief writes the run
         return 0
+    from clzoo.eval.plan import rate_text
+
     print("\n" + _results_table(run, config.data))
     speed = ("no steps left to train" if run.images_per_second is None  # a resume at the last step
-             else f"{run.images_per_second:.0f} images/s")
+             else f"{rate_text(run.images_per_second)} images/s")
     print(f"final training loss {run.final_loss:.4f} | {speed} | wall {run.wall_seconds:.0f} s")
     print(f"wrote {output}/: {_run_files(output)}")
     return 0

@@ -64,6 +64,23 @@ def duration(seconds):
     return f"about {seconds / 3600:.1f} h"
 
 
+def rate_text(rate):
+    """Images per second with the digits it needs: `"1,234"`, `"41"`, `"7.5"`, `"0.52"` (a slow
+    224-px run on a CPU read "0 images/s").
+
+    Example:
+
+    >>> from clzoo.eval.plan import rate_text
+    >>> rate_text(1234.4), rate_text(41.2), rate_text(7.46), rate_text(0.5231), rate_text(0.0004)
+    ('1,234', '41', '7.5', '0.52', '0.0004')
+    """
+    if rate >= 10:
+        return f"{rate:,.0f}"
+    if rate >= 1:
+        return f"{rate:.1f}"
+    return f"{rate:.2g}"
+
+
 def sgd_probe_images(n_train, learning_rates, epochs, validation_fraction=0.1):
     """`(fits, images through the encoder)` of `sgd_linear_probe` (SINCERE app. J).
 
@@ -106,14 +123,14 @@ def transfer_plan(protocol, n_train, n_test, rate, learning_rates=(0.01, 0.1, 1.
     if protocol == "lbfgs":
         return (f"plan: L-BFGS logistic regression (scikit-learn) on frozen features: {n_train:,} train "
                 f"+ {n_test:,} test images embedded once, then one fit; {duration(embed_seconds)} of "
-                f"embedding here ({rate:,.0f} images/s).")
+                f"embedding here ({rate_text(rate)} images/s).")
     fits, images = sgd_probe_images(n_train, learning_rates, epochs)
     choose = (f"{len(learning_rates)} learning rates ({', '.join(map(str, learning_rates))}) "
               "chosen on 10% held out, then the best on all images" if fits > 1 else
               f"learning rate {learning_rates[0]}")
     return (f"plan: SGD linear probe (SINCERE app. J): {fits} fit(s) x {epochs} epochs ({choose}): "
             f"{images:,} images through the encoder, {duration(SGD_STEP_COST * images / rate)} here "
-            f"({rate:,.0f} images/s). `--protocol lbfgs` embeds each image once instead "
+            f"({rate_text(rate)} images/s). `--protocol lbfgs` embeds each image once instead "
             f"({duration(embed_seconds)}); `--epochs` / `--learning-rates` shorten this one.")
 
 
@@ -130,7 +147,7 @@ def eval_plan(metrics, n_train, n_test, rate, probe_epochs=100, encoders=1):
     embed_seconds = encoders * (n_train + n_test) / rate
     who = "each of 2 encoders: " if encoders == 2 else ""
     line = (f"plan: {who}embed {n_train:,} train + {n_test:,} test images ({duration(embed_seconds)} "
-            f"here, {rate:,.0f} images/s), then {len(metrics)} metrics on the embeddings: "
+            f"here, {rate_text(rate)} images/s), then {len(metrics)} metrics on the embeddings: "
             f"{', '.join(metrics)}.")
     if "sgd_probe" in metrics:
         fits, images = sgd_probe_images(n_train, (0.01, 0.1, 1.0), probe_epochs)

@@ -381,12 +381,12 @@ class Forecast(keras.callbacks.Callback):
         left = self.steps_left - self._seen
         if self._seen != self.after + 1 or left <= 0:
             return
-        from clzoo.eval.plan import duration
+        from clzoo.eval.plan import duration, rate_text
 
         rate = self.throughput.images_per_second
         start = "\n" if sys.stdout.isatty() else ""  # off the live progress bar's line
-        print(f"{start}clzoo: {rate:,.0f} images/s over {self.after} steps; the {left:,} steps left take "
-              f"{duration(left * self.batch_size / rate)} (training only)", flush=True)
+        print(f"{start}clzoo: {rate_text(rate)} images/s over {self.after} steps; the {left:,} steps "
+              f"left take {duration(left * self.batch_size / rate)} (training only)", flush=True)
 
 
 class StepLog(keras.callbacks.Callback):
