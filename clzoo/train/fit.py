@@ -9,6 +9,7 @@ from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
     Forecast,
+    Heartbeat,
     HistoryCSV,
     JSONLinesHistory,
     RestoreEpochLoss,
@@ -166,7 +167,9 @@ def _callbacks(model, run, plan, place, done, monitor, probe=None, verbose=1):
     # Order matters: the history line of an epoch is written before its checkpoint.
     forecast = Forecast(throughput, plan.epochs * plan.steps - done, plan.batch_size,
                         enabled=chief and verbose > 0)
-    callbacks = [signals, nan_guard, throughput, forecast, step_log, history, checkpoint]
+    heartbeat = Heartbeat(plan.epochs, plan.batch_size,
+                          enabled=chief and keras_verbose(verbose) == 2)  # off a terminal
+    callbacks = [signals, nan_guard, throughput, forecast, heartbeat, step_log, history, checkpoint]
     if monitor is not None:
         callbacks.insert(3, monitor)
     if offset:

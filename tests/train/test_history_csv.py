@@ -111,3 +111,24 @@ def test_a_damaged_csv_row_cannot_stop_a_resume(tmp_path):
     path.write_text("epoch,loss\n1,4.0\ngarbage\n")
     with pytest.raises(ValueError, match=r"history.csv is damaged .*'garbage'"):
         RunFolder(tmp_path).truncate_csv(1)
+
+
+def test_off_a_terminal_a_line_comes_at_least_every_30_seconds_with_the_epochs_own_rate(capsys):
+    """Issue 85 item 4: off a terminal Keras prints one line per epoch; a 31-minute epoch said nothing."""
+    from clzoo.train.callbacks import Heartbeat
+
+    now = [0.0]
+    beat = Heartbeat(epochs=40, batch_size=32, seconds=30, clock=lambda: now[0])
+    beat.set_params({"steps": 100})
+    beat.on_epoch_begin(2)
+    for step in range(10):  # 10 steps of 10 s: lines after steps 3, 6 and 9 (30 s apart)
+        now[0] += 10.0
+        beat.on_train_batch_end(step, {"loss": 4.5 - step / 100})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["epoch 3/40 step 3/100: loss 4.4800, 3.2 images/s this epoch",
+                     "epoch 3/40 step 6/100: loss 4.4500, 3.2 images/s this epoch",
+                     "epoch 3/40 step 9/100: loss 4.4200, 3.2 images/s this epoch"]
+    quiet = Heartbeat(epochs=1, batch_size=1, seconds=0, enabled=False, clock=lambda: now[0])
+    quiet.on_epoch_begin(0)
+    quiet.on_train_batch_end(0, {"loss": 1.0})
+    assert capsys.readouterr().out == ""  # on a terminal the live bar moves: no extra lines
