@@ -58,14 +58,26 @@ def _os_fault(error):
             "clzoo writes is complete or absent, never cut short")
 
 
+_FLAGS = (("--data", "data", "data"), ("--epochs", "training.epochs", "epochs"),
+          ("--batch-size", "training.batch_size", "batch_size"),
+          ("--strategy", "training.strategy", "strategy"), ("--image-size", "image_size", "image_size"))
+
+
+def _as_typed(args, line):
+    """An error line naming `--set KEY` where the user typed the flag (`--epochs 1`), as typed."""
+    for flag, key, name in _FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            line = re.sub(rf"--set {re.escape(key)}(?![\w.])", f"{flag} {value}", line)
+    return line
+
+
 def _train_overrides(args):
     """`--set` items (YAML text) and the flags (typed `(key, value)` pairs, as argparse parsed
     them) as recipe overrides; a key given twice is refused."""
     given = [(f"--set {item}", item) for item in args.set or []]
-    for flag, key, value in (("--data", "data", args.data), ("--epochs", "training.epochs", args.epochs),
-                             ("--batch-size", "training.batch_size", args.batch_size),
-                             ("--strategy", "training.strategy", args.strategy),
-                             ("--image-size", "image_size", args.image_size)):
+    for flag, key, name in _FLAGS:
+        value = getattr(args, name)
         if value is not None:
             given.append((f"{flag} {value}", (key, value)))
     seen = {}
@@ -125,7 +137,7 @@ def _train(args):
         run = train(config, output, verbose=0 if args.quiet else 1, resume=bool(args.resume))
     except RecipeError as error:
         for line in error.lines:
-            _error(line)
+            _error(_as_typed(args, line))
         return 2
     except TrainingDiverged as error:
         _error(error)
@@ -693,8 +705,8 @@ def _train_checks(args):
         check_recipe_keys(recipe, overrides, stored=_resumes_stored_recipe(args))
     except RecipeError as error:
         for line in error.lines[:-1]:
-            _error(line)
-        raise ValueError(error.lines[-1]) from None
+            _error(_as_typed(args, line))
+        raise ValueError(_as_typed(args, error.lines[-1])) from None
 
 
 def _show_views_checks(args):
@@ -756,20 +768,80 @@ def _presets(args):
 
 
 def _list(args):
-    """`clzoo list recipes|presets`: the built-in recipes (name and first comment line) or presets."""
+    """`clzoo list recipes|presets`: the built-in recipes (a table: name, task/loss, encoder,
+    epochs x batch, description) or presets; `--json`: the same as JSON."""
     if args.what == "presets":
-        return _presets(argparse.Namespace(json=False))
-    from clzoo.recipes import FOLDER, list_recipes
+        return _presets(argparse.Namespace(json=getattr(args, "json", False)))
+    from clzoo.recipes import list_recipes
 
-    names = list_recipes()
-    width = max(map(len, names))
-    for name in names:
-        first = next((line.lstrip("# ").strip() for line in (FOLDER / f"{name}.yaml").read_text().splitlines()
-                      if line.startswith("#") and line.lstrip("# ").strip()), "")
-        print(f"{name:<{width}}  {first}")
-    print(f"\n{len(names)} recipes. Train one with clzoo train NAME (e.g. clzoo train sincere_digits); "
+    rows = [_recipe_row(name) for name in list_recipes()]
+    if getattr(args, "json", False):
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("\n".join(_recipe_table(rows, _table_width())))
+    print(f"\n{len(rows)} recipes. Train one with clzoo train NAME (e.g. clzoo train sincere_digits); "
           "a path to your own YAML works the same.")
     return 0
+
+
+def _recipe_row(name):
+    """One built-in recipe as the list shows it, read with the Keras-free checks (defaults filled
+    in); a recipe that does not load says why in its description."""
+    from clzoo.recipes import recipe_path
+    from clzoo.train.recipe import RecipeError, load_recipe
+    from clzoo.train.recipe_components import light_pass
+
+    try:
+        with light_pass():
+            recipe = load_recipe(recipe_path(name))
+    except RecipeError as error:
+        return {"name": name, "task_loss": "-", "encoder": "-", "epochs": None, "batch_size": None,
+                "description": f"(does not load: {error.lines[0]})"}
+    loss = recipe.loss.name if recipe.task == "contrastive" else f"{recipe.task}/{recipe.loss.name}"
+    return {"name": name, "task_loss": loss, "encoder": recipe.model.encoder.name,
+            "epochs": recipe.training.epochs, "batch_size": recipe.training.batch_size,
+            "description": recipe.description or ""}
+
+
+def _table_width():
+    """The terminal's width where the output is one (or `COLUMNS` is set); None off a terminal:
+    nothing is cut."""
+    import shutil
+
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _recipe_table(rows, width):
+    """The lines of the recipe table; descriptions cut to `width` (None: not cut), each under its
+    row, indented, where the columns leave it under 30 characters."""
+    head = {"name": "name", "task_loss": "task/loss", "encoder": "encoder", "size": "epochs x batch"}
+    cells = [{**row, "size": "-" if row["epochs"] is None else f"{row['epochs']} x {row['batch_size']}"}
+             for row in rows]
+    widths = {key: max(len(str(cell[key])) for cell in [head, *cells]) for key in head}
+    left = sum(widths.values()) + 2 * len(head)
+    below = width is not None and width - left < 30
+
+    def lines(cell, description):
+        columns = "  ".join(f"{str(cell[key]):<{widths[key]}}" for key in head)
+        if below:
+            return [columns.rstrip(), f"    {_cut(description, width - 4)}".rstrip()]
+        return [f"{columns}  {_cut(description, None if width is None else width - left)}".rstrip()]
+
+    return [line for cell, text in [(head, "description"), *((c, c["description"]) for c in cells)]
+            for line in lines(cell, text)]
+
+
+def _cut(text, room):
+    """`text` cut at a word boundary to fit `room` characters, ending in "..." (None, or too little
+    room to cut usefully: as it is)."""
+    if room is None or len(text) <= room or room < 16:
+        return text
+    kept = text[:room - 3]
+    if text[room - 3:room - 2] != " " and " " in kept:
+        kept = kept.rsplit(" ", 1)[0]
+    return kept.rstrip(" ,;:") + "..."
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1008,6 +1080,7 @@ def _add_other_parsers(commands):
 
     p = commands.add_parser("list", help="list the built-in recipes or presets")
     p.add_argument("what", choices=("recipes", "presets"), help="recipes (clzoo train NAME) or presets")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=_list)
 
     p = commands.add_parser("presets", help="list the built-in pretrained encoders and their numbers")

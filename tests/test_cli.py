@@ -681,3 +681,13 @@ def test_a_run_folder_lends_its_data_and_image_size_to_eval_embed_compare_and_tr
     bare = argparse.Namespace(command="eval", data=None, image_size=None, model=str(tmp_path / "m.keras"))
     with pytest.raises(ValueError, match="--data is needed: .*m.keras is not a run folder"):
         cli._run_defaults(bare)
+
+
+def test_a_quick_try_of_a_long_recipe_names_the_flag_typed_and_the_fix(capsys):
+    """Issue 85 item 5: `--epochs 1` on an ImageNet recipe blamed `--set training.epochs` (not typed)
+    and named no fix for its 10 warm-up epochs."""
+    code = cli.main(["train", "supcon/imagenet100", "--epochs", "1", "--data", "digits"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--epochs 1 (over " in err and "--set training.epochs" not in err
+    assert "--set training.schedule.warmup_epochs=0" in err

@@ -144,7 +144,8 @@ class TrainingSpec(Section):
         warmup = self.schedule.setting("warmup_epochs")  # a schedule without warm-up: None
         if (warmup or 0) > self.epochs:
             raise ValueError(f"training.schedule.warmup_epochs ({warmup}) is longer than training "
-                             f"(training.epochs {self.epochs})")
+                             f"(training.epochs {self.epochs}): shorten the warm-up too, e.g. --set "
+                             f"training.schedule.warmup_epochs={max(0, self.epochs // 10)}")
         return self
 
 
@@ -191,6 +192,9 @@ class Recipe(Section):
     _upgrade_notes: list = PrivateAttr(default_factory=list)
     _override_notes: list = PrivateAttr(default_factory=list)
     name: str = "run"  # the default run folder is runs/<name>-<time>
+    # one line, at most 200 characters: what the recipe trains and for how long (`clzoo list
+    # recipes` shows it); a resumed run may change it
+    description: str | None = Field(None, max_length=200)
     # weights, data order and views: the same seed gives the same run (CPU); 0 .. 2**32 - 1
     seed: NonNegativeInt = Field(0, lt=2**32)
     # clzoo.data.load_split spec: digits, a folder, tfds:NAME[@label_set]
@@ -219,6 +223,13 @@ class Recipe(Section):
             raise ValueError("must be 1-100 printable characters without / or \\ (it names the run "
                              "folder)")
         return name
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, text):
+        if text is not None and not text.isprintable():
+            raise ValueError("must be one line of printable characters (no line break or tab)")
+        return text
 
     @field_validator("views")
     @classmethod
