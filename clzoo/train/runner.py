@@ -274,15 +274,16 @@ def _loading(recipe, source, data):
     from clzoo.data.memory_budget import choose_loading, memory_budget
 
     wanted = recipe.data_loading
-    if wanted == "stream" and source.folder is None:
-        raise RecipeError([f"data_loading = stream: streaming reads image folders; {recipe.data} is "
-                           "held in memory (data_loading: memory or auto)"])
+    if wanted == "stream" and not source.streams():
+        raise RecipeError([f"data_loading = stream: streaming reads image folders and tfds splits in "
+                           f"ArrayRecord files; {recipe.data} is held in memory (data_loading: memory "
+                           "or auto)"])
     try:
         budget = memory_budget() if wanted == "auto" else (None, "")
     except ValueError as error:
         raise RecipeError([str(error)]) from None
-    count = data.train_images
-    size = None if count is None or wanted != "auto" else source.decoded_bytes(count)
+    count = data.train_images  # None for a tfds split: its info gives its size
+    size = None if wanted != "auto" else source.decoded_bytes(count)
     return choose_loading(wanted, size, budget)
 
 
