@@ -66,7 +66,9 @@ def logistic_regression_probe(train_embeddings, train_labels, test_embeddings, t
     """
     train, y_train, test, y_test = _checks.train_test(train_embeddings, train_labels,
                                                       test_embeddings, test_labels)
-    steps = [StandardScaler()] if standardize else []
+    # Standardize in place in our own float64 copies: one copy of the features, not two.
+    train, test = _own(train, train_embeddings), _own(test, test_embeddings)
+    steps = [StandardScaler(copy=False)] if standardize else []
     model = make_pipeline(*steps, LogisticRegression(C=regularization, max_iter=max_iter))
     model.fit(train, y_train)
     classes = model.classes_
@@ -76,6 +78,13 @@ def logistic_regression_probe(train_embeddings, train_labels, test_embeddings, t
     return ProbeResult(float(np.mean(predictions == y_test)), predictions, probabilities,
                        {"protocol": "logistic regression, L-BFGS (scikit-learn)",
                         "C": regularization})
+
+
+def _own(checked, given):
+    """`checked`, copied when it is the caller's own array (the scaler then writes into it)."""
+    if isinstance(given, np.ndarray) and np.shares_memory(checked, given):
+        return checked.copy()
+    return checked
 
 
 def _augmenter(size, seed):
