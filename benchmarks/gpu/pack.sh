@@ -41,11 +41,14 @@ replaceable() {
   [ -e "$1" ] || [ -L "$1" ] || return 0
   [ -d "$1" ] && [ ! -L "$1" ] || return 1
   [ -z "$(ls -A "$1")" ] && return 0
-  [ -f "$1/$MARK" ] || return 1
-  [ -z "$(find "$1" -mindepth 1 -maxdepth 1 ! -name "$MARK" ! -name wheels.txt ! -name cifar10.tar.xz \
-          ! \( -name wheels -type d \))" ] || return 1
+  [ -f "$1/$MARK" ] && [ ! -L "$1/$MARK" ] || return 1
+  # each name as a pack writes it: a folder named cifar10.tar.xz holding the user's files is theirs
+  [ -z "$(find "$1" -mindepth 1 -maxdepth 1 ! \( -type f \( -name "$MARK" -o -name wheels.txt \
+          -o -name cifar10.tar.xz \) \) ! \( -name wheels -type d \))" ] || return 1
   [ ! -d "$1/wheels" ] || [ -z "$(find "$1/wheels" -mindepth 1 ! \( -type f -name '*.whl' \))" ]
 }
+case "$DEST/" in "$DATA"/*) die "--dest $DEST lies inside --data $DATA: the pack would pack itself" ;; esac
+case "$DATA/" in "$DEST"/*) die "--data $DATA lies inside --dest $DEST, which the pack replaces" ;; esac
 NEW="$DEST.new"
 replaceable "$DEST" || die "--dest $DEST holds files that are not an earlier pack (no $MARK, or more): choose a new or empty folder"
 replaceable "$NEW" || die "$NEW (the pack in progress beside --dest) holds files that are not a pack: move it away"

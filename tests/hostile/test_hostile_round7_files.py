@@ -62,6 +62,20 @@ def test_pack_refuses_a_dest_that_holds_the_users_files(images, tmp_path):
     assert (pack / "keep.txt").read_text() == "mine"
 
 
+def test_pack_keeps_a_folder_named_as_a_packs_file_and_refuses_a_dest_inside_the_data(images, tmp_path):
+    """Hostile pass on this change: a marker beside folders named cifar10.tar.xz / wheels.txt holding
+    the user's files passed the name-only check and was deleted; --dest inside --data packed itself."""
+    trick = tmp_path / "trick"
+    (trick / "cifar10.tar.xz").mkdir(parents=True)
+    (trick / "cifar10.tar.xz" / "thesis.tex").write_text("precious")
+    (trick / ".clzoo-gpu-pack").write_text("")
+    _refused(_pack("--data", str(images), "--dest", str(trick), cwd=tmp_path), trick)
+    assert (trick / "cifar10.tar.xz" / "thesis.tex").read_text() == "precious"
+    inside = images / "train" / "zz"
+    _refused(_pack("--data", str(images), "--dest", str(inside), cwd=tmp_path), "lies inside --data")
+    assert not inside.exists() and not inside.with_name("zz.new").exists()
+
+
 def test_pack_reads_relative_paths_from_the_callers_folder(images, tmp_path):
     out = _pack("--data", "images", "--dest", "out", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
