@@ -30,9 +30,9 @@ def test_train_takes_a_name_a_path_or_refuses_in_one_line(capsys, tmp_path):
     assert error.endswith("Did you mean 'sincere_digits'?") and "\n" not in error
 
 
-def test_list_recipes_names_each_with_its_first_comment(capsys):
+def test_list_recipes_names_each_with_its_description(capsys):
     assert cli.main(["list", "recipes"]) == 0
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("sincere_digits "))
-    assert "Quickstart: SINCERE on scikit-learn's handwritten" in line
+    assert "Quickstart: SINCERE on scikit-learn's digits" in line
     assert f"{len(list_recipes())} recipes." in out

@@ -184,8 +184,9 @@ class RunFolder:
         atomic_write_text(path, "".join(line + "\n" for line in kept))
 
 
-# Keys a resumed run may change: where the images live gives the same batches (clzoo.data.streams).
-SWITCHABLE_ON_RESUME = ("data_loading",)
+# Keys a resumed run may change: where the images live gives the same batches (clzoo.data.streams);
+# the description is text for people (`clzoo list recipes`), read by nothing that trains.
+SWITCHABLE_ON_RESUME = ("data_loading", "description")
 
 
 def fingerprint(recipe):
