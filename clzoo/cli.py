@@ -349,8 +349,8 @@ def _eval(args):
 def _unused_report_folder(out):
     """The default report folder, or beside it `eval-2`, `eval-3`, ... when it holds a report
     already (the one `clzoo train` wrote): a second look never needs `--overwrite`."""
-    def used(folder):
-        return folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+    def used(folder):  # a link, even a dangling one, is someone's: the next number is free
+        return folder.is_symlink() or folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
 
     if not used(out):
         return out
@@ -594,28 +594,46 @@ def _run_defaults(args):
     """`--data` and `--image-size` left out take the run folder's own (its `recipe.yaml`: `data`,
     `image_size`), with a line saying so; `--data` is then needed only for a model of no run."""
     target = getattr(args, _RUN_TARGETS.get(args.command, ""), None)
-    stored = None
-    if target is not None and (Path(target) / "recipe.yaml").is_file():
-        import yaml
-
-        try:
-            stored = yaml.safe_load((Path(target) / "recipe.yaml").read_text())
-        except (OSError, yaml.YAMLError):
-            stored = None  # the model's own load names what is wrong with the run
-    stored = stored if isinstance(stored, dict) else {}
-    if args.data is None and not stored.get("data"):
+    stored, recipe = _stored_recipe(target)
+    if stored is None and (args.data is None or args.image_size is None) and recipe.is_file():
+        if args.data is None:
+            raise ValueError(f"--data is needed: {recipe} does not read as a recipe (damaged?), so "
+                             "the run's data is unknown")
+        print(f"note: {recipe} does not read as a recipe; its image_size is not reused "
+              "(--image-size N sets one)", flush=True)
+    stored = stored or {}
+    if args.data is None and not isinstance(stored.get("data"), str):
         raise ValueError(f"--data is needed: {target} is not a run folder that records its data "
                          "(expected 'digits', an image folder with train/ and test/, or tfds:<name>)")
+    size = stored.get("image_size")
+    if args.image_size is None and size is not None and (isinstance(size, bool) or not isinstance(size, int)
+                                                         or size < 1):
+        raise ValueError(f"{recipe}: image_size = {size!r} is not a whole number >= 1; pass "
+                         "--image-size N")
     taken = []
     if args.data is None:
-        args.data = str(stored["data"])
+        args.data = stored["data"]
         taken.append(f"--data {args.data}")
-    if args.image_size is None and isinstance(stored.get("image_size"), int):
-        args.image_size = stored["image_size"]
+    if args.image_size is None and size is not None:
+        args.image_size = size
         taken.append(f"--image-size {args.image_size}")
     if taken:
         print(f"{target}: {' and '.join(taken)}, the run's own (its recipe.yaml); pass "
               f"{'them' if len(taken) > 1 else 'it'} to choose another", flush=True)
+
+
+def _stored_recipe(target):
+    """`(the mapping a run folder's recipe.yaml holds or None, its path)`."""
+    import yaml
+
+    recipe = Path(target) / "recipe.yaml" if target is not None else Path("recipe.yaml.none")
+    if target is None or not recipe.is_file():
+        return None, recipe
+    try:
+        stored = yaml.safe_load(recipe.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None, recipe
+    return (stored if isinstance(stored, dict) else None), recipe
 
 
 def _data_checks(args):
@@ -694,6 +712,9 @@ def _transfer_checks(args):
 
 
 def _train_checks(args):
+    from clzoo.machine import chosen_threads
+
+    chosen_threads(os.environ.get("CLZOO_TORCH_THREADS", ""))  # before any work, as every setting
     recipe = _train_recipe(args)
     overrides = _train_overrides(args)
     if not Path(recipe).is_file():
@@ -868,7 +889,14 @@ def _whole(low):
 
 def _user_path(text):
     """argparse type of an output path: `~` expanded (`--output=~/x` reaches us unexpanded; it
-    made a folder named "~")."""
+    made a folder named "~"); a name that is not valid UTF-8 is refused (TensorBoard's writer and
+    the reports' JSON cannot name it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("ascii", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"{shown}: the name is not valid UTF-8; choose one that "
+                                         "is") from None
     return os.path.expanduser(text)
 
 
@@ -918,6 +946,8 @@ class _VersionAction(argparse.Action):
         backend = keras_backend_name()
         package = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
         engine = f"{backend} {version(package)}" if package else backend
+        if backend not in ("tensorflow", "jax", "torch", "numpy", "openvino"):  # Keras' own list
+            engine = f"{backend!r}, not a backend Keras knows (tensorflow, jax, torch, numpy, openvino)"
         print(f"clzoo {__version__} (keras {version('keras')}, backend {engine}, "
               f"python {sys.version.split()[0]})")
         parser.exit()

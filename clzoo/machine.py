@@ -30,6 +30,23 @@ def busy_cpus(seconds=0.2):
     return (1 - (idle_after - idle) / elapsed) * (os.cpu_count() or 1)
 
 
+def chosen_threads(text):
+    """`CLZOO_TORCH_THREADS` read: None (unset), `"keep"` (any case), or a whole number >= 1.
+
+    Raises:
+        ValueError: anything else, in one line naming the variable.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if text.lower() == "keep":
+        return "keep"
+    if text.isdigit() and text.isascii() and int(text) >= 1:
+        return int(text)
+    raise ValueError(f"CLZOO_TORCH_THREADS = {text!r}: expected keep (torch's own count) or a whole "
+                     "number of threads >= 1")
+
+
 def torch_threads_for_load(environ=None, busy=None):
     """On a torch run on the CPU of a busy machine, lower torch's intra-op threads to the CPUs left
     free; returns what was done (for `environment.json` and one printed line), else None.
@@ -38,24 +55,32 @@ def torch_threads_for_load(environ=None, busy=None):
     (`OMP_NUM_THREADS=1` ran the quickstart 2.3-2.8x faster beside one busy core; alone it costs
     about a fifth: benchmarks/README.md, "device_stream.py"), so the count follows the load. A
     thread count may change a reduction's order, hence the last digits of a result: a run records
-    it. `OMP_NUM_THREADS` set, or `CLZOO_TORCH_THREADS=keep`, keeps the count as it is.
+    it. `OMP_NUM_THREADS` set, or `CLZOO_TORCH_THREADS=keep`, keeps the count as it is;
+    `CLZOO_TORCH_THREADS=N` sets N threads whatever the load.
 
     Args:
         environ: the environment to read. Defaults to `os.environ`.
         busy: CPUs busy with other work (tests); None measures it (`busy_cpus`, 0.2 s).
 
     Returns:
-        None, or `{"threads": int, "default": int, "busy_cpus": float, "note": str}`.
+        None, or `{"threads": int, "default": int, "busy_cpus": float or None, "note": str}`.
+
+    Raises:
+        ValueError: `CLZOO_TORCH_THREADS` is neither `keep` nor a whole number >= 1.
     """
     import keras
 
     environ = os.environ if environ is None else environ
-    kept = "OMP_NUM_THREADS" in environ or environ.get("CLZOO_TORCH_THREADS", "").strip() == "keep"
-    if keras.backend.backend() != "torch" or kept:
+    chosen = chosen_threads(environ.get("CLZOO_TORCH_THREADS", ""))
+    if keras.backend.backend() != "torch" or "OMP_NUM_THREADS" in environ or chosen == "keep":
         return None
     import torch
 
     default = torch.get_num_threads()
+    if chosen is not None:  # a count the user gave: that, whatever the load
+        torch.set_num_threads(chosen)
+        return {"threads": chosen, "default": default, "busy_cpus": None,
+                "note": f"torch: {chosen} CPU thread{'s' if chosen > 1 else ''} (CLZOO_TORCH_THREADS)"}
     if torch.cuda.is_available() or default < 2:
         return None
     busy = busy_cpus() if busy is None else busy

@@ -129,6 +129,8 @@ def test_version():
     for backend, package in (("jax", "jax"), ("torch", "torch")):  # the backend Keras would load
         named = _run(["--version"], env=_user_env(KERAS_BACKEND=backend))
         assert f", backend {backend} {metadata.version(package)}, python" in named.stdout, named.stdout
+    bogus = _run(["--version"], env=_user_env(KERAS_BACKEND="bogus"))
+    assert "backend 'bogus', not a backend Keras knows" in bogus.stdout, bogus.stdout
 
 
 def test_presets_lists_every_registry_entry(capsys):
@@ -691,3 +693,26 @@ def test_a_quick_try_of_a_long_recipe_names_the_flag_typed_and_the_fix(capsys):
     assert code == 2
     assert "--epochs 1 (over " in err and "--set training.epochs" not in err
     assert "--set training.schedule.warmup_epochs=0" in err
+
+
+def test_a_damaged_run_recipe_or_image_size_is_one_line_and_a_dangling_link_is_passed_over(tmp_path, capsys):
+    """Hostile pass on issue 85's run defaults: `image_size: x` was dropped without a word, a recipe.yaml
+    that does not parse was called "not a run folder", and a dangling eval-N link blocked every eval."""
+    import argparse
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "recipe.yaml").write_text("data: digits\nimage_size: x\n")
+    args = argparse.Namespace(command="eval", data=None, image_size=None, model=str(run))
+    with pytest.raises(ValueError, match=r"recipe.yaml: image_size = 'x' is not a whole number >= 1"):
+        cli._run_defaults(args)
+    (run / "recipe.yaml").write_text("data: [unclosed\n")
+    with pytest.raises(ValueError, match=r"--data is needed: .*recipe.yaml does not read as a recipe"):
+        cli._run_defaults(args)
+    given = argparse.Namespace(command="eval", data="digits", image_size=None, model=str(run))
+    cli._run_defaults(given)
+    assert "image_size is not reused" in capsys.readouterr().out
+    (run / "eval").mkdir()
+    (run / "eval" / "metrics.json").write_text("{}")
+    (run / "eval-2").symlink_to(tmp_path / "gone")
+    assert cli._unused_report_folder(run / "eval") == run / "eval-3"

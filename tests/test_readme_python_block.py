@@ -57,3 +57,19 @@ def test_clzoo_data_batches_without_tensorflow_is_one_line_naming_the_entry_poin
     assert last.startswith("ModuleNotFoundError: clzoo.data.batches is built on tf.data"), result.stderr
     assert "clzoo.data.training_batches" in last
     assert "During handling" not in result.stderr  # one error, not a chain
+
+
+@pytest.mark.backends("tensorflow", "jax", "torch")
+def test_training_batches_refuses_views_that_are_no_config_and_arguments_no_stream_takes():
+    """Hostile pass: `views={'size': 8}` ended in an AttributeError deep inside, and an unknown
+    argument was told to try pipeline='tf_data', which does not take it either."""
+    import numpy as np
+
+    import clzoo
+
+    split = clzoo.data.from_arrays(np.zeros((8, 8, 8, 3), np.uint8), np.arange(8) % 2)
+    for views in ({"size": 8}, "digits"):
+        with pytest.raises(TypeError, match="`views` must be a clzoo.data.ViewConfig or BatchViewConfig"):
+            clzoo.data.training_batches(split, batch_size=4, views=views)
+    with pytest.raises(TypeError, match="unexpected argument.*colour"):
+        clzoo.data.training_batches(split, batch_size=4, views=clzoo.data.ViewConfig(size=8), colour=1)

@@ -657,8 +657,8 @@ def _cache_key(root, split, on_unreadable, files, stats):
                              digest_size=8)
     for path, info in zip(files, stats):  # serial: threads were slower (GIL) for small files
         sample = _sample(path, info.st_size)
-        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\0"
-                      f"{len(sample)}\0".encode() + sample)
+        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\0"  # a non-UTF-8
+                      f"{len(sample)}\0".encode("utf-8", "surrogateescape") + sample)  # folder name too
     return digest.hexdigest()
 
 

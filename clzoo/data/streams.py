@@ -150,6 +150,9 @@ def resolve_pipeline(pipeline, kind, views, backend=None):
     return choose_stream(pipeline, RunShape(kind, views, backend or keras.backend.backend()))
 
 
+_TF_DATA_OPTIONS = ("mix", "num_classes", "samples_per_class", "shuffle", "shard")
+
+
 def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, start_step=0, *,
                      pipeline="auto", views=None, **options):
     """The whole training run's batches on the stream `clzoo train` would pick here: the entry point
@@ -170,6 +173,7 @@ def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, star
         `tf.data.Dataset` or `DeviceBatches`: either goes to `ContrastiveModel.fit` as it is.
 
     Raises:
+        TypeError: `views` not a `ViewConfig` / `BatchViewConfig`, or an argument neither stream takes.
         ValueError: one line naming `training.pipeline` when no stream can serve the run here (e.g.
             soft targets without TensorFlow), or what the chosen stream refuses.
 
@@ -182,10 +186,17 @@ def training_batches(split, kind="views", batch_size=256, seed=0, epochs=1, star
     >>> len(list(iter(stream)))
     4
     """
-    from clzoo.data.augmentation_settings import ViewConfig
+    from clzoo.data.augmentation_settings import BatchViewConfig, ViewConfig
 
     if views is None and kind != "soft_targets":
         views = ViewConfig()
+    if views is not None and not isinstance(views, (ViewConfig, BatchViewConfig)):
+        raise TypeError(f"training_batches: `views` must be a clzoo.data.ViewConfig or BatchViewConfig "
+                        f"(clzoo.data.view_recipe(name) gives one). Received: {views!r}")
+    unknown = sorted(set(options) - set(_TF_DATA_OPTIONS))
+    if unknown:
+        raise TypeError(f"training_batches: unexpected argument(s) {', '.join(unknown)}; it takes "
+                        f"{', '.join(_TF_DATA_OPTIONS)} besides the run's")
     name = resolve_pipeline(pipeline, kind, views)
     device_only = sorted(set(options) - {"shuffle", "shard"}) if name == "device" else []
     if device_only:

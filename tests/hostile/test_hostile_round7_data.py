@@ -240,3 +240,22 @@ def test_a_file_name_that_is_not_utf8_is_refused_naming_it(tmp_path, where):
             warnings.simplefilter("always")
             kept = load_split(str(root), "train", on_unreadable="skip")
         assert len(kept) == 3 and all(path.isascii() for path in kept.paths)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bytes file names are Linux's")
+def test_a_folder_below_a_non_utf8_parent_loads_and_a_non_utf8_output_is_refused(tmp_path):
+    """Hostile pass on this change: a parent folder named in bytes that are not UTF-8 ended eval /
+    embed with a raw codec error (the cache key), and such an --output failed deep in TensorBoard."""
+    import argparse
+    import os
+
+    from clzoo import cli
+    from clzoo.data import load_split
+    from tests.train.tiny_data import write_tiny_digits
+
+    parent = os.fsdecode(os.fsencode(str(tmp_path)) + b"/dir\xff")
+    folder = write_tiny_digits(os.path.join(parent, "digits"), train=8, test=4, classes=2)
+    split = load_split(folder, "train")
+    assert split.images.shape == (8, 8, 8, 3)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"dir\\xff.*is not valid UTF-8"):
+        cli._user_path(os.path.join(parent, "out"))

@@ -38,3 +38,16 @@ def test_the_count_stays_where_chosen_or_the_machine_is_idle(torch_threads, envi
     default = torch_threads.get_num_threads()
     assert torch_threads_for_load(environ=environ, busy=busy) is None
     assert torch_threads.get_num_threads() == default
+
+
+def test_a_thread_count_given_is_taken_and_a_value_not_understood_is_refused(torch_threads):
+    from clzoo.machine import torch_threads_for_load
+
+    default = torch_threads.get_num_threads()
+    assert torch_threads_for_load(environ={"CLZOO_TORCH_THREADS": "KEEP"}, busy=1.5) is None
+    assert torch_threads.get_num_threads() == default
+    done = torch_threads_for_load(environ={"CLZOO_TORCH_THREADS": "1"}, busy=0.0)  # idle: still 1
+    assert done["threads"] == torch_threads.get_num_threads() == 1
+    for bad in ("0", "-1", "yes", "1.5", "٣"):
+        with pytest.raises(ValueError, match="CLZOO_TORCH_THREADS = .*expected keep"):
+            torch_threads_for_load(environ={"CLZOO_TORCH_THREADS": bad}, busy=1.5)
