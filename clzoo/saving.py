@@ -9,7 +9,9 @@ then fails deep inside Keras ("Could not locate class ..."). Loading through
 import contextlib
 import json
 import os
+import re
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -41,6 +43,8 @@ def load_model(path, **kwargs):
         FileNotFoundError: `path` does not exist.
         ValueError: `path` is not a readable `.keras` archive (truncated or not a zip),
             naming the file.
+        ValueError: its config names model parts whose weights it does not hold (a part added to
+            config.json), naming the file and the parts in one line.
 
     Example:
 
@@ -50,8 +54,6 @@ def load_model(path, **kwargs):
     >>> clzoo.saving.load_model(path).output_shape
     (None, 64)
     """
-    import keras
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no saved model at {path}")
@@ -61,11 +63,87 @@ def load_model(path, **kwargs):
     register_keras_objects()
     try:
         with _portable_archive(path) as readable:
-            model = keras.saving.load_model(readable, **kwargs)
+            model = _load_or_name_the_parts(path, readable, kwargs)
     except (zipfile.BadZipFile, EOFError, OSError) as error:
         raise ValueError(f"{path} cannot be read as a saved model ({type(error).__name__}: "
                          f"{error})") from None
     return _with_input_contract(jit_compile_for_this_backend(model))
+
+
+def _load_or_name_the_parts(path, readable, kwargs):
+    """`keras.saving.load_model(readable)`; a file whose config names parts its weights lack is
+    refused in one line (`_parts_without_weights`), without Keras' warnings before it."""
+    import keras
+
+    failure = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = keras.saving.load_model(readable, **kwargs)
+        except ValueError as error:
+            blamed = _parts_without_weights(readable, error)
+            if blamed:
+                raise ValueError(f"{path}: the .keras file's config names parts whose weights it "
+                                 f"does not hold: {', '.join(blamed)}; the file was edited or is "
+                                 "damaged") from None
+            failure = error
+    for warning in caught:  # held until here: a refused file's line comes without them
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if failure is not None:
+        raise failure
+    return model
+
+
+_NOT_LOADED = re.compile(r"A total of (\d+) objects could not be loaded")
+
+
+def _parts_without_weights(readable, error):
+    """The parts a `.keras` file's config names but its weights do not hold (a part added to
+    config.json after saving; Keras reports only the part's inner layer, over several lines).
+
+    A part is to blame when the file loads with fewer failures once the part is left out of its
+    config (weights the config does not name are never read), so no weight layout is assumed.
+    Only run once `error` is Keras' failure to load some objects: one trial load per part.
+    """
+    if _failures(error) is None:
+        return []
+    with zipfile.ZipFile(readable) as archive:
+        config = json.loads(archive.read("config.json"))
+    inner = config.get("config") if isinstance(config, dict) else None
+    parts = inner.get("parts") if isinstance(inner, dict) else None
+    if not isinstance(parts, list):
+        return []
+    config["compile_config"] = None  # the optimizer's slots are not the question
+
+    def failures_without(index):
+        config["config"]["parts"] = [part for i, part in enumerate(parts) if i != index]
+        with _archive_with_config(readable, config) as trial:
+            return _failures_loading(trial)
+
+    baseline = failures_without(None)
+    return [str(part.get("class_name")) for index, part in enumerate(parts)
+            if isinstance(part, dict) and failures_without(index) < baseline]
+
+
+def _failures(error):
+    """The number of objects Keras could not load, from its error; None for any other error."""
+    found = _NOT_LOADED.search(str(error))
+    return None if found is None else int(found.group(1))
+
+
+def _failures_loading(path):
+    """How many objects fail to load from `path` (0: it loads); a big number for another error."""
+    import keras
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            keras.saving.load_model(path, compile=False)
+    except ValueError as error:
+        return _failures(error) or float("inf")
+    except Exception:  # a config the trial left broken: not this part's doing
+        return float("inf")
+    return 0
 
 
 @contextlib.contextmanager
@@ -83,16 +161,23 @@ def _portable_archive(path):
             yield path
             return
         config["compile_config"] = _portable(compile_config)
-        handle, copy = tempfile.mkstemp(suffix=".keras")
-        os.close(handle)
-        try:
-            with zipfile.ZipFile(copy, "w") as out:
-                for item in archive.infolist():
-                    data = json.dumps(config) if item.filename == "config.json" else archive.read(item)
-                    out.writestr(item, data)
-            yield copy
-        finally:
-            os.remove(copy)
+    with _archive_with_config(path, config) as copy:
+        yield copy
+
+
+@contextlib.contextmanager
+def _archive_with_config(path, config):
+    """A temporary copy of the `.keras` file `path` with `config` as its config.json."""
+    handle, copy = tempfile.mkstemp(suffix=".keras")
+    os.close(handle)
+    try:
+        with zipfile.ZipFile(path) as archive, zipfile.ZipFile(copy, "w") as out:
+            for item in archive.infolist():
+                data = json.dumps(config) if item.filename == "config.json" else archive.read(item)
+                out.writestr(item, data)
+        yield copy
+    finally:
+        os.remove(copy)
 
 
 def _with_input_contract(model):

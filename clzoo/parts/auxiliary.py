@@ -87,6 +87,7 @@ def _outside_message(head, classes):
 
 
 def _found(low, high, setting):
+    low, high = int(low), int(high)  # Python ints: uint8's 255 + 1 would wrap to 0
     fix = ("class ids start at 0" if low < 0 else
            f"give it at least {high + 1} classes: {setting.format(high + 1)}")
     return f". Received: labels from {low} to {high}: {fix}"
@@ -102,7 +103,8 @@ def graph_checked_ids(loss, y, classes, head, setting):
     if K.is_concrete(y):  # run_eagerly: the labels are here already
         check_class_ids(y, classes, head, setting)
         return loss
-    ids = ops.cast(y, "int32")
+    # int64 holds every id TensorFlow takes: int32 would wrap 2**32 + 1 to 1, inside the classes
+    ids = y if K.kind_of(y) == "float" else ops.cast(y, "int64")
     ok = ops.logical_and(ops.all(ids >= 0), ops.all(ids < classes))
     K.require(ok, f"{_outside_message(head, classes)}: a label lies outside them; give it as many "
               f"classes as the largest label + 1: {setting.format('C')}", values=(ids,))

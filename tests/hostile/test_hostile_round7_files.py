@@ -201,3 +201,47 @@ def test_a_checkpoint_saved_with_jit_compile_loads_eager_on_torch(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-3:] == ["torch", "False", "False"], out.stdout
+
+
+# --- round 7 follow-up: a part added to the config without its weights -------------------------
+
+def _with_part_added(path, added):
+    """`path` with `added` (a serialized part) appended to its config's parts, as a new file."""
+    with zipfile.ZipFile(path) as archive:
+        items = {item.filename: archive.read(item) for item in archive.infolist()}
+    config = json.loads(items["config.json"])
+    config["config"]["parts"].append(added)
+    items["config.json"] = json.dumps(config).encode()
+    out = path.with_name(f"added_{path.name}")
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in items.items():
+            archive.writestr(name, data)
+    return out
+
+
+@pytest.mark.backends("tensorflow")
+def test_a_part_added_without_its_weights_is_one_line(tmp_path, capsys):
+    """Keras said "A total of 1 objects could not be loaded ... Layer 'online_probe' expected 2
+    variables" over six lines, after a warning about the optimizer's variables."""
+    saved = _saved(tmp_path / "checkpoint.keras", QueuePart(16, 0.9), compile_jit=False)
+    bad = _with_part_added(saved, {"class_name": "online_probe", "config": {"classes": 2}})
+    says = "the .keras file's config names parts whose weights it does not hold: online_probe"
+    with pytest.raises(ValueError) as caught:
+        clzoo.saving.load_model(bad)
+    assert str(caught.value) == f"{bad}: {says}; the file was edited or is damaged"
+    data = write_tiny_digits(tmp_path / "data", train=8, test=4, classes=2)
+    for args in (["embed", str(bad), "--data", data, "--output", str(tmp_path / "e.npz")],
+                 ["eval", str(bad), "--data", data, "--output", str(tmp_path / "eval")]):
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0] and str(bad) in err[0], err
+    assert not (tmp_path / "e.npz").exists()
+
+
+@pytest.mark.backends("tensorflow")
+def test_an_auxiliary_classifier_added_without_its_weights_is_named(tmp_path):
+    saved = _saved(tmp_path / "model.keras", OnlineLinearProbe(classes=2))
+    bad = _with_part_added(saved, {"class_name": "auxiliary", "config": {"classes": 2}})
+    with pytest.raises(ValueError, match=r"weights it does not hold: auxiliary; the file was edited"):
+        clzoo.saving.load_model(bad)
+    assert isinstance(clzoo.saving.load_model(saved), clzoo.models.ContrastiveModel)  # untouched loads

@@ -113,3 +113,60 @@ def test_a_part_the_file_turns_on_stays_the_files_under_a_set_of_its_setting(tmp
     with pytest.raises(RecipeError) as caught:
         load_recipe(path, ["model.queue.momentum=0.5"])
     assert [line.split(": ", 1)[0] for line in caught.value.lines] == [str(path)], caught.value.lines
+
+
+# --- round 7 follow-up: labels past int32, and uint8's 255 ------------------------------------
+
+def _three_class_model(head):
+    keras.utils.set_random_seed(0)
+    model = clzoo.models.ContrastiveModel(
+        keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(4)]),
+        clzoo.models.ProjectionHead(hidden_dims=(4,), output_dim=2), parts=[HEADS[head](classes=3)])
+    model.compile(optimizer="sgd", loss=clzoo.losses.SupConLoss())
+    return model
+
+
+def _feed(kind, y):
+    x = np.random.default_rng(0).uniform(size=(len(y), 2, 4, 4, 1)).astype("float32")
+    if kind == "numpy":
+        return {"x": x, "y": y, "batch_size": len(y)}
+    if kind == "generator":
+        return {"x": (batch for batch in [(x, y)])}
+    import tensorflow as tf
+
+    return {"x": tf.data.Dataset.from_tensor_slices((x, y)).batch(len(y))}
+
+
+@pytest.mark.parametrize("label", [2**32 + 1, 2**40])
+@pytest.mark.parametrize("kind", ["tf.data", "generator"])
+@pytest.mark.parametrize("head", list(HEADS))
+def test_a_streams_int64_label_past_int32_is_refused_not_wrapped(head, kind, label):
+    """TensorFlow's step cast the ids to int32 before its check: 2**40 became 0, 2**32 + 1 became
+    1, both inside the classes, and the head trained on them."""
+    model = _three_class_model(head)
+    with pytest.raises(ValueError) as caught:
+        model.fit(**_feed(kind, np.array([0, 1, 2, 0, 1, label], "int64")), epochs=1, verbose=0)
+    message = str(caught.value)
+    assert "\n" not in message, message
+    assert f"The {head} has 3 classes; labels must lie in [0, 3)" in message or "int32" in message, message
+
+
+@pytest.mark.parametrize("kind", ["numpy", "generator"])
+@pytest.mark.parametrize("head", list(HEADS))
+def test_uint8_label_255_asks_for_256_classes_not_0(head, kind):
+    """255 + 1 in uint8 is 0: the advice read `classes=0`."""
+    model = _three_class_model(head)
+    with pytest.raises(ValueError) as caught:
+        model.fit(**_feed(kind, np.array([0, 1, 2, 0, 1, 255], "uint8")), epochs=1, verbose=0)
+    message = str(caught.value)
+    assert "\n" not in message and "classes=0" not in message and "at least 0" not in message, message
+    if kind == "numpy" or BACKEND != "tensorflow":  # TensorFlow's in-graph assert names no count
+        assert "labels from 0 to 255: give it at least 256 classes" in message, message
+        assert "classes=256" in message, message
+
+
+def test_the_advice_counts_past_the_labels_dtype():
+    from clzoo.parts.auxiliary import check_class_ids
+
+    with pytest.raises(ValueError, match=r"give it at least 256 classes: OnlineLinearProbe\(classes=256\)$"):
+        check_class_ids(np.array([0, 255], "uint8"), 3, "the online probe", "OnlineLinearProbe(classes={})")
