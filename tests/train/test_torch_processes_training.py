@@ -179,7 +179,7 @@ def test_a_multi_process_strategy_outside_torchrun_is_one_line_naming_the_comman
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.large
+@pytest.mark.slow  # the slow tier (not CI's): four more runs
 @pytest.mark.xdist_group(GROUP)
 @pytest.mark.parametrize("parts", [["--set", "model.grad_cache.chunk_size=4"],
                                    ["--set", "model.online_probe={}"]], ids=["grad_cache", "online_probe"])
