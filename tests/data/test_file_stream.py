@@ -58,7 +58,7 @@ def test_the_listing_checks_hold_before_anything_is_decoded(tmp_path):
     (root / "train" / "class1" / "empty.jpg").write_bytes(b"")
     with pytest.raises(ValueError, match="empty file"):
         data_source(str(root), image_size=32).load("train", stream=True)
-    with pytest.raises(ValueError, match="streaming from files reads image folders"):
+    with pytest.raises(ValueError, match="streaming reads image folders and tfds splits"):
         data_source("digits").load("train", stream=True)
 
 

@@ -9,8 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-os.environ["KERAS_BACKEND"] = "torch"
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if __name__ == "__main__":  # run by torchrun; imported by the test (its lane's backend stays)
+    os.environ["KERAS_BACKEND"] = "torch"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
