@@ -55,8 +55,8 @@ def _device_why_not(shape):
         return (f"not under strategy {shape.strategy} ({shape.processes} processes, {shape.replicas} "
                 "replicas): on TensorFlow it feeds one device")
     if shape.processes > 1 and shape.replicas != shape.processes:
-        return (f"not over {shape.processes} processes of {shape.replicas} devices: each process "
-                "takes its rows of the batch onto its one device")
+        return (f"not under strategy {shape.strategy} over {shape.processes} processes of "
+                f"{shape.replicas} devices: each process takes its rows of the batch onto its one device")
     return None
 
 
