@@ -978,7 +978,9 @@ def _add_train_parser(commands):
     p.add_argument("--output", type=_user_path, help="run folder (default runs/<recipe>-<time>)")
     p.add_argument("--strategy", choices=("auto", "one_device", "mirrored", "multi_worker"),
                    help="where to train (default: the recipe's training.strategy, 'auto': "
-                        "MirroredStrategy when several GPUs are visible; multi_worker reads TF_CONFIG)")
+                        "MirroredStrategy when several GPUs are visible; multi_worker reads TF_CONFIG "
+                        "on TensorFlow, KERAS_DISTRIBUTION_* on JAX, and runs under torchrun on "
+                        "PyTorch: docs/training.md)")
     p.add_argument("--resume", type=_user_path, nargs="?", const=True, metavar="RUN",
                    help="continue RUN (or --output) from its last checkpoint: same optimizer "
                         "state, schedule step and data order")

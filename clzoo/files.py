@@ -58,10 +58,12 @@ def _umask():
 
 
 def atomic_write_text(path, text):
-    """Atomically write a UTF-8 text file."""
+    """Atomically write a UTF-8 text file. A character UTF-8 cannot hold (a file name's byte that is
+    not UTF-8, kept by Python as a lone surrogate) is written as its escape (`\\udcff`): a report
+    naming such a folder is written, not lost after its work."""
 
     def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as handle:
+        with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
 
     return atomic_write(path, write)

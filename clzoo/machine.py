@@ -41,10 +41,11 @@ def chosen_threads(text):
         return None
     if text.lower() == "keep":
         return "keep"
-    if text.isdigit() and text.isascii() and int(text) >= 1:
+    most = 4 * (os.cpu_count() or 1)  # past that, threads only contend (99999 aborted libgomp)
+    if text.isdigit() and text.isascii() and 1 <= int(text) <= most:
         return int(text)
     raise ValueError(f"CLZOO_TORCH_THREADS = {text!r}: expected keep (torch's own count) or a whole "
-                     "number of threads >= 1")
+                     f"number of threads from 1 to {most} (4 per CPU of this machine)")
 
 
 def torch_threads_for_load(environ=None, busy=None):

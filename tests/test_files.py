@@ -113,3 +113,15 @@ def test_a_legal_255_byte_output_name_is_written(tmp_path):
     replace_folder(tmp_path / folder, lambda staging: (staging / "a.txt").write_text("1"))
     assert (tmp_path / folder / "a.txt").read_text() == "1"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, folder])
+
+
+def test_a_text_naming_a_non_utf8_file_name_is_written_with_its_escape(tmp_path):
+    """Second hostile pass: `clzoo eval` of data below a folder named in bytes that are not UTF-8
+    computed every metric, then lost them all writing report.md."""
+    import os
+
+    from clzoo.files import atomic_write_text
+
+    name = os.fsdecode(b"par\xff")  # Python keeps the byte as a lone surrogate
+    atomic_write_text(tmp_path / "report.md", f"data: {name}/digits\n")
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "data: par\\udcff/digits\n"

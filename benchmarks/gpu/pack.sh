@@ -47,8 +47,10 @@ replaceable() {
           -o -name cifar10.tar.xz \) \) ! \( -name wheels -type d \))" ] || return 1
   [ ! -d "$1/wheels" ] || [ -z "$(find "$1/wheels" -mindepth 1 ! \( -type f -name '*.whl' \))" ]
 }
-case "$DEST/" in "$DATA"/*) die "--dest $DEST lies inside --data $DATA: the pack would pack itself" ;; esac
-case "$DATA/" in "$DEST"/*) die "--data $DATA lies inside --dest $DEST, which the pack replaces" ;; esac
+# resolved through links: --dest reached through a link into --data is inside it all the same
+REAL_DATA=$(realpath -m -- "$DATA") REAL_DEST=$(realpath -m -- "$DEST")
+case "$REAL_DEST/" in "$REAL_DATA"/*) die "--dest $DEST lies inside --data $DATA: the pack would pack itself" ;; esac
+case "$REAL_DATA/" in "$REAL_DEST"/*) die "--data $DATA lies inside --dest $DEST, which the pack replaces" ;; esac
 NEW="$DEST.new"
 replaceable "$DEST" || die "--dest $DEST holds files that are not an earlier pack (no $MARK, or more): choose a new or empty folder"
 replaceable "$NEW" || die "$NEW (the pack in progress beside --dest) holds files that are not a pack: move it away"
@@ -61,13 +63,17 @@ if [ "$WHEELS" = 1 ]; then
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$NEW/wheels" -r "$NEW/wheels.txt"
 fi
 LIST=$(mktemp)
-for split in train test; do
-  for class in $(ls "$DATA/$split" | sort); do
-    (cd "$DATA" && find "$split/$class" -type f | sort | awk -v k="$SUBSET" 'k == 0 || NR <= k') >> "$LIST"
-  done
+for split in train test; do  # NUL-separated: a class or file name may hold spaces
+  while IFS= read -r -d '' class; do
+    if [ "$SUBSET" = 0 ]; then
+      (cd "$DATA" && find "$split/$class" -type f -print0 | sort -z) >> "$LIST"
+    else
+      (cd "$DATA" && find "$split/$class" -type f -print0 | sort -z | head -z -n "$SUBSET") >> "$LIST"
+    fi
+  done < <(find "$DATA/$split" -mindepth 1 -maxdepth 1 -type d -printf '%P\0' | sort -z)
 done
-tar -C "$DATA" -cf - --transform 's,^,cifar10/,' -T "$LIST" | xz -T2 -6 > "$NEW/cifar10.tar.xz"
-echo "$(wc -l < "$LIST") images packed"
+tar -C "$DATA" -cf - --null --transform 's,^,cifar10/,' -T "$LIST" | xz -T2 -6 > "$NEW/cifar10.tar.xz"
+echo "$(tr -cd '\0' < "$LIST" | wc -c) images packed"
 rm -f "$LIST"
 rm -rf "$DEST" && mv "$NEW" "$DEST"
 tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{s+=$1} END {print s+0}')

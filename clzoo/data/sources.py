@@ -328,6 +328,16 @@ def _tfds_prepared(name):
         return None
 
 
+def _tfds_on_disk(name):
+    """True when tfds dataset `name` is prepared here (in whatever files)."""
+    try:
+        from clzoo.data.tfds_images import tfds_builder
+
+        return os.path.isfile(os.path.join(tfds_builder(name).data_dir, "dataset_info.json"))
+    except Exception:  # no tensorflow-datasets, an unknown name: `_load_tfds` names the reason
+        return False
+
+
 def _tfds_streams(name):
     return _tfds_prepared(name) is not None
 
@@ -348,6 +358,13 @@ def _tfds_split(source, split, stream):
     into memory, TensorFlow not needed), else `tfds.load` into memory (`_load_tfds`)."""
     name = source.source[len("tfds:"):]
     if _tfds_prepared(name) is None:
+        from clzoo.data.device_stream import tensorflow_installed
+
+        if not tensorflow_installed() and _tfds_on_disk(name):
+            raise ValueError(f"tfds:{name} is prepared in TFRecord files, which TFDS reads with "
+                             "TensorFlow (not installed here): prepare it in ArrayRecord files (tfds "
+                             "build --file_format=array_record), which TFDS reads without it, or pip "
+                             "install tensorflow")
         if stream is True:
             raise ValueError(f"streaming reads tfds splits prepared in ArrayRecord files; tfds:{name} is "
                              "not (tfds build --file_format=array_record prepares it so), or hold it "

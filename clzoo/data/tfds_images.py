@@ -125,7 +125,13 @@ class TfdsImages:
         """Non-negative positions of an index into the rows, or an IndexError as NumPy gives it."""
         if isinstance(key, tuple):
             raise IndexError(f"TfdsImages takes one index of images, not a tuple of axes: {key!r}")
-        return np.arange(len(self._rows))[key]
+        if key is None or isinstance(key, (bool, np.bool_)):  # NumPy would add an axis
+            raise IndexError(f"TfdsImages takes an int, a slice, or a 1-D integer or boolean array. "
+                             f"Received: {key!r}")
+        positions = np.arange(len(self._rows))[key]
+        if np.ndim(positions) != 1:
+            raise IndexError(f"TfdsImages takes a 1-D index of images. Received: {key!r}")
+        return positions
 
     def _pixels(self, image):
         image = np.asarray(image, np.uint8)

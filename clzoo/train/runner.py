@@ -275,9 +275,11 @@ def _loading(recipe, source, data):
 
     wanted = recipe.data_loading
     if wanted == "stream" and not source.streams():
+        how = (" (tfds build --file_format=array_record prepares a tfds dataset so)"
+               if str(recipe.data).startswith("tfds:") else "")
         raise RecipeError([f"data_loading = stream: streaming reads image folders and tfds splits in "
-                           f"ArrayRecord files; {recipe.data} is held in memory (data_loading: memory "
-                           "or auto)"])
+                           f"ArrayRecord files{how}; {recipe.data} is held in memory (data_loading: "
+                           "memory or auto)"])
     try:
         budget = memory_budget() if wanted == "auto" else (None, "")
     except ValueError as error:

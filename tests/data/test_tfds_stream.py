@@ -98,3 +98,34 @@ def test_jax_without_tensorflow_trains_on_it_streamed_and_held_alike(prepared, t
     assert metrics["stream"]["final_train_loss"] == pytest.approx(metrics["memory"]["final_train_loss"],
                                                                   rel=1e-6)
     assert metrics["stream"]["knn_top1"] == metrics["memory"]["knn_top1"]
+
+
+def test_a_streamed_split_refuses_an_index_that_adds_an_axis(prepared, data_dir):
+    """Second hostile pass: `images[None]` / `images[True]` ended inside array_record."""
+    from clzoo.data import load_split
+
+    dirs, _ = prepared
+    data_dir(dirs["array_record"])
+    images = load_split("tfds:clzoo_test_folder", "train", stream=True).images
+    for key in (None, True, np.zeros((2, 2), int)):
+        with pytest.raises(IndexError, match="TfdsImages takes"):
+            images[key]
+    assert images[-1].shape == (8, 8, 3) and images[...].shape == (64, 8, 8, 3)
+
+
+@pytest.mark.backends("jax")
+def test_a_tfrecord_dataset_without_tensorflow_is_one_line_naming_the_way_out(prepared):
+    dirs, _ = prepared
+    script = ("from clzoo.data import load_split\n"
+              "load_split('tfds:clzoo_test_folder', 'train')\n")
+    hide = str(ROOT / "tests" / "hide_tensorflow" / "sitecustomize.py")
+    prelude = ("import importlib.util as u\n"
+               f"s = u.spec_from_file_location('hide', {hide!r})\n"
+               "s.loader.exec_module(u.module_from_spec(s))\n")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TFDS_DATA_DIR": str(dirs["tfrecord"])}
+    result = subprocess.run([sys.executable, "-c", prelude + script], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert "prepared in TFRecord files, which TFDS reads with TensorFlow (not installed here)" in last
+    assert "--file_format=array_record" in last

@@ -76,6 +76,23 @@ def test_pack_keeps_a_folder_named_as_a_packs_file_and_refuses_a_dest_inside_the
     assert not inside.exists() and not inside.with_name("zz.new").exists()
 
 
+def test_pack_resolves_links_and_packs_a_class_whose_name_has_a_space(images, tmp_path):
+    """Second hostile pass: --dest reached through a link into --data packed its own work folder,
+    and a class folder named "a b" split into two names that find could not read."""
+    import tarfile
+
+    (tmp_path / "link").symlink_to(images)
+    _refused(_pack("--data", str(images), "--dest", str(tmp_path / "link" / "train" / "zz"), cwd=tmp_path),
+             "lies inside --data")
+    assert not (images / "train" / "zz").exists() and not (images / "train" / "zz.new").exists()
+    (images / "train" / "0").rename(images / "train" / "a b")
+    out = _pack("--data", str(images), "--dest", str(tmp_path / "pack"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("4 images packed")  # one a class and split: 2 classes x 2 splits
+    with tarfile.open(tmp_path / "pack" / "cifar10.tar.xz") as archive:
+        assert any(name.startswith("cifar10/train/a b/") for name in archive.getnames())
+
+
 def test_pack_reads_relative_paths_from_the_callers_folder(images, tmp_path):
     out = _pack("--data", "images", "--dest", "out", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
