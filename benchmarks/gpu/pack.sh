@@ -68,7 +68,9 @@ for split in train test; do  # NUL-separated: a class or file name may hold spac
     if [ "$SUBSET" = 0 ]; then
       (cd "$DATA" && find "$split/$class" -type f -print0 | sort -z) >> "$LIST"
     else
-      (cd "$DATA" && find "$split/$class" -type f -print0 | sort -z | head -z -n "$SUBSET") >> "$LIST"
+      # head stops reading early: the rest is drained, or sort dies of SIGPIPE under pipefail
+      (cd "$DATA" && find "$split/$class" -type f -print0 | sort -z \
+        | { head -z -n "$SUBSET"; cat > /dev/null; }) >> "$LIST"
     fi
   done < <(find "$DATA/$split" -mindepth 1 -maxdepth 1 -type d -printf '%P\0' | sort -z)
 done

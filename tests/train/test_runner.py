@@ -51,9 +51,13 @@ def test_train_cli_writes_a_complete_run(tmp_path, capsys):
     assert run.to_summary() == metrics and run.final_loss == run.loss_curve[-1]
     assert run.baselines["raw_pixels"].knn["k5"] == metrics["baselines"]["raw_pixels"]["knn"]["k5"]
 
-    # run/eval holds the report train wrote: replaced only with --overwrite.
-    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5"]) == 2
-    assert "pass --overwrite" in capsys.readouterr().err
+    # run/eval holds the report train wrote: a second look writes run/eval-2 beside it (issue 85),
+    # and --overwrite replaces it.
+    train_report = (out / "eval" / "metrics.json").read_bytes()
+    assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5", "--metrics", "knn"]) == 0
+    assert f"writing {out / 'eval-2'}" in capsys.readouterr().out
+    assert (out / "eval-2" / "metrics.json").is_file()
+    assert (out / "eval" / "metrics.json").read_bytes() == train_report
     assert cli.main(["eval", str(out), "--data", "digits", "--k", "1,5",
                      "--metrics", "knn,probe,separation", "--overwrite"]) == 0
     evaluated = json.loads((out / "eval" / "metrics.json").read_text())
