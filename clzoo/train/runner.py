@@ -256,9 +256,9 @@ def _check_before_work(recipe, place, output):
     if (place.collective_saves or several_torch) and recipe.task == "soft_target":
         # JAX: its final classifier metrics run the trained (cross-process) model on the chief
         # alone; torch: its classifier's step is Keras' own, which no process averages
-        raise RecipeError([f"task = {recipe.task!r}: not supported over several "
-                           f"{keras.backend.backend()} processes ({place.processes}); use task "
-                           "contrastive, or one process"])
+        name = {"jax": "JAX", "torch": "PyTorch"}.get(keras.backend.backend(), keras.backend.backend())
+        raise RecipeError([f"task = {recipe.task!r}: not supported over several {name} processes "
+                           f"({place.processes}); use task contrastive, or one process"])
     batch = recipe.training.batch_size
     if batch % place.replicas:
         raise RecipeError([f"training.batch_size = {batch}: the global batch must divide evenly "
