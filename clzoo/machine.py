@@ -48,7 +48,7 @@ def chosen_threads(text):
                      f"number of threads from 1 to {most} (4 per CPU of this machine)")
 
 
-def torch_threads_for_load(environ=None, busy=None):
+def torch_threads_for_load(environ=None, busy=None, recorded=None):
     """On a torch run on the CPU of a busy machine, lower torch's intra-op threads to the CPUs left
     free; returns what was done (for `environment.json` and one printed line), else None.
 
@@ -62,6 +62,8 @@ def torch_threads_for_load(environ=None, busy=None):
     Args:
         environ: the environment to read. Defaults to `os.environ`.
         busy: CPUs busy with other work (tests); None measures it (`busy_cpus`, 0.2 s).
+        recorded: what the run recorded when it started (`environment.json`'s `torch_threads`):
+            a resumed run takes that count again, whatever the load now.
 
     Returns:
         None, or `{"threads": int, "default": int, "busy_cpus": float or None, "note": str}`.
@@ -78,6 +80,9 @@ def torch_threads_for_load(environ=None, busy=None):
     import torch
 
     default = torch.get_num_threads()
+    if isinstance(recorded, dict) and isinstance(recorded.get("threads"), int) and chosen is None:
+        torch.set_num_threads(recorded["threads"])  # a resumed run keeps its count: its digits
+        return {**recorded, "note": f"torch: {recorded['threads']} CPU threads, as the run started with"}
     if chosen is not None:  # a count the user gave: that, whatever the load
         torch.set_num_threads(chosen)
         return {"threads": chosen, "default": default, "busy_cpus": None,

@@ -27,6 +27,9 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# torch's thread count follows the machine's load (clzoo.machine.torch_threads_for_load), and the
+# count can change a result's last digits: runs a test compares keep torch's own count
+os.environ.setdefault("CLZOO_TORCH_THREADS", "keep")
 os.environ["PYTHONSAFEPATH"] = "1"  # children: no cwd / script folder ahead of site-packages
 
 ROOT = Path(__file__).resolve().parents[1]

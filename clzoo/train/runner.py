@@ -119,7 +119,8 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     check_step_memory(recipe, encoder, getattr(views, "views", 1),
                       on_cpu=all("cpu" in str(d).lower() for d in place.devices))
     shard = _data_shard(place, task, views, pipeline)
-    threads = torch_threads_for_load()  # before the first step: the run records what it trained with
+    # before the first step: the run records what it trained with, and a resume takes it again
+    threads = torch_threads_for_load(recorded=recorded.get("torch_threads"))
     if place.is_chief:  # the first write: everything above may still refuse the run
         run.prepare(recipe, {**environment(place), "pipeline": pipeline,
                              "precision": recipe.training.precision, "data_loading": loading,

@@ -51,3 +51,10 @@ def test_a_thread_count_given_is_taken_and_a_value_not_understood_is_refused(tor
     for bad in ("0", "-1", "yes", "1.5", "٣", "99999"):  # 99999 aborted libgomp
         with pytest.raises(ValueError, match="CLZOO_TORCH_THREADS = .*expected keep"):
             torch_threads_for_load(environ={"CLZOO_TORCH_THREADS": bad}, busy=1.5)
+
+
+def test_a_resumed_run_takes_the_count_it_started_with(torch_threads):
+    from clzoo.machine import torch_threads_for_load
+
+    done = torch_threads_for_load(environ={}, busy=0.0, recorded={"threads": 1, "default": 2})
+    assert done["threads"] == torch_threads.get_num_threads() == 1  # idle now, yet as recorded
