@@ -33,7 +33,8 @@ def _run(script, hide_tensorflow):
     prelude = ""
     if hide_tensorflow:
         prelude = ("import importlib.util as u\n"
-                   f"s = u.spec_from_file_location('hide', {str(HIDE)!r}); s.loader.exec_module(u.module_from_spec(s))\n")
+                   f"s = u.spec_from_file_location('hide', {str(HIDE)!r})\n"
+                   "s.loader.exec_module(u.module_from_spec(s))\n")
     env = {**os.environ, "KERAS_BACKEND": keras.backend.backend()}
     return subprocess.run([sys.executable, "-c", prelude + script], capture_output=True, text=True,
                           env=env, timeout=900, cwd=ROOT)

@@ -79,7 +79,8 @@ def test_an_image_size_too_large_for_memory_is_refused_before_decoding(tmp_path,
     from clzoo.data import memory_budget
 
     root, _ = _mixed(tmp_path)
-    monkeypatch.setattr(memory_budget, "process_memory", lambda: (2000, "MemAvailable 2000 B"))  # < 7 x 10 x 10 x 3
+    # 2000 B < 7 x 10 x 10 x 3
+    monkeypatch.setattr(memory_budget, "process_memory", lambda: (2000, "MemAvailable 2000 B"))
     monkeypatch.setattr("clzoo.data.decode.decode_image", None)  # decoding would fail loudly
     with pytest.raises(ValueError, match=r"7 images of .* at --image-size 10 take .*choose a smaller"):
         data_source(str(root), image_size=10).load("train")
