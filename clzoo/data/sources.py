@@ -128,7 +128,9 @@ class DataSource:
             whole = data_source(self.source, image_size=size).load(split, on_unreadable, stream)
             return derive_label_set(whole, self.label_set)
         if self.source.startswith("tfds:"):
-            return _tfds_split(self, split, stream)
+            from clzoo.data.tfds_splits import load_tfds_split
+
+            return load_tfds_split(self, split, stream)
         if stream == "auto" and self.folder is None:
             stream = False  # the digits are held
         if stream and self.folder is None:
@@ -149,7 +151,9 @@ class DataSource:
         """True when this source's splits can stay where they are (`stream=True`): an image folder,
         or a tfds dataset prepared in ArrayRecord files (`clzoo.data.tfds_images`)."""
         if self.source.startswith("tfds:"):
-            return _tfds_streams(self.source[len("tfds:"):])
+            from clzoo.data.tfds_splits import prepared_builder
+
+            return prepared_builder(self.source[len("tfds:"):]) is not None
         return self.folder is not None
 
     def decoded_bytes(self, count, split="train"):
@@ -158,7 +162,9 @@ class DataSource:
         dataset prepared in ArrayRecord files, its split's size from its info (`count` None); None
         for the digits and where the size is unknown (held in memory)."""
         if self.source.startswith("tfds:"):
-            return _tfds_decoded_bytes(self.source[len("tfds:"):], split, self.image_size)
+            from clzoo.data.tfds_splits import decoded_bytes
+
+            return decoded_bytes(self.source[len("tfds:"):], split, self.image_size)
         if self.folder is None:
             return None
         if self.image_size is not None:
@@ -313,83 +319,6 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
         return Split(images.astype(np.uint8), np.asarray(coarse, np.int32), coarse_names,
                      fine_labels=np.asarray(labels, np.int32), fine_class_names=names)
     return Split(images.astype(np.uint8), np.asarray(labels, np.int32), names)
-
-
-def _tfds_prepared(name):
-    """The builder of a tfds dataset prepared here in ArrayRecord files, else None (TFRecord files,
-    not prepared, or a name tfds cannot build: read as `tfds.load` reads it)."""
-    try:
-        from clzoo.data.tfds_images import streams, tfds_builder
-
-        builder = tfds_builder(name)
-        prepared = os.path.isfile(os.path.join(builder.data_dir, "dataset_info.json"))
-        return builder if prepared and streams(builder) else None
-    except Exception:  # no tensorflow-datasets, an unknown name: `_load_tfds` names the reason
-        return None
-
-
-def _tfds_on_disk(name):
-    """True when tfds dataset `name` is prepared here (in whatever files)."""
-    try:
-        from clzoo.data.tfds_images import tfds_builder
-
-        return os.path.isfile(os.path.join(tfds_builder(name).data_dir, "dataset_info.json"))
-    except Exception:  # no tensorflow-datasets, an unknown name: `_load_tfds` names the reason
-        return False
-
-
-def _tfds_streams(name):
-    return _tfds_prepared(name) is not None
-
-
-def _tfds_decoded_bytes(name, split, image_size):
-    builder = _tfds_prepared(name)
-    if builder is None:
-        return None
-    image_key = builder.info.supervised_keys[0]
-    height, width = (image_size, image_size) if image_size else builder.info.features[image_key].shape[:2]
-    if height is None or width is None:
-        return None
-    return builder.info.splits[split].num_examples * height * width * 3
-
-
-def _tfds_split(source, split, stream):
-    """A tfds split: in ArrayRecord files read by index (`TfdsImages`: streamed, or decoded whole
-    into memory, TensorFlow not needed), else `tfds.load` into memory (`_load_tfds`)."""
-    name = source.source[len("tfds:"):]
-    if _tfds_prepared(name) is None:
-        from clzoo.data.device_stream import tensorflow_installed
-
-        if not tensorflow_installed() and _tfds_on_disk(name):
-            raise ValueError(f"tfds:{name} is prepared in TFRecord files, which TFDS reads with "
-                             "TensorFlow (not installed here): prepare it in ArrayRecord files (tfds "
-                             "build --file_format=array_record), which TFDS reads without it, or pip "
-                             "install tensorflow")
-        if stream is True:
-            raise ValueError(f"streaming reads tfds splits prepared in ArrayRecord files; tfds:{name} is "
-                             "not (tfds build --file_format=array_record prepares it so), or hold it "
-                             "(data_loading: memory or auto)")
-        return _load_tfds(name, split, image_size=source.image_size)
-    from clzoo.data.tfds_images import TfdsImages
-
-    images = TfdsImages(name, split, size=source.image_size)
-    if stream == "auto":
-        stream = _over_budget(images.nbytes)
-    labels = images.labels()
-    names = list(tfds_class_names(images, labels))
-    if not stream:
-        if source.image_size is not None:
-            check_resized_memory(len(images), source.image_size, f"tfds:{name} {split}")
-        images = np.asarray(images)
-    return Split(images, labels, names)
-
-
-def tfds_class_names(images, labels):
-    """The class names of a `TfdsImages` split's label feature (its ids as text if it has none)."""
-    from clzoo.data.tfds_images import tfds_builder
-
-    feature = tfds_builder(images.name, images.data_dir).info.features[images.label_key]
-    return getattr(feature, "names", None) or [str(i) for i in range(int(np.max(labels)) + 1)]
 
 
 TFDS_HOST = ("storage.googleapis.com", 443)  # TFDS' mirror of the datasets it prepares

@@ -9,7 +9,6 @@ from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
     Forecast,
-    Heartbeat,
     HistoryCSV,
     JSONLinesHistory,
     RestoreEpochLoss,
@@ -20,6 +19,7 @@ from clzoo.train.callbacks import (
     checkpoint_progress,
 )
 from clzoo.train.distribute import portable_batch_norm
+from clzoo.train.heartbeat import Heartbeat
 
 PROBE_SAMPLES = 32  # samples of the first batch that AtomicCheckpoint runs to check outputs are finite
 

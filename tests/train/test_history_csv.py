@@ -115,7 +115,7 @@ def test_a_damaged_csv_row_cannot_stop_a_resume(tmp_path):
 
 def test_off_a_terminal_a_line_comes_at_least_every_30_seconds_with_the_epochs_own_rate(capsys):
     """Issue 85 item 4: off a terminal Keras prints one line per epoch; a 31-minute epoch said nothing."""
-    from clzoo.train.callbacks import Heartbeat
+    from clzoo.train.heartbeat import Heartbeat
 
     now = [0.0]
     beat = Heartbeat(epochs=40, batch_size=32, seconds=30, clock=lambda: now[0])
