@@ -163,6 +163,38 @@ def _torch(name):
     return Placement("one_device", 1, True, [str(keras.config.backend())])
 
 
+def tf_worker_count(place):
+    """Workers of a TensorFlow `multi_worker` run (each one input pipeline); 1 otherwise."""
+    if place.strategy is None or place.name != "multi_worker":
+        return 1
+    return place.strategy.num_replicas_in_sync // len(place.strategy.extended.worker_devices)
+
+
+def per_worker_batches(strategy, build, global_batch):
+    """Each worker's own rows of every global batch, through `tf.distribute.InputContext`.
+
+    `build((index, count))` returns the stream of this worker's rows (`index` of
+    `count` input pipelines: `batch_size // count` rows of each global batch, as
+    for JAX or torch processes); it is cut into one batch per local replica, in
+    replica order, so replica `r` of worker `w` takes the rows one device would
+    give global replica `w * replicas_per_worker + r`. Returns the
+    `strategy.distribute_datasets_from_function` dataset, which `fit` takes as it
+    is, with the stream's `clzoo_stream` facts (its steps are the stream's).
+    """
+    facts = {}
+
+    def per_worker(context):
+        data = build((context.input_pipeline_id, context.num_input_pipelines))
+        facts.update(data.clzoo_stream)
+        local = global_batch // context.num_input_pipelines
+        per_replica = context.get_per_replica_batch_size(global_batch)
+        return data if per_replica == local else data.rebatch(per_replica, drop_remainder=True)
+
+    distributed = strategy.distribute_datasets_from_function(per_worker)
+    distributed.clzoo_stream = facts
+    return distributed
+
+
 def synchronize_batch_norm(model):
     """Compute batch-norm statistics over the global batch on every replica (TensorFlow).
 

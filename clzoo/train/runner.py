@@ -23,9 +23,11 @@ from clzoo.train.determinism import seed_everything
 from clzoo.train.distribute import (
     chief_alone,
     finish_together,
+    per_worker_batches,
     placement,
     portable_batch_norm,
     synchronize_batch_norm,
+    tf_worker_count,
     write_once,
 )
 from clzoo.train.divergence import divergence_advice
@@ -133,8 +135,7 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
               f"({loaded_why})" + (f"; each of {shard[1]} processes reads its rows" if shard else ""))
         if threads:
             print(threads["note"])
-    fitted = resumable_fit(model, lambda step: task.batches(train_split, recipe, views, step, pipeline,
-                                                            shard),
+    fitted = resumable_fit(model, _stream_from(task, train_split, recipe, views, pipeline, place, shard),
                            run, plan, place, verbose,
                            _knn_monitor(recipe, train_split, test_split, place, encoder), levers)
     _save_encoder(run, encoder, recipe, model, place)
@@ -186,17 +187,33 @@ def _run_shape(recipe, place):
                     keras.backend.backend(), **placed)
 
 
+def _stream_from(task, split, recipe, views, pipeline, place, shard):
+    """The run's stream from a step: this process's rows (`shard`), or on TensorFlow's
+    `multi_worker` each worker's rows through `tf.distribute.InputContext`."""
+    def stream(step):
+        build = lambda part: task.batches(split, recipe, views, step, pipeline, part)  # noqa: E731
+        if shard and keras.backend.backend() == "tensorflow":
+            return per_worker_batches(place.strategy, build, recipe.training.batch_size)
+        return build(shard)
+
+    return stream
+
+
 def _data_shard(place, task, views, pipeline):
     """`(process index, process count)` when each process reads only its rows of every global
     batch: JAX or torch processes on the device stream, or on tf.data with per-image views (JAX:
     Keras then takes each process's batch as its own, not sharding the whole stream after every
-    process decoded all of it); None otherwise."""
+    process decoded all of it; TensorFlow's `multi_worker`: each worker's input pipeline, the
+    index its `InputContext`'s); None otherwise."""
     from clzoo.data.augmentation_settings import ViewConfig
 
     backend = keras.backend.backend()
-    if place.processes < 2 or backend not in ("jax", "torch") or task.kind != "views":
+    if task.kind != "views" or (pipeline == "tf_data" and not isinstance(views, ViewConfig)):
         return None
-    if pipeline == "tf_data" and not isinstance(views, ViewConfig):
+    if backend == "tensorflow":
+        workers = tf_worker_count(place)
+        return (place.strategy.cluster_resolver.task_id, workers) if workers > 1 else None
+    if place.processes < 2:
         return None
     if backend == "torch":
         import torch.distributed as dist

@@ -80,6 +80,8 @@ def test_two_workers_match_one_process_on_the_same_global_batch(data, mirrored_r
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     single = json.loads((mirrored_runs / "single" / "metrics.json").read_text())
     assert metrics["strategy"] == "multi_worker" and metrics["replicas"] == 2
+    # each worker decoded only its half of every global batch (tf.distribute.InputContext)
+    assert json.loads((tmp_path / "run" / "environment.json").read_text())["data_shards"] == 2
     assert abs(metrics["knn_top1"] - single["knn_top1"]) <= 1 / 60 + 1e-9  # 60 test images
 
 
