@@ -7,8 +7,10 @@ folder is written.
 
 from dataclasses import dataclass
 
+from clzoo.data.folder_listing import _folder_root, _list_folder
 from clzoo.data.memory_budget import over_memory, size_text
-from clzoo.data.sources import EMBEDDED, _folder_root, _list_folder, data_source, tfds_missing
+from clzoo.data.sources import EMBEDDED, data_source
+from clzoo.data.tfds_splits import tfds_missing
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 DEFAULT_KS = (1, 5, 20, 200)  # kNN sizes of `clzoo eval`; 200 is Wu et al. 2018's

@@ -250,3 +250,9 @@ def _free_memory(meminfo):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free memory"
     except (ValueError, OSError, AttributeError):
         return None, ""
+
+
+def over_budget(decoded_bytes):
+    """True when a split of `decoded_bytes` (None: unknown) exceeds the memory budget
+    (`memory_budget`): `data_loading: auto` streams it."""
+    return choose_loading("auto", decoded_bytes, memory_budget())[0] == "stream"

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from clzoo.data.sources import _sample
+from clzoo.data.folder_loading import _sample
 
 _CHECKED = []  # weak references to the last pairs checked: one check per pair, nothing kept alive
 
@@ -78,7 +78,7 @@ def _refuse_shared_files(train, train_stats, test, test_stats, where):
 
 def sample_digest(path, size):
     """`(size, 16-byte digest)` of the decode cache's content sample of a file: its first and last
-    `SAMPLE` bytes, all of a small one (`sources._sample`)."""
+    `SAMPLE` bytes, all of a small one (`folder_loading._sample`)."""
     return size, hashlib.blake2b(_sample(path, size), digest_size=16).digest()
 
 

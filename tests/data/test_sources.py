@@ -187,7 +187,7 @@ def test_exif_orientation_is_applied(tmp_path):
 
 
 def test_the_tfds_hint_names_what_to_install_and_the_folder_alternative(monkeypatch):
-    from clzoo.data.sources import tfds_missing
+    from clzoo.data.tfds_splits import tfds_missing
 
     assert "pip install tensorflow-datasets importlib_resources;" in tfds_missing()
     assert "--data <image folder>" in tfds_missing() and "clzoo[tfds]" not in tfds_missing()

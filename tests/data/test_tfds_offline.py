@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from clzoo.data import sources
+from clzoo.data import tfds_splits
 
 
 def _tfds(folder):
@@ -23,12 +23,12 @@ def test_an_unprepared_dataset_without_a_network_is_refused_in_one_line(tmp_path
         monkeypatch.delenv(key, raising=False)
     with pytest.raises(ValueError, match=r"^tfds:cifar10 is not prepared in .* cannot reach "
                                          r"storage.googleapis.com to download it \(Name or service"):
-        sources._refuse_a_download_offline(_tfds(tmp_path), "cifar10")
+        tfds_splits._refuse_a_download_offline(_tfds(tmp_path), "cifar10")
 
 
 def test_a_prepared_dataset_or_a_proxy_skips_the_check(tmp_path, monkeypatch):
     monkeypatch.setattr(socket, "create_connection", _offline)
     (tmp_path / "dataset_info.json").write_text("{}")
-    sources._refuse_a_download_offline(_tfds(tmp_path), "cifar10")  # prepared: read offline
+    tfds_splits._refuse_a_download_offline(_tfds(tmp_path), "cifar10")  # prepared: read offline
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
-    sources._refuse_a_download_offline(_tfds(tmp_path / "none"), "cifar10")  # the proxy decides
+    tfds_splits._refuse_a_download_offline(_tfds(tmp_path / "none"), "cifar10")  # the proxy decides

@@ -7,7 +7,7 @@ tfds = pytest.importorskip("tensorflow_datasets")
 
 
 def test_a_tfds_split_is_read_into_one_uint8_array_with_its_labels():
-    from clzoo.data.sources import _load_tfds
+    from clzoo.data.tfds_splits import _load_tfds
 
     with tfds.testing.mock_data(num_examples=12):
         split = _load_tfds("cifar10", "train")
