@@ -6,6 +6,7 @@ from keras import ops
 from clzoo.losses import distributed
 from clzoo.models.fit_labels import check_labels
 from clzoo.models.jax_step_guard import guard_jax_step
+from clzoo.models.stream_fit import fit_device_stream, fit_tf_data_stream
 from clzoo.parts import (
     FLAT_ARGUMENTS,
     PARTS,
@@ -323,9 +324,9 @@ class ContrastiveModel(keras.Model):
             shuffle = isinstance(x, (list, tuple, dict)) or hasattr(x, "shape")
         stream = getattr(x, "clzoo_stream", None)  # a clzoo training stream (`clzoo.data.streams`)
         if not args and isinstance(stream, dict) and stream.get("generator"):
-            x = _fit_device_stream(x, kwargs)
+            x = fit_device_stream(x, kwargs)
         elif not args and isinstance(stream, dict):
-            _fit_tf_data_stream(stream, kwargs)
+            fit_tf_data_stream(stream, kwargs)
         history = super().fit(x, y, *args, shuffle=shuffle, **kwargs)
         seen = getattr(self, "_step_input_shape", None)
         if not self.built and seen is not None:
@@ -472,34 +473,3 @@ class ContrastiveModel(keras.Model):
             config["learnable_temperature"] = keras.saving.deserialize_keras_object(
                 config["learnable_temperature"])
         return cls(**config)
-
-
-def _fit_tf_data_stream(stream, kwargs):
-    """`steps_per_epoch` for a `clzoo.data.batches` stream fitted for several epochs; a fit
-    longer than the stream refused with the `epochs` to build it with."""
-    epochs = kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)
-    if kwargs.get("steps_per_epoch") is None and epochs > 1:
-        kwargs["steps_per_epoch"] = stream["steps_per_epoch"]
-    steps = kwargs.get("steps_per_epoch")
-    if steps is not None and epochs * steps > stream["batches"]:
-        needed = -(-(stream["start_step"] + epochs * steps) // stream["steps_per_epoch"])
-        raise ValueError(f"fit asks for {epochs * steps} steps ({epochs} epochs of {steps}) but the "
-                         f"stream holds {stream['batches']} batches: build it with "
-                         f"clzoo.data.batches(..., epochs={needed})")
-
-
-def _fit_device_stream(stream, kwargs):
-    """The stream's generator for `fit`, `steps_per_epoch` defaulting to one of its epochs; a fit
-    longer than the stream is refused here (Keras would stop with a warning when it runs dry)."""
-    facts = stream.clzoo_stream
-    if kwargs.get("steps_per_epoch") is None:
-        kwargs["steps_per_epoch"] = facts["steps_per_epoch"]
-    steps = kwargs["steps_per_epoch"]
-    wanted = (kwargs.get("epochs", 1) - kwargs.get("initial_epoch", 0)) * steps
-    if wanted > facts["batches"]:
-        epochs = -(-(facts["start_step"] + wanted) // facts["steps_per_epoch"])
-        raise ValueError(f"fit asks for {wanted} steps ({kwargs.get('epochs', 1)} epochs of {steps}) but "
-                         f"the stream holds {facts['batches']} batches: build it with "
-                         f"device_batches(..., epochs={epochs})")
-    return iter(stream)
-

@@ -9,10 +9,7 @@ from clzoo.console import keras_verbose
 from clzoo.train.callbacks import (
     AtomicCheckpoint,
     Forecast,
-    HistoryCSV,
-    JSONLinesHistory,
     RestoreEpochLoss,
-    StepLog,
     StopOnNaN,
     StopOnSignal,
     Throughput,
@@ -20,6 +17,7 @@ from clzoo.train.callbacks import (
 )
 from clzoo.train.distribute import portable_batch_norm
 from clzoo.train.heartbeat import Heartbeat
+from clzoo.train.history import HistoryCSV, JSONLinesHistory, StepLog
 
 PROBE_SAMPLES = 32  # samples of the first batch that AtomicCheckpoint runs to check outputs are finite
 

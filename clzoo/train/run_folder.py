@@ -166,7 +166,7 @@ class RunFolder:
         row cannot stop a resume; without the JSON lines, its rows are cut, a damaged one named."""
         path, history = self.path / "history.csv", self.path / "history.jsonl"
         if history.exists():
-            from clzoo.train.callbacks import write_history_csv
+            from clzoo.train.history import write_history_csv
 
             write_history_csv(path, history)
             return

@@ -4,7 +4,7 @@ every key any epoch logged, and agrees with its header across a resume (issue 57
 import keras
 import numpy as np
 
-from clzoo.train.callbacks import HistoryCSV, JSONLinesHistory
+from clzoo.train.history import HistoryCSV, JSONLinesHistory
 from clzoo.train.run_folder import RunFolder
 
 
