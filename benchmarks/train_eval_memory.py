@@ -12,6 +12,11 @@ process tree (the sum of every process's VmRSS, polled from /proc every 0.1 s,
 and the main process's own VmHWM) is printed as a table and added to
 `benchmarks/train_eval_memory.json` under `--label` (issue 84 item 4: the
 10,000-image run must peak within 0.6 GB of the 1,000-image one).
+
+With `--source tfds` each folder is first prepared as a tfds dataset in ArrayRecord files
+(`tests/data/tfds_builders.py`: the JPEGs kept as they are, never downloaded), and `clzoo train`
+reads `tfds:clzoo_test_folder` from it (`TFDS_DATA_DIR`), streamed (issue 84: a prepared
+dataset 10x larger adds <= 0.6 GB of peak RSS at the same budget).
 """
 
 import argparse
@@ -81,9 +86,22 @@ def tree_rss(root_pid):
     return total, hwm
 
 
-def run_train(data, recipe, output, backend):
+def as_tfds(folder, data_dir):
+    """`tfds:NAME` of `folder` prepared in ArrayRecord files under `data_dir` (once)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.data.tfds_builders import NAME, prepare
+
+    if not (data_dir / "done").exists():
+        prepare(folder, data_dir, "array_record", shape=(SIDE, SIDE, 3))
+        (data_dir / "done").write_text("")
+    return f"tfds:{NAME}"
+
+
+def run_train(data, recipe, output, backend, data_dir=None):
     """Run `clzoo train` once; returns (peak tree RSS, peak VmHWM, seconds, exit code, log tail)."""
     env = {**os.environ, "CLZOO_MEMORY_BUDGET": "800MB", "KERAS_BACKEND": backend}
+    if data_dir is not None:
+        env["TFDS_DATA_DIR"] = str(data_dir)
     clzoo = Path(sys.executable).with_name("clzoo")
     command = [str(clzoo), "train", str(recipe), "--data", str(data), "--output", str(output)]
     log = open(output.with_suffix(".log"), "w")
@@ -105,6 +123,7 @@ def main():
     parser.add_argument("--label", default="after")
     parser.add_argument("--backend", default="tensorflow")
     parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--source", choices=("folder", "tfds"), default="folder")
     args = parser.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
@@ -112,12 +131,17 @@ def main():
     recipe.write_text(RECIPE)
     rows = []
     for count in (int(n) for n in args.sizes.split(",")):
-        data = write_folder(root / f"jpeg{count}", count)
+        data, data_dir = write_folder(root / f"jpeg{count}", count), None
+        if args.source == "tfds":
+            data_dir = root / f"tfds{count}"
+            data = as_tfds(data, data_dir)
         output = root / f"run-{args.label}-{count}"
-        peak, hwm, seconds, code, tail, command = run_train(data, recipe, output, args.backend)
+        peak, hwm, seconds, code, tail, command = run_train(data, recipe, output, args.backend,
+                                                            data_dir)
         rows.append({"images": count, "peak_tree_rss_mb": round(peak / 1e6), "peak_hwm_mb": round(hwm / 1e6),
                      "seconds": round(seconds), "exit": code,
-                     "command": "CLZOO_MEMORY_BUDGET=800MB " + " ".join(command)})
+                     "command": (f"TFDS_DATA_DIR={data_dir} " if data_dir else "")
+                     + "CLZOO_MEMORY_BUDGET=800MB " + " ".join(command)})
         if code:
             print("\n".join(tail), file=sys.stderr)
     print(f"| {args.label} | images | peak RSS (tree) MB | VmHWM MB | seconds | exit |")

@@ -22,6 +22,9 @@ class Split:
         fine_class_names: names of the fine labels, or None.
         paths: for an image folder (no derived label set), the file of each
             row, str `(N,)` in row order; else None.
+        fingerprint: for a tfds split in ArrayRecord files, held or streamed,
+            the digest of its records (`TfdsImages.fingerprint`), which a
+            resumed run compares; else None.
     """
 
     images: np.ndarray
@@ -30,6 +33,7 @@ class Split:
     fine_labels: np.ndarray = None
     fine_class_names: list = None
     paths: list = None
+    fingerprint: str = None
 
     def __len__(self):
         return len(self.labels)

@@ -92,15 +92,38 @@ class TfdsImages:
     def labels(self):
         """int32 `(N,)` labels of the rows, read without decoding an image (one pass over the
         files: the records are read, their images skipped)."""
-        import tensorflow_datasets as tfds
-
-        skipping = tfds.data_source(self.name, split=self.split, data_dir=self.data_dir,
-                                    decoders={self.image_key: tfds.decode.SkipDecoding()})
+        skipping = self._skipping()
         found = np.zeros(len(self._rows), np.int32)
         for start in range(0, len(self._rows), 1024):
             rows = self._rows[start:start + 1024].tolist()
             found[start:start + len(rows)] = [int(r[self.label_key]) for r in skipping.__getitems__(rows)]
         return found
+
+    def fingerprint(self, samples=4096, edge=4096):
+        """Hex digest of the rows' records, read without decoding an image: the dataset's name,
+        version and split, the row count, and the first and last `edge` bytes of the encoded image
+        of `samples` rows spread over the split (as `clzoo.train.resume_checks.data_fingerprint`
+        reads an image folder's files). Decoding the split to hash its pixels held it whole."""
+        import hashlib
+
+        skipping = self._skipping()
+        version = tfds_builder(self.name, self.data_dir).info.version
+        digest = hashlib.blake2b(f"tfds:{self.name}\0{version}\0{self.split}\0{len(self._rows)}".encode(),
+                                 digest_size=16)
+        digest.update(np.ascontiguousarray(self._rows, np.int64))
+        picked = self._rows[::max(1, len(self._rows) // samples)].tolist()
+        for start in range(0, len(picked), 1024):
+            for record in skipping.__getitems__(picked[start:start + 1024]):
+                encoded = bytes(record[self.image_key])
+                digest.update(encoded[:edge] + encoded[-edge:] + f"\0{len(encoded)}\0".encode())
+        return digest.hexdigest()
+
+    def _skipping(self):
+        """The split's data source with its images left encoded (`tfds.decode.SkipDecoding`)."""
+        import tensorflow_datasets as tfds
+
+        return tfds.data_source(self.name, split=self.split, data_dir=self.data_dir,
+                                decoders={self.image_key: tfds.decode.SkipDecoding()})
 
     def subset(self, rows):
         """The images of `rows` (an int array, or a boolean mask), still in their files."""

@@ -69,11 +69,12 @@ def load_tfds_split(source, split, stream):
         stream = over_budget(images.nbytes)
     labels = images.labels()
     names = list(_class_names(images, labels))
+    fingerprint = images.fingerprint()  # the same held or streamed, so a resume may switch
     if not stream:
         if source.image_size is not None:
             check_resized_memory(len(images), source.image_size, f"tfds:{name} {split}")
         images = np.asarray(images)
-    return Split(images, labels, names)
+    return Split(images, labels, names, fingerprint=fingerprint)
 
 
 def _class_names(images, labels):

@@ -123,7 +123,9 @@ SAMPLED_FILES = 4096  # files whose bytes the fingerprint reads (the first and l
 def data_fingerprint(split):
     """Hex digest of a split's content: for an image folder each file's class folder, name and size
     in bytes, and the first and last 4 KiB of `SAMPLED_FILES` files spread over the split (not
-    mtimes or full paths, so a copy of the data elsewhere resumes); else its labels and pixels."""
+    mtimes or full paths, so a copy of the data elsewhere resumes); for a tfds split in ArrayRecord
+    files its records' digest (`Split.fingerprint`); else its labels and pixels, hashed where they
+    lie (never decoded whole, nor copied)."""
     from clzoo.data.split_overlap import sample_digest
 
     digest = hashlib.blake2b(np.asarray(split.labels, np.int64).tobytes(), digest_size=16)
@@ -134,8 +136,12 @@ def data_fingerprint(split):
         step = max(1, len(sizes) // SAMPLED_FILES)
         for index in range(0, len(sizes), step):
             digest.update(sample_digest(split.paths[index], sizes[index])[1])
+    elif getattr(split, "fingerprint", None) is not None:
+        digest.update(split.fingerprint.encode())
+    elif hasattr(split.images, "fingerprint"):  # streamed, under a derived label set
+        digest.update(split.images.fingerprint().encode())
     else:
-        digest.update(np.ascontiguousarray(split.images).tobytes())
+        digest.update(np.ascontiguousarray(split.images))
     return digest.hexdigest()
 
 
