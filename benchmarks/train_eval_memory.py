@@ -22,6 +22,7 @@ dataset 10x larger adds <= 0.6 GB of peak RSS at the same budget).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -136,6 +137,7 @@ def main():
             data_dir = root / f"tfds{count}"
             data = as_tfds(data, data_dir)
         output = root / f"run-{args.label}-{count}"
+        shutil.rmtree(output, ignore_errors=True)  # this script's own folder from an earlier measure
         peak, hwm, seconds, code, tail, command = run_train(data, recipe, output, args.backend,
                                                             data_dir)
         rows.append({"images": count, "peak_tree_rss_mb": round(peak / 1e6), "peak_hwm_mb": round(hwm / 1e6),

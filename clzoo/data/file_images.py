@@ -19,6 +19,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from clzoo.data import decode
+from clzoo.data.resize import MixedImageSizes
 
 # The errors decoding raises, as they read inside a TensorFlow op error (tf.data's map wraps them).
 _DECODE_ERRORS = re.compile(r"Cannot read image .*?leaves such files out\)"
@@ -242,7 +243,7 @@ class FileImages:
         """`pixels`, or (images kept at their own size) a refusal when their size is not the first's."""
         if self._side is not None and pixels.shape[:2] != tuple(self._side):
             first, (height, width) = self._side, pixels.shape[:2]
-            raise ValueError(f"Images differ in size: {self.paths[0]} is {first[1]}x{first[0]}, "
+            raise MixedImageSizes(f"Images differ in size: {self.paths[0]} is {first[1]}x{first[0]}, "
                              f"{self.paths[at]} is {width}x{height} (width x height). Resize them "
                              "on load with --image-size N (recipe key image_size).")
         return pixels

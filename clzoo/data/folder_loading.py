@@ -15,7 +15,7 @@ import numpy as np
 from clzoo.data import decode
 from clzoo.data.cache import cache_dir, discard, read_npz
 from clzoo.data.folder_listing import _check_every_class
-from clzoo.data.resize import check_resized_memory
+from clzoo.data.resize import MixedImageSizes, check_resized_memory
 from clzoo.data.split import Split
 from clzoo.files import atomic_write
 
@@ -173,7 +173,7 @@ def _decode_all(files, on_unreadable, image_size, what, where):
 
 def _refuse_sizes(where, first, first_shape, odd, odd_shape):
     size = "{1}x{0} (width x height, as PIL's Image.size gives it)".format
-    raise ValueError(
+    raise MixedImageSizes(
         f"Images in {where} differ in size: {first} is {size(*first_shape[:2])}, {odd} is "
         f"{size(*odd_shape[:2])}. Resize them on load with --image-size N (recipe key "
         "image_size; sizes are read after the EXIF orientation tag is applied: a rotated "

@@ -12,6 +12,10 @@ import numpy as np
 MAX_IMAGE_SIZE = 4096  # pixels per side; a larger value is more likely a typo than a wish
 
 
+class MixedImageSizes(ValueError):
+    """Images of several sizes where a split needs one: resize them on load (`image_size`)."""
+
+
 def check_image_size(value):
     """`value` as an int side in pixels, or None; `ValueError` naming the expected range."""
     if value is None:

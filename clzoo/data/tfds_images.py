@@ -11,7 +11,7 @@ in `download_and_prepare`) prepares one to stream.
 
 import numpy as np
 
-from clzoo.data.resize import resize_image
+from clzoo.data.resize import MixedImageSizes, resize_image
 
 
 def tfds_builder(name, data_dir=None):
@@ -68,7 +68,7 @@ class TfdsImages:
         self.image_key, self.label_key = builder.info.supervised_keys
         shape = builder.info.features[self.image_key].shape
         if size is None and (shape[0] is None or shape[1] is None):
-            raise ValueError(f"tfds:{name} holds images of several sizes: resize them on load with "
+            raise MixedImageSizes(f"tfds:{name} holds images of several sizes: resize them on load with "
                              "--image-size N (recipe key image_size)")
         self._side = (size, size) if size is not None else tuple(shape[:2])
         self._resize = size
@@ -161,7 +161,7 @@ class TfdsImages:
         image = np.repeat(image, 3, axis=-1) if image.shape[-1] == 1 else image
         image = image if self._resize is None else resize_image(image, self._resize)
         if image.shape[:2] != tuple(self._side):
-            raise ValueError(f"tfds:{self.name} has images of several sizes ({self._side}, "
+            raise MixedImageSizes(f"tfds:{self.name} has images of several sizes ({self._side}, "
                              f"{image.shape[:2]}, ...); resize them on load with --image-size N "
                              "(recipe key image_size).")
         return image

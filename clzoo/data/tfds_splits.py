@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from clzoo.data.memory_budget import over_budget
-from clzoo.data.resize import check_resized_memory, resize_image
+from clzoo.data.resize import MixedImageSizes, check_resized_memory, resize_image
 from clzoo.data.split import Split
 
 
@@ -125,7 +125,7 @@ def _load_tfds(name, split, coarse_key=None, image_size=None):
             raise ValueError(f"tfds dataset {name!r} holds more examples than its {count} in split "
                              f"{split!r}")
         if image.shape != images.shape[1:]:
-            raise ValueError(f"tfds dataset {name!r} has images of several sizes ({images.shape[1:]}, "
+            raise MixedImageSizes(f"tfds dataset {name!r} has images of several sizes ({images.shape[1:]}, "
                              f"{image.shape}, ...); resize them on load with --image-size N (recipe "
                              "key image_size).")
         images[row] = image

@@ -11,6 +11,7 @@ import numpy as np
 
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
+from clzoo.data.resize import MixedImageSizes
 from clzoo.data.sources import data_source
 from clzoo.data.split_overlap import check_splits_apart
 from clzoo.eval.records import read_run
@@ -107,7 +108,7 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split, test_split = _load_data(source, stream=loading == "stream")
+    train_split, test_split = _load_data(source, loading == "stream", views.size)
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
     levers = build_levers(recipe.training.levers, total_steps=plan.epochs * plan.steps)
@@ -343,12 +344,16 @@ def _inside(path, folder):
         return False
 
 
-def _load_data(source, stream=False):
+def _load_data(source, stream=False, view_size=None):
     """Both splits of a `DataSource` (left in their files when `stream`); one that cannot be read is
-    a `RecipeError` naming the spec."""
+    a `RecipeError` naming the spec (images of several sizes: naming the recipe's view size)."""
     try:
         train, test = source.load("train", stream=stream), source.load("test", stream=stream)
         check_splits_apart(train, test, source.spec)
+    except MixedImageSizes as error:
+        raise RecipeError([f"data = {source.spec!r}: {error} This recipe's views are {view_size} px: "
+                           f"--image-size {view_size} resizes every image to that on load (a larger "
+                           "size keeps more detail for the views' crops)."]) from None
     except ValueError as error:
         raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
     return train, test

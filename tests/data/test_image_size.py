@@ -106,3 +106,19 @@ def test_images_that_cannot_fit_in_memory_are_refused_before_decoding(tmp_path, 
     assert checks.check_data(checks.data_source(str(root), image_size=32)).class_names == ("a", "b")
     monkeypatch.setattr(memory_budget, "process_memory", lambda: (None, ""))  # unknown: no refusal
     assert checks.check_data(str(root)).class_names == ("a", "b")
+
+
+def test_train_on_mixed_sizes_names_the_recipes_view_size_as_the_value_to_pass(tmp_path):
+    """Issue 85 item 3: the refusal at `train` named `--image-size N` though the recipe's view size
+    is known. Run as the console script: one line, naming `--image-size 8` for `views.size=8`."""
+    from clzoo.data.resize import MixedImageSizes
+    from tests.test_cli import _run
+
+    root, _ = _mixed(tmp_path)
+    with pytest.raises(MixedImageSizes):
+        load_split(str(root))
+    refused = _run(["train", "sincere_digits", "--data", str(root), "--set", "views.size=8",
+                    "--set", "training.batch_size=4", "--output", str(tmp_path / "run")])
+    assert refused.returncode != 0, refused.stdout
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "differ in size" in refused.stderr and "views are 8 px: --image-size 8" in refused.stderr
