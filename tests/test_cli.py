@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from clzoo import cli
+from clzoo import cli, run_reuse
+from clzoo.cli import listing
 from clzoo.version import __version__
 from tests.train.tiny_data import write_tiny_digits
 
@@ -546,7 +547,7 @@ def test_a_ctrl_c_python_drops_in_a_finaliser_still_stops_the_command(monkeypatc
             time.sleep(0.005)
         return 0
 
-    monkeypatch.setattr(cli, "_presets", command_interrupted)  # the parser takes it as `presets`' func
+    monkeypatch.setattr(listing, "_presets", command_interrupted)  # the parser takes it as `presets`' func
     # Python's own handler, as in a terminal: a suite started in the background (`cmd &`) inherits
     # SIGINT ignored, and an ignored signal is not delivered (nor does a Ctrl-C arrive there)
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -667,22 +668,22 @@ def test_a_run_folder_lends_its_data_and_image_size_to_eval_embed_compare_and_tr
     run = tmp_path / "run"
     run.mkdir()
     (run / "recipe.yaml").write_text("data: /somewhere/photos\nimage_size: 32\n")
-    for command, target in cli._RUN_TARGETS.items():
+    for command, target in run_reuse.RUN_TARGETS.items():
         args = argparse.Namespace(command=command, data=None, image_size=None, model=None,
                                   model_a=None, preset=None)
         setattr(args, target, str(run))
-        cli._run_defaults(args)
+        run_reuse.run_defaults(args)
         assert (args.data, args.image_size) == ("/somewhere/photos", 32)
     assert "--data /somewhere/photos and --image-size 32, the run's own" in capsys.readouterr().out
     given = argparse.Namespace(command="eval", data="digits", image_size=None, model=str(run))
-    cli._run_defaults(given)  # --data given: the run's image_size still applies (mixed-size folders)
+    run_reuse.run_defaults(given)  # --data given: the run's image_size still applies (mixed-size folders)
     assert (given.data, given.image_size) == ("digits", 32)
     chosen = argparse.Namespace(command="eval", data="digits", image_size=16, model=str(run))
-    cli._run_defaults(chosen)
+    run_reuse.run_defaults(chosen)
     assert (chosen.data, chosen.image_size) == ("digits", 16)  # what the user typed wins
     bare = argparse.Namespace(command="eval", data=None, image_size=None, model=str(tmp_path / "m.keras"))
     with pytest.raises(ValueError, match="--data is needed: .*m.keras is not a run folder"):
-        cli._run_defaults(bare)
+        run_reuse.run_defaults(bare)
 
 
 def test_a_quick_try_of_a_long_recipe_names_the_flag_typed_and_the_fix(capsys):
@@ -705,14 +706,14 @@ def test_a_damaged_run_recipe_or_image_size_is_one_line_and_a_dangling_link_is_p
     (run / "recipe.yaml").write_text("data: digits\nimage_size: x\n")
     args = argparse.Namespace(command="eval", data=None, image_size=None, model=str(run))
     with pytest.raises(ValueError, match=r"recipe.yaml: image_size = 'x' is not a whole number >= 1"):
-        cli._run_defaults(args)
+        run_reuse.run_defaults(args)
     (run / "recipe.yaml").write_text("data: [unclosed\n")
     with pytest.raises(ValueError, match=r"--data is needed: .*recipe.yaml does not read as a recipe"):
-        cli._run_defaults(args)
+        run_reuse.run_defaults(args)
     given = argparse.Namespace(command="eval", data="digits", image_size=None, model=str(run))
-    cli._run_defaults(given)
+    run_reuse.run_defaults(given)
     assert "image_size is not reused" in capsys.readouterr().out
     (run / "eval").mkdir()
     (run / "eval" / "metrics.json").write_text("{}")
     (run / "eval-2").symlink_to(tmp_path / "gone")
-    assert cli._unused_report_folder(run / "eval") == run / "eval-3"
+    assert run_reuse.unused_report_folder(run / "eval") == run / "eval-3"

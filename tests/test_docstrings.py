@@ -11,10 +11,21 @@ import pytest
 
 import clzoo
 
-MODULES = sorted(
-    name for _, name, _ in pkgutil.walk_packages(clzoo.__path__, "clzoo.")
-    if name != "clzoo.cli"
-)
+
+def _modules(path, prefix):
+    """The modules `pkgutil.walk_packages` lists, less the `clzoo` command (`clzoo.cli` and its
+    modules): importing it sets TF_CPP_MIN_LOG_LEVEL in this process's environment (the command's
+    own setting), and it holds no examples. walk_packages imports each package it enters, so the
+    command is left out here before it is entered."""
+    for _, name, is_package in pkgutil.iter_modules(path, prefix):
+        if name == "clzoo.cli":
+            continue
+        yield name
+        if is_package:
+            yield from _modules(importlib.import_module(name).__path__, f"{name}.")
+
+
+MODULES = sorted(_modules(clzoo.__path__, "clzoo."))
 
 
 def _loads_triton(name):

@@ -112,9 +112,25 @@ def test_rooms_form_no_circle_and_models_sit_below_presets():
         placed |= set(ready)
         order += ready
     assert order.index("clzoo.models") < order.index("clzoo.presets") < order.index("clzoo.cli")
+    # the command: the top room, imported only by `python -m clzoo`'s entry (clzoo/__main__.py)
+    assert [r for r, ts in rooms.items() if "clzoo.cli" in ts] == ["clzoo.__main__"]
     # issue 60: the training step's parts sit below the models that compose them
     assert order.index("clzoo.parts") < order.index("clzoo.models")
     assert "clzoo.models" not in rooms["clzoo.parts"]
+
+
+def test_the_command_modules_import_down_only_and_form_no_circle():
+    """clzoo.cli: the package face builds the parser from the command modules, which share what sits
+    below them (resolve, arguments, errors); none imports the face, and none a module that imports it."""
+    graph = {m: {t for t in ts if _room(t) == "clzoo.cli"} - {m}
+             for m, ts in _import_graph().items() if _room(m) == "clzoo.cli"}
+    assert "clzoo.cli.train" in graph and "clzoo.cli.resolve" in graph["clzoo.cli.eval"]
+    assert not [m for m, ts in graph.items() if "clzoo.cli" in ts and m != "clzoo.cli.__main__"]
+    placed = set()
+    while len(placed) < len(graph):
+        ready = {m for m, ts in graph.items() if m not in placed and ts <= placed}
+        assert ready, f"import circle among {sorted(set(graph) - placed)}"
+        placed |= ready
 
 
 def test_clzoo_models_encoder_names_its_new_home():

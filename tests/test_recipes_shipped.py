@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from clzoo import cli
+from clzoo.cli.train import _train_recipe
 from clzoo.recipes import FOLDER, list_recipes, recipe_path
 
 CHECKOUT = Path(__file__).resolve().parents[1] / "recipes"
@@ -21,10 +22,10 @@ def test_the_package_holds_every_recipe_of_the_checkout():
 
 def test_train_takes_a_name_a_path_or_refuses_in_one_line(capsys, tmp_path):
     named = argparse.Namespace(recipe="sincere_digits", resume=None, output=None)
-    assert cli._train_recipe(named) == FOLDER / "sincere_digits.yaml"
+    assert _train_recipe(named) == FOLDER / "sincere_digits.yaml"
     own = tmp_path / "mine.yaml"
     own.write_text("name: mine\n")
-    assert cli._train_recipe(argparse.Namespace(recipe=str(own), resume=None, output=None)) == str(own)
+    assert _train_recipe(argparse.Namespace(recipe=str(own), resume=None, output=None)) == str(own)
     assert cli.main(["train", "sincere_digit"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.endswith("Did you mean 'sincere_digits'?") and "\n" not in error

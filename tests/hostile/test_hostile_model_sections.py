@@ -5,7 +5,7 @@ named twice, encoder options the builder refuses, and errors naming keys as writ
 import pytest
 import yaml
 
-from clzoo import cli
+from clzoo.cli.train import _run_files
 from clzoo.train import RecipeError, load_recipe, validate_recipe
 from clzoo.train.builders import build_encoder
 from clzoo.train.run_folder import _with_defaults
@@ -144,13 +144,13 @@ def test_options_the_builder_refuses_give_one_line_naming_the_encoder(encoder, w
 def test_the_closing_line_lists_only_what_the_run_wrote(tmp_path):
     for name in ("encoder.keras", "metrics.json", "checkpoint.keras", "history.jsonl"):
         (tmp_path / name).write_text("x")
-    assert cli._run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl"
+    assert _run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl"
     (tmp_path / "history.csv").write_text("x")
-    assert cli._run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl/.csv"
+    assert _run_files(tmp_path) == "encoder.keras, metrics.json, checkpoint.keras, history.jsonl/.csv"
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "report.md").write_text("x")
     (tmp_path / "tensorboard").mkdir()
-    assert "eval/report.md" in cli._run_files(tmp_path) and cli._run_files(tmp_path).endswith("tensorboard/")
+    assert "eval/report.md" in _run_files(tmp_path) and _run_files(tmp_path).endswith("tensorboard/")
 
 
 @pytest.mark.parametrize("overrides", [

@@ -249,7 +249,7 @@ def test_a_folder_below_a_non_utf8_parent_loads_and_a_non_utf8_output_is_refused
     import argparse
     import os
 
-    from clzoo import cli
+    from clzoo.cli.arguments import user_path
     from clzoo.data import load_split
     from tests.train.tiny_data import write_tiny_digits
 
@@ -258,4 +258,4 @@ def test_a_folder_below_a_non_utf8_parent_loads_and_a_non_utf8_output_is_refused
     split = load_split(folder, "train")
     assert split.images.shape == (8, 8, 8, 3)
     with pytest.raises(argparse.ArgumentTypeError, match=r"dir\\xff.*is not valid UTF-8"):
-        cli._user_path(os.path.join(parent, "out"))
+        user_path(os.path.join(parent, "out"))
