@@ -9,12 +9,13 @@ Runs, one after the other (alone on the machine: a timing beside another job mea
     KERAS_BACKEND=torch torchrun --standalone --nproc-per-node 2 --no-python \\
         clzoo train RECIPE --strategy multi_worker --set training.epochs=E --output RUN2
 
-each from an empty folder, and prints the images/s that each run's `metrics.json` records
-(training steps only: the global batch's images over the steps' seconds), the final training
-loss and the wall seconds of the whole command. On a CPU the two processes share its cores, so
-no speed-up is expected here: the figure shows what the gradient averaging and the all-gather
-cost; the GPU row waits for a GPU. `CLZOO_TORCH_THREADS` is set to 1 per process in the
-two-process run and to the core count in the one-process run, so both use every core.
+each from an empty folder, and prints (and writes to `torch_processes_speed.json`) the images/s
+that each run's `metrics.json` records (training steps only: the global batch's images over the
+steps' seconds), the final training loss and the wall seconds of the whole command. On a CPU the
+two processes share its cores, so no speed-up is expected here: the figure shows what the
+gradient averaging and the all-gather cost; the GPU row waits for a GPU. `CLZOO_TORCH_THREADS`
+is 1 per process in the two-process run and the core count in the one-process run, so both use
+every core.
 """
 
 import argparse
@@ -67,7 +68,8 @@ def main():
     print("| --- | --- | --- | --- |")
     for name, row in rows.items():
         print(f"| {name} | {row['images_per_second']} | {row['final_loss']} | {row['wall_s']} |")
-    print(json.dumps(rows, indent=2))
+    record = {"recipe": args.recipe, "epochs": args.epochs, "cores": cores, "runs": rows}
+    Path(__file__).with_name("torch_processes_speed.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
