@@ -266,6 +266,23 @@ def test_eval_report_times_every_step(tiny_encoder, tmp_path, capsys):
     assert "\r" not in printed and "\x1b" not in printed
 
 
+@pytest.mark.parametrize("budget, how", [(None, "memory"), ("1KiB", "stream")])
+def test_eval_says_whether_it_held_or_streamed_the_data(tiny_encoder, tmp_path, budget, how):
+    """Issue 85 item 8: `clzoo eval` never said whether it streamed. The console script prints it
+    and metrics.json records it, per split."""
+    path, data = tiny_encoder
+    env = {k: v for k, v in _user_env().items() if k != "CLZOO_MEMORY_BUDGET"}
+    if budget:
+        env["CLZOO_MEMORY_BUDGET"] = budget
+    done = _run(["eval", str(path), "--data", data, "--metrics", "knn", "--k", "1",
+                 "--output", str(tmp_path / "eval")], env=env)
+    assert done.returncode == 0, done.stderr
+    words = {"memory": "held in memory", "stream": "streamed from their files"}[how]
+    assert f"data: train and test {words}" in done.stdout
+    recorded = json.loads((tmp_path / "eval" / "metrics.json").read_text())["data_loading"]
+    assert recorded == {"train": how, "test": how}
+
+
 def test_embed_writes_embeddings_labels_and_paths(tiny_encoder, tmp_path):
     import keras
 

@@ -265,7 +265,7 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
     """
     from clzoo.data.sources import DataSource
     from clzoo.eval.embed import embed
-    from clzoo.eval.splits import resolve_data
+    from clzoo.eval.splits import data_line, data_loading, resolve_data
 
     names = parse_metrics(metrics)
     if output_dir is not None:
@@ -283,11 +283,14 @@ def evaluate(encoder, data, metrics=None, output_dir=None, verbose=True,
         rate = forward_rate(encoder, train.images, size=size, verbose=True)
         print(eval_plan(names, len(train), len(test), rate,
                         probe_epochs=kwargs.get("probe_epochs", 100)), flush=True)
+        print(data_line(train, test), flush=True)
     features = []
     for name, split in (("embed_train", train), ("embed_test", test)):
         with timer.step(name, f"{len(split)} images"):
             features.append(embed(encoder, split.images, size=size, normalize=False, verbose=verbose))
-    kwargs["info"] = {"data": description, **(kwargs.get("info") or {})}
+    kwargs["info"] = {"data": description, "data_loading": {"train": data_loading(train),
+                                                            "test": data_loading(test)},
+                      **(kwargs.get("info") or {})}
     return evaluate_embeddings(features[0], train.labels, features[1], test.labels, names,
                                class_names=train.class_names, output_dir=output_dir,
                                verbose=verbose, encoder=encoder,

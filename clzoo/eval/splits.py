@@ -115,3 +115,31 @@ def resolve_data(data, train=None, class_names=None):
         return first, second, f"in-memory {kind}"
     raise ValueError("`data` must be a data spec string, a clzoo.data.Split, (images, labels), "
                      f"or a (train, test) pair of them. Received: {type(data).__name__}")
+
+
+def data_loading(split):
+    """`"memory"` for a split held as an array, `"stream"` for one left in its files (an image
+    folder's `FileImages`, a tfds split's `TfdsImages`: decoded a batch at a time)."""
+    import numpy as np
+
+    return "memory" if isinstance(split.images, np.ndarray) else "stream"
+
+
+def data_line(train, test):
+    """The line `clzoo eval` prints of where its splits are: held, or streamed from their files.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from clzoo.data import from_arrays
+    >>> split = from_arrays(np.zeros((2, 4, 4, 3), np.uint8), [0, 1])
+    >>> data_line(split, split)
+    'data: train and test held in memory'
+    """
+    words = {"memory": "held in memory",
+             "stream": "streamed from their files (decoded, over the memory budget)"}
+    train_how, test_how = data_loading(train), data_loading(test)
+    if train_how == test_how:
+        return f"data: train and test {words[train_how]}"
+    return f"data: train {words[train_how]}; test {words[test_how]}"
+
