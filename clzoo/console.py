@@ -19,6 +19,10 @@ import time
 _TF_LOG_LINE = re.compile(r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ")
 _TF_NOISE = ("WARNING: All log messages before absl::InitializeLog() is called",
              "To enable the following instructions:")  # 2nd line of cpu_feature_guard's INFO
+# TensorFlow's CUDA build calls cuInit on its first device use and logs its failure as an error;
+# on a machine with no NVIDIA driver that failure is the expected answer, not an error.
+_NO_DRIVER_CUINIT = re.compile(r"^E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] failed call to cuInit")
+NVIDIA_DRIVER = "/proc/driver/nvidia/version"
 
 _quiet = False
 
@@ -130,6 +134,8 @@ def quiet_tensorflow():
 
 
 def _is_noise(line):
+    if _NO_DRIVER_CUINIT.match(line):
+        return not os.path.exists(NVIDIA_DRIVER)
     return bool(_TF_LOG_LINE.match(line)) or line.startswith(_TF_NOISE)
 
 
@@ -274,7 +280,10 @@ def _import_tensorflow_quietly():
         return
     try:
         with _start_up_lines_dropped():
-            import tensorflow  # noqa: F401
+            import tensorflow
+
+            if not os.path.exists(NVIDIA_DRIVER):  # cuInit's expected failure, met here, is dropped
+                tensorflow.config.list_physical_devices("GPU")
     except ImportError:
         pass  # the command that needs it says so
 

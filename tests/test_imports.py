@@ -1,6 +1,7 @@
 """`import clzoo` and `import clzoo.losses` stay light: no TensorFlow under the JAX and torch backends."""
 
 import ast
+import importlib.util
 import os
 import subprocess
 import sys
@@ -182,3 +183,26 @@ def test_import_clzoo_on_tensorflow_drops_its_start_up_lines_unless_asked():
         assert result.stdout.strip() == "ok", result.stderr[-3000:]
         printed[level] = [line for line in result.stderr.splitlines() if any(s in line for s in start_up)]
     assert printed[None] == [] and printed["0"], printed
+
+
+def test_cuinit_failing_without_an_nvidia_driver_is_not_printed_as_an_error(monkeypatch):
+    """Issue 85 item 10: every Python process with TensorFlow printed `E... failed call to cuInit:
+    UNKNOWN ERROR (303)` on a machine without a GPU. Dropped where no NVIDIA driver is loaded; kept
+    where one is (then it is a real fault)."""
+    from clzoo import console
+
+    line = ("E0000 00:00:1796671692.562409    2882 cuda_platform.cc:52] failed call to cuInit: "
+            "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
+    monkeypatch.setattr(console, "NVIDIA_DRIVER", "/nonexistent/nvidia/version")
+    assert console._is_noise(line)
+    monkeypatch.setattr(console, "NVIDIA_DRIVER", __file__)  # a driver is there
+    assert not console._is_noise(line)
+    assert not console._is_noise("E0000 00:00:1.0    1 x.cc:1] another error\n")
+    if os.path.exists("/proc/driver/nvidia/version") or importlib.util.find_spec("tensorflow") is None:
+        return
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES")}
+    result = subprocess.run([sys.executable, "-c", "import clzoo, keras; keras.ops.ones((2,)); print('ok')"],
+                            capture_output=True, text=True, timeout=300,
+                            env={**env, "KERAS_BACKEND": "tensorflow"})
+    assert result.stdout.strip() == "ok", result.stderr[-3000:]
+    assert "cuInit" not in result.stderr, result.stderr
