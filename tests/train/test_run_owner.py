@@ -60,7 +60,7 @@ def test_a_folder_holding_the_users_files_is_never_written(recipe_file, tmp_path
 
 
 def test_a_run_refused_after_the_lock_leaves_nothing(recipe_file, tmp_path, monkeypatch):
-    def unreadable(source, stream=False):
+    def unreadable(source, stream=False, view_size=None):
         raise RecipeError([f"data = {source.spec!r}: unreadable"])
 
     monkeypatch.setattr(runner_module, "_load_data", unreadable)
