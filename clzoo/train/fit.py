@@ -114,7 +114,9 @@ def _fit_input(batches):
 
 class RunProgbar(keras.callbacks.ProgbarLogger):
     """Keras' progress bar, numbering epochs out of the run's: a resumed run fits the rest of an
-    epoch, then the others, and Keras' own bar said "Epoch 3/3" then "Epoch 4/4" of a 4-epoch run."""
+    epoch, then the others, and Keras' own bar said "Epoch 3/3" then "Epoch 4/4" of a 4-epoch run.
+    An epoch stopped early (Ctrl-C, a NaN) ends its bar at the step reached: Keras' showed "78/78"
+    for an epoch stopped at step 7."""
 
     def __init__(self, epochs):
         super().__init__()
@@ -123,6 +125,12 @@ class RunProgbar(keras.callbacks.ProgbarLogger):
     def set_params(self, params):
         super().set_params(params)
         self.epochs = self.run_epochs
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training and self.target and self.seen < self.target:
+            self.progbar.update(self.seen, list((logs or {}).items()), finalize=True)
+            return
+        super().on_epoch_end(epoch, logs)
 
 
 @dataclass

@@ -170,3 +170,21 @@ def test_a_resumed_fit_numbers_its_epochs_out_of_the_runs(capsys):
     model.fit(x, y, batch_size=4, epochs=4, initial_epoch=3, verbose=2, callbacks=[RunProgbar(4)])
     printed = capsys.readouterr().out
     assert "Epoch 3/4" in printed and "Epoch 4/4" in printed and "Epoch 3/3" not in printed
+
+
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_an_epoch_stopped_early_ends_its_bar_at_the_step_reached(capsys, verbose):
+    """Issue 85 item 4: after a Ctrl-C at step 7 the bar read 78/78."""
+    from clzoo.train.fit import RunProgbar
+
+    class StopAtThirdStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.model.stop_training = self.model.stop_training or batch == 2
+
+    model = _model()
+    x, y = np.ones((40, 3), "float32"), np.ones((40, 2), "float32")
+    model.fit(x, y, batch_size=4, epochs=2, verbose=verbose, callbacks=[StopAtThirdStep(), RunProgbar(2)])
+    printed = capsys.readouterr().out
+    assert re.search(r"\b3/10\b", printed) and "10/10" not in printed and "Epoch 2/2" not in printed
+    model.fit(x, y, batch_size=4, epochs=1, verbose=verbose, callbacks=[RunProgbar(1)])
+    assert "10/10" in capsys.readouterr().out  # a whole epoch still ends at its last step
