@@ -5,7 +5,7 @@ Usage:
 
 Writes an ImageNet-shaped folder (JPEGs of 256-500 px, `benchmarks/file_stream.py`), then runs
 
-    CLZOO_MEMORY_BUDGET=64MB clzoo train supcon/imagenet100_224px --data ROOT \\
+    CLZOO_MEMORY_BUDGET=16MB clzoo train supcon/imagenet100_224px --data ROOT \\
         --set model.encoder.name=resnet18 --set training.batch_size=16 ...
 
 (the shipped 224-px recipe with a smaller encoder and batch, so a step takes seconds on a CPU),
@@ -47,7 +47,7 @@ def main():
     clzoo = Path(sys.executable).with_name("clzoo")
     command = [str(clzoo), "train", "supcon/imagenet100_224px", "--data", str(data),
                *[item for override in OVERRIDES for item in ("--set", override)], "--output", str(run)]
-    env = {**os.environ, "CLZOO_MEMORY_BUDGET": "64MB", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CLZOO_MEMORY_BUDGET": "16MB", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1)
     steps, lines, started = 0, [], time.perf_counter()
@@ -66,7 +66,7 @@ def main():
     result = {"seconds_to_exit": round(waited, 1), "exit": code,
               "checkpoint": (run / "checkpoint.keras").exists(),
               "steps_done": len(step_lines), "seconds_before_ctrl_c": round(sent - started, 1),
-              "command": "CLZOO_MEMORY_BUDGET=64MB " + " ".join(command[1:])}
+              "command": "CLZOO_MEMORY_BUDGET=16MB clzoo " + " ".join(command[1:])}
     print("\n".join(lines[-4:] + rest.strip().splitlines()[-4:]))
     print(json.dumps(result, indent=2))
 
