@@ -9,14 +9,10 @@ them, so each loss keeps its own defaults (SpreadLoss: temperature 0.5).
 """
 
 import contextlib
-import math
 import re
-import reprlib
 import typing
-from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -40,28 +36,19 @@ from clzoo.train.recipe_components import (
     float32_positive,
     light_pass,
     needs_keras,
+    non_finite,
 )
+from clzoo.train.recipe_errors import MAX_LINE, RecipeError, _short, _where
 from clzoo.train.recipe_model import ModelSpec
+from clzoo.train.recipe_overrides import _apply_overrides, _left_out
 from clzoo.train.recipe_upgrade import (
     RECIPE_VERSION,
     UpgradeError,
-    canonical_key,
     inert_key_dropped,
-    overrides_in_order,
-    place,
     reading_stored_recipe,
     upgrade,
-    upgrade_override,
 )
-from clzoo.train.recipe_yaml import MAX_RECIPE_BYTES, RecipeYAMLError, parse_yaml, yaml_reason
-
-
-class RecipeError(ValueError):
-    """A recipe, override or CLI value that cannot run; `lines` holds one message per problem."""
-
-    def __init__(self, lines):
-        self.lines = list(lines)
-        super().__init__("\n".join(self.lines))
+from clzoo.train.recipe_yaml import read_recipe_file
 
 
 class LossSpec(BaseModel):
@@ -380,10 +367,10 @@ def load_recipe(path=None, overrides=(), stored=False):
     >>> load_recipe(None, ["training.epochz=3"])
     Traceback (most recent call last):
     ...
-    clzoo.train.recipe.RecipeError: --set training.epochz (over <defaults>): unknown recipe key ...
+    clzoo.train.recipe_errors.RecipeError: --set training.epochz (over <defaults>): unknown recipe key ...
     """
     source = "<defaults>" if path is None else str(path)
-    raw, notes, early = _read(path, source), [], []
+    raw, notes, early = read_recipe_file(path, source), [], []
     if stored:  # the file's inert keys dropped; the overrides are the user's, checked strictly
         recipe = validate_recipe(raw, source, stored=True)
         if not overrides:  # read once (resume, push, the card)
@@ -419,7 +406,7 @@ def validate_recipe(sections, source="<recipe>", overridden=(), stored=False):
     # {key: the override as given}: an error names the key the user wrote on the command line
     overridden = dict(overridden) if isinstance(overridden, dict) else {key: key for key in overridden}
     lines = [f"{_where(source, key, overridden)}: {key} = {value!r}: must be a finite number"
-             for key, value in _non_finite(sections)]
+             for key, value in non_finite(sections)]
     if lines:
         raise RecipeError(lines)
     with reading_stored_recipe(strict=overridden) if stored else contextlib.nullcontext():
@@ -466,291 +453,6 @@ def _upgraded(sections, source, overridden=()):
         if error.upgraded is None:
             raise RecipeError(lines) from None
         return (*error.upgraded, lines)
-
-
-def _non_finite(value, path=""):
-    """`(dotted key, value)` of every NaN or infinite float in nested dicts and lists."""
-    stack = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            yield where or "recipe", item
-        elif isinstance(item, dict):
-            stack += [(v, f"{where}.{k}".lstrip(".")) for k, v in item.items()]
-        elif isinstance(item, (list, tuple)):
-            stack += [(v, where) for v in item]
-
-
-class _TurnedOn(str):
-    """The override that turned on a model part the file leaves off (`model.queue.size=64` for
-    `model.queue`): blamed for the part's own refusals (`model.queue: a queue needs task
-    contrastive`) when the message names no override."""
-
-
-def _where(source, key, overridden, message=""):
-    """Who wrote `key`: the recipe file, or an override given on top of it (`--set`): those
-    inside `key` that `message` names (a problem of a whole section, `views`), or inside the key
-    it starts with (`mix would do nothing`); else the one that set `key`, or a whole section around
-    it (`--set model={...}`; not `model.encoder_options`, which keeps the file's encoder name);
-    else the one that turned on the part the message is about (`_TurnedOn`)."""
-    named = list(_named(key, overridden, message)) if message else []
-    around = max((inner for inner in overridden if key == inner or (
-        key.startswith(inner + ".") and overridden[inner] == inner)), key=len, default=None)
-    subject = overridden.get(message.split(":")[0]) if message else None
-    named = named or ([overridden[around]] if around else []) or (
-        [subject] if isinstance(subject, _TurnedOn) else [])
-    return f"--set {', '.join(named)} (over {source})" if named else source
-
-
-def _named(key, overridden, message):
-    """The overrides inside `key` that `message` names (`_names`), or inside the key it starts
-    with (`mix would do nothing`), each once."""
-    head = message.split(" ")[0]
-    return dict.fromkeys(given for inner, given in overridden.items()
-                         if not isinstance(given, _TurnedOn)  # a fallback only (`_where`)
-                         and (not key or inner.startswith(key + ".")) and (
-                             inner.startswith(head + ".") or _names(message, inner)))
-
-
-def _names(message, key):
-    """Whether `message` names the dotted `key`: whole (a key inside it too: `model.queue.size`
-    for `model.queue`), a section around it as a whole (`unset model.grad_cache`, not the subject
-    `model.grad_cache:`), or its last part with its value (`knn_headline_k (7)`, `name 'x'`, `size=`)
-    or quoted (`argument 'width'`, `` `size` ``), outside a suggestion (`Did you mean`)."""
-    parts, told = key.split("."), message.split(" Did you mean ")[0]
-    leaf, sections = parts[-1], (".".join(parts[:end]) for end in range(2, len(parts)))
-    return (f"argument '{leaf}'" in told or f"`{leaf}`" in told or _stands(message, key, ("_",))
-            or any(_stands(message, section, ("_", ".", ":")) for section in sections)
-            or any(told[end:end + 2].startswith(("=", " (", " '", " [", " ="))
-                   for end in _ends(told, leaf)))
-
-
-def _stands(text, word, joins):
-    """Whether `word` stands whole in `text` somewhere: after no letter, digit, `_` or `.`, and
-    before no letter, digit or one of `joins`."""
-    return any(not (text[end:end + 1].isalnum() or text[end:end + 1] in joins) for end in _ends(text, word))
-
-
-def _ends(text, word):
-    """Where each `word` in `text` that follows no letter, digit, `_` or `.` ends (no regex:
-    500 overrides would outgrow `re`'s cache)."""
-    start = text.find(word)
-    while start >= 0:
-        before = text[start - 1:start]
-        if not (before.isalnum() or before in ("_", ".")):
-            yield start + len(word)
-        start = text.find(word, start + 1)
-
-
-def _read(path, source):
-    if path is None:
-        return {}
-    path = Path(path)
-    if not path.is_file():
-        raise RecipeError([f"{source}: recipe file not found"])
-    if path.stat().st_size > MAX_RECIPE_BYTES:
-        raise RecipeError([f"{source}: {path.stat().st_size:,} bytes; a recipe is at most "
-                           f"{MAX_RECIPE_BYTES:,} (is this the right file?)"])
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = parse_yaml(handle.read(MAX_RECIPE_BYTES + 1))
-    except RecipeYAMLError as error:
-        raise RecipeError([f"{source}: {error}"]) from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise RecipeError([f"{source}: not valid YAML ({yaml_reason(error)})"]) from None
-    if raw is None or raw == {}:
-        raise RecipeError([f"{source}: the recipe is empty; give at least `data:` and the "
-                           "sections to change (see recipes/)"])
-    if not isinstance(raw, dict):
-        raise RecipeError([f"{source}: a recipe must be a YAML mapping, not a "
-                           f"{type(raw).__name__}"])
-    raw.setdefault("name", path.stem)
-    return raw
-
-
-def _override_value(key, value, source):
-    """The YAML value of one override; text such as `tfds:` (a one-key mapping in YAML) stays text."""
-    try:
-        parsed = parse_yaml(value)
-    except RecipeYAMLError as error:
-        raise RecipeError([f"{source}: override {key} ({_short(value)}): {error}"]) from None
-    except yaml.YAMLError:
-        return value
-    if isinstance(parsed, dict) and not value.lstrip().startswith("{"):
-        return value
-    if isinstance(parsed, str) and ("\n" in value.strip() or "\r" in value.strip()):
-        raise RecipeError([f"{source}: override {key} ({_short(value)}): a line break in a text value "
-                           "(YAML would fold it into a space); give the value on one line"])
-    return parsed
-
-
-def _apply_overrides(raw, overrides, source):
-    """Set each `a.b=value` in the upgraded `raw`, an earlier spelling's key upgraded first
-    (`upgrade_override`); returns `{dotted key set: the override's key as given}` (a model part
-    the file leaves off: `{its section: _TurnedOn(the override that turned it on)}`), a note per
-    key given in an earlier spelling and `(override, section, {setting: value})` per section it
-    replaced with settings it does not give (`_left_out` makes the notes).
-
-    A key given twice takes its last value (the command line refuses that itself); one key in
-    two spellings, or a section after one of its own keys, is refused (`_refuse_overlap`).
-
-    Raises:
-        RecipeError: a malformed override, or a value over the YAML limits.
-    """
-    done, spelled, notes, off, replaced, turned_on = {}, {}, [], {}, [], {}
-    for key, value, typed in overrides_in_order([_split_override(item, source) for item in overrides]):
-        _refuse_overlap(spelled, key, source)
-        value = value if typed else _override_value(key, value, source)
-        try:
-            upgraded = upgrade_override(key, value, raw)
-            if upgraded is not None:
-                _track_parts_off(off, spelled, key, *upgraded)
-                replaced += _replaced(raw, key, *upgraded)
-                section = _part_section(upgraded[0])
-                if section and upgraded[1] is not None and _section_at(raw, section) is None:
-                    turned_on.setdefault(section, _TurnedOn(key))
-                place(raw, *upgraded)
-        except ValueError as error:
-            raise RecipeError([f"{_where(source, key, {key: key})}: {error}"]) from None
-        routed = canonical_key(key)
-        done.update({key: key, routed: key, **({upgraded[0]: key} if upgraded else {})})
-        if upgraded is None:
-            notes.append(f"{key} = {value!r} dropped: it does nothing here (its part is off, or its "
-                         "factory does not take it)")
-        elif routed != key:
-            notes.append(f"{key} is now {routed}" if upgraded[1] is not None else f"{key} = {value!r}: "
-                         f"{upgraded[0]} is off")
-    return {**turned_on, **done}, notes, replaced  # a section given whole (`model.queue={...}`): its own
-
-
-def _replaced(raw, given, key, value):
-    """`[(given, key, {dotted setting: value})]`: the settings of the section `key` in `raw` that
-    the override `given` replaces without giving them, inside the sections it gives too (a section
-    override starts from the defaults: `model={queue: {size: 32}}` leaves out the queue's momentum)."""
-    node, new = _section_at(raw, key), as_section(value)
-    if node is None or not isinstance(new, dict):
-        return []
-    return [(given, key, dict(_not_given(node, new)))]
-
-
-def _not_given(old, new, prefix=""):
-    """`(dotted setting, value)` of the mapping `old` that the mapping `new` does not give."""
-    for name, setting in old.items():
-        inner, within = as_section(new.get(name)), as_section(setting)  # `encoder: resnet18` too
-        if name not in new:
-            yield f"{prefix}{name}", setting
-        elif isinstance(setting, dict) or isinstance(new[name], dict):  # two names: values
-            if isinstance(inner, dict) and isinstance(within, dict):
-                yield from _not_given(within, inner, f"{prefix}{name}.")
-
-
-def _left_out(replaced, final):
-    """One note per replaced section whose settings differ in `final` (the validated recipe's
-    dict): the values the override left out, the section's name among them."""
-    notes = []
-    for given, key, settings in replaced:
-        lost = [f"{name} = {value!r}" for name, value in settings.items()
-                if _value_at(final, f"{key}.{name}") != value]
-        if lost:
-            notes.append(f"--set {given} replaces the whole {key}, leaving out {', '.join(lost)}")
-    return notes
-
-
-def _section_at(tree, key):
-    """The mapping at dotted `key` in `tree` (a section written as a name read as `{name: ...}`),
-    or None where there is none."""
-    for part in key.split("."):
-        tree = as_section(tree.get(part)) if isinstance(tree, dict) else None
-    return tree if isinstance(tree, dict) else None
-
-
-def _value_at(tree, key):
-    """The value at dotted `key` (inside a section) in `tree`, or `...` where there is none."""
-    section, _, leaf = key.rpartition(".")
-    return (_section_at(tree, section) or {}).get(leaf, ...)
-
-
-def _split_override(item, source):
-    """`(key, value, typed)` of one override: `"a.b=text"` (typed False: the text is YAML)
-    or a `(key, value)` pair (typed True: never re-parsed).
-
-    Raises:
-        RecipeError: an override without `=` or without a key.
-    """
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-        (key, value), sep, typed = item, "=", True
-    else:
-        (key, sep, value), typed = str(item).partition("="), False
-    if not sep or not key.strip():
-        raise RecipeError([f"{source}: overrides look like training.epochs=5. Received: {_short(item)}"])
-    return key.strip(), value, typed
-
-
-def _track_parts_off(off, spelled, given, key, value):
-    """Refuse a setting inside a model part an earlier override turned off, and an override
-    turning off a part after one of its settings (a flat switch: `model.queue_size=null`);
-    `off`: `{part section: the override that turned it off}`, kept current."""
-    section = next((section for section in off if key.startswith(section + ".")), None)
-    if section is not None:
-        if off[section] != given:
-            raise ValueError(f"{key} is a setting of {section}, which the earlier --set {off[section]} "
-                             "turns off: give one of them")
-        del off[section]  # the same key again (`model.queue_size=64` after `=null`): on again
-    name = key.split(".")[-1]
-    if not (key.count(".") == 1 and key.startswith("model.")
-            and (name == "test_time" or name not in ModelSpec.model_fields)):
-        return
-    if value is not None:
-        off.pop(key, None)
-        return
-    inner = next((earlier for canonical, earlier in spelled.items()
-                  if canonical.startswith(key + ".") and earlier != given), None)
-    if inner is not None:
-        raise ValueError(f"--set {given} turns off {key}, discarding the earlier --set {inner}: "
-                         "give one of them")
-    off[key] = given
-
-
-def _part_section(key):
-    """`model.<part>` around a dotted key inside a model part's section (`model.queue.size`), or None."""
-    parts = key.split(".")
-    if len(parts) > 2 and parts[0] == "model" and (
-            parts[1] == "test_time" or parts[1] not in ModelSpec.model_fields):
-        return ".".join(parts[:2])
-    return None
-
-
-# The earlier `model.encoder_options` is every option of model.encoder (all but its name) at once.
-_OPTIONS = {"model.encoder_options": "model.encoder.*"}
-
-
-def _refuse_overlap(spelled, key, source):
-    """Record override `key` in `spelled` (`{canonical key: as given}`), refusing one key in two
-    spellings and a section given after one of its own keys (it would silently replace it)."""
-    canonical = _OPTIONS.get(key, canonical_key(key))
-    other = spelled.setdefault(canonical, key)
-    if other != key:
-        raise RecipeError([f"{source}: overrides {other} and {key} set the same key ({canonical}); "
-                           "give it once"])
-    inner = next((given for earlier, given in spelled.items() if earlier.startswith(canonical + ".") or (
-        canonical == "model.encoder.*" and earlier.startswith("model.encoder.")
-        and earlier not in ("model.encoder.name", canonical))), None)
-    if inner is not None:
-        what = "every option of model.encoder" if key in _OPTIONS else "the whole section"
-        raise RecipeError([f"{source}: override {key} replaces {what}, discarding the "
-                           f"earlier {inner}: give {key} first, or {inner} inside it"])
-
-
-_REPR = reprlib.Repr()  # (keyword arguments need Python 3.12)
-_REPR.maxstring, _REPR.maxother, _REPR.maxlevel = 60, 60, 2
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 6
-_REPR.maxdict = 4
-MAX_LINE = 400  # characters of one error line
-
-
-def _short(value):
-    """A repr of `value` that stays short however large the value (a list of a million items)."""
-    return _REPR.repr(value)
 
 
 def _explain(error, source, overridden):

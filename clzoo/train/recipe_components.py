@@ -236,3 +236,16 @@ class ScheduleSpec(ComponentSpec):
 
 SECTION_DEFAULTS = {"optimizer": OptimizerSpec.model_fields["name"].default,
                     "schedule": ScheduleSpec.model_fields["name"].default}
+
+
+def non_finite(value, path=""):
+    """`(dotted key, value)` of every NaN or infinite float in nested dicts and lists."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            yield where or "recipe", item
+        elif isinstance(item, dict):
+            stack += [(v, f"{where}.{k}".lstrip(".")) for k, v in item.items()]
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, where) for v in item]

@@ -7,6 +7,7 @@ Exponent floats such as `1e-3` read as numbers (YAML 1.1 reads them as strings).
 """
 
 import re
+from pathlib import Path
 
 import yaml
 
@@ -176,3 +177,34 @@ def yaml_reason(error):
     if mark is not None and problem:
         return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+def read_recipe_file(path, source):
+    """The recipe file at `path` as a dict (`{}` for None), its `name` defaulting to the file's
+    stem; a missing, oversized, empty or non-mapping file, or YAML that is not valid or over the
+    limits, is a `RecipeError` naming `source`."""
+    from clzoo.train.recipe_errors import RecipeError
+
+    if path is None:
+        return {}
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError([f"{source}: recipe file not found"])
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise RecipeError([f"{source}: {path.stat().st_size:,} bytes; a recipe is at most "
+                           f"{MAX_RECIPE_BYTES:,} (is this the right file?)"])
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = parse_yaml(handle.read(MAX_RECIPE_BYTES + 1))
+    except RecipeYAMLError as error:
+        raise RecipeError([f"{source}: {error}"]) from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise RecipeError([f"{source}: not valid YAML ({yaml_reason(error)})"]) from None
+    if raw is None or raw == {}:
+        raise RecipeError([f"{source}: the recipe is empty; give at least `data:` and the "
+                           "sections to change (see recipes/)"])
+    if not isinstance(raw, dict):
+        raise RecipeError([f"{source}: a recipe must be a YAML mapping, not a "
+                           f"{type(raw).__name__}"])
+    raw.setdefault("name", path.stem)
+    return raw
