@@ -117,6 +117,10 @@ class FileImages:
             of another class under this row's label), and a label none of whose
             files can be read is refused in one line.
 
+    Attributes:
+        suggested_size: the `--image-size` value that the refusal of images of several sizes
+            names (`clzoo train` sets its views' size); None: `N`.
+
     Raises:
         ValueError: at construction, no path, an unknown `on_unreadable`, or `labels` of another
             length than `paths`; when indexed, an image
@@ -155,6 +159,7 @@ class FileImages:
         self.skipped = set()
         self._lock = threading.Lock()
         self._resize = size  # None: every image must have the first one's size
+        self.suggested_size = None
         self._side = None
         first = self._decode_one(0) if size is None else None
         self._side = (size, size) if size is not None else first.shape[:2]
@@ -245,7 +250,8 @@ class FileImages:
             first, (height, width) = self._side, pixels.shape[:2]
             raise MixedImageSizes(f"Images differ in size: {self.paths[0]} is {first[1]}x{first[0]}, "
                              f"{self.paths[at]} is {width}x{height} (width x height). Resize them "
-                             "on load with --image-size N (recipe key image_size).")
+                             f"on load with --image-size {self.suggested_size or 'N'} (recipe key "
+                             "image_size).")
         return pixels
 
     def _note_skipped(self, path):

@@ -132,14 +132,16 @@ def data_line(train, test):
 
     >>> import numpy as np
     >>> from clzoo.data import from_arrays
+    >>> from clzoo.eval.splits import data_line
     >>> split = from_arrays(np.zeros((2, 4, 4, 3), np.uint8), [0, 1])
     >>> data_line(split, split)
     'data: train and test held in memory'
     """
-    words = {"memory": "held in memory",
-             "stream": "streamed from their files (decoded, over the memory budget)"}
     train_how, test_how = data_loading(train), data_loading(test)
+    if train_how == test_how == "memory":
+        return "data: train and test held in memory"
     if train_how == test_how:
-        return f"data: train and test {words[train_how]}"
-    return f"data: train {words[train_how]}; test {words[test_how]}"
-
+        return "data: train and test streamed from their files (decoded, they exceed the memory budget)"
+    streamed, held = ("train", "test") if train_how == "stream" else ("test", "train")
+    return (f"data: {streamed} streamed from its files (decoded, it exceeds the memory budget); "
+            f"{held} held in memory")

@@ -109,6 +109,9 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
     train_split, test_split = _load_data(source, loading == "stream", views.size)
+    for split in (train_split, test_split):  # a streamed refusal of mixed sizes names the value
+        if hasattr(split.images, "suggested_size"):
+            split.images.suggested_size = views.size
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
     levers = build_levers(recipe.training.levers, total_steps=plan.epochs * plan.steps)

@@ -1,5 +1,6 @@
 """`image_size` / `--image-size`: image sets of mixed sizes resized on load."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,9 @@ def test_train_on_mixed_sizes_names_the_recipes_view_size_as_the_value_to_pass(t
     assert refused.returncode != 0, refused.stdout
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "differ in size" in refused.stderr and "views are 8 px: --image-size 8" in refused.stderr
+    streamed = _run(["train", "sincere_digits", "--data", str(root), "--set", "views.size=8",
+                     "--set", "training.batch_size=4", "--output", str(tmp_path / "run2")],
+                    env={**os.environ, "CLZOO_MEMORY_BUDGET": "1KiB"})  # met while a batch decodes
+    assert streamed.returncode != 0 and "data: streamed" in streamed.stdout, streamed.stdout
+    assert len(streamed.stderr.strip().splitlines()) == 1, streamed.stderr
+    assert "differ in size" in streamed.stderr and "--image-size 8 (recipe key" in streamed.stderr
