@@ -364,13 +364,14 @@ class StopOnSignal(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         """An epoch cut short says so: `partial_epoch_steps` in its logs (history.jsonl / .csv, the
-        card's curve) and one line, since Keras' bar shows it complete and its loss is the mean
-        of the steps run."""
+        card's curve) and one line, since its loss is the mean of the steps run (on its own line:
+        a live bar, `verbose=1`, leaves the cursor at its end)."""
         planned = (self.params or {}).get("steps")
         if self.received and logs is not None and planned and 0 < getattr(self, "_steps", 0) < planned:
             logs["partial_epoch_steps"] = self._steps
             if self.params.get("verbose"):
-                print(f"epoch {epoch + 1} stopped by {self.received} after {self._steps} of its "
+                print(("\n" if self.params.get("verbose") == 1 else "")
+                      + f"epoch {epoch + 1} stopped by {self.received} after {self._steps} of its "
                       f"{planned} steps: its logged loss is the mean of those steps", flush=True)
 
     def on_train_end(self, logs=None):

@@ -188,3 +188,24 @@ def test_an_epoch_stopped_early_ends_its_bar_at_the_step_reached(capsys, verbose
     assert re.search(r"\b3/10\b", printed) and "10/10" not in printed and "Epoch 2/2" not in printed
     model.fit(x, y, batch_size=4, epochs=1, verbose=verbose, callbacks=[RunProgbar(1)])
     assert "10/10" in capsys.readouterr().out  # a whole epoch still ends at its last step
+
+
+def test_the_stop_note_of_a_live_bar_starts_its_own_line(capsys):
+    """Hostile pass, 2026-12-07: on a terminal the note was glued to the end of the live bar."""
+    from clzoo.train.callbacks import StopOnSignal
+
+    signals = StopOnSignal()
+
+    class SignalAtThirdStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 2:
+                signals.received = "SIGINT"
+
+    model = _model()
+    x, y = np.ones((40, 3), "float32"), np.ones((40, 2), "float32")
+    try:
+        model.fit(x, y, batch_size=4, epochs=1, verbose=1, callbacks=[SignalAtThirdStep(), signals])
+    finally:
+        signals.release()
+    printed = capsys.readouterr().out
+    assert "\nepoch 1 stopped by SIGINT after 3 of its 10 steps" in printed
