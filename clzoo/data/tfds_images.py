@@ -64,6 +64,7 @@ class TfdsImages:
                              "TFDS reads in order only: prepare it in ArrayRecord files to stream it "
                              "(tfds build --file_format=array_record), or hold it (data_loading: memory)")
         self.name, self.split, self.data_dir = name, split, data_dir
+        self.version = str(builder.info.version)  # for `fingerprint`: the builder is read once
         self._source = tfds.data_source(name, split=split, data_dir=data_dir)
         self.image_key, self.label_key = builder.info.supervised_keys
         shape = builder.info.features[self.image_key].shape
@@ -107,9 +108,8 @@ class TfdsImages:
         import hashlib
 
         skipping = self._skipping()
-        version = tfds_builder(self.name, self.data_dir).info.version
-        digest = hashlib.blake2b(f"tfds:{self.name}\0{version}\0{self.split}\0{len(self._rows)}".encode(),
-                                 digest_size=16)
+        named = f"tfds:{self.name}\0{self.version}\0{self.split}\0{len(self._rows)}"
+        digest = hashlib.blake2b(named.encode(), digest_size=16)
         digest.update(np.ascontiguousarray(self._rows, np.int64))
         picked = self._rows[::max(1, len(self._rows) // samples)].tolist()
         for start in range(0, len(picked), 1024):

@@ -136,7 +136,7 @@ def data_fingerprint(split):
         step = max(1, len(sizes) // SAMPLED_FILES)
         for index in range(0, len(sizes), step):
             digest.update(sample_digest(split.paths[index], sizes[index])[1])
-    elif getattr(split, "fingerprint", None) is not None:
+    elif split.fingerprint is not None:
         digest.update(split.fingerprint.encode())
     elif hasattr(split.images, "fingerprint"):  # streamed, under a derived label set
         digest.update(split.images.fingerprint().encode())
