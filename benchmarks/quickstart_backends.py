@@ -16,11 +16,13 @@ import json
 import multiprocessing
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_processes_speed import run  # noqa: E402  (one clzoo run, timed)
 
 
 def _spin():
@@ -34,14 +36,9 @@ def run_once(backend, epochs, root):
     output = root / f"{backend}-{time.time_ns()}"
     command = [str(Path(sys.executable).with_name("clzoo")), "train", "sincere_digits",
                "--set", f"training.epochs={epochs}", "--output", str(output)]
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode:
-        sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    metrics = json.loads((output / "metrics.json").read_text())
+    timed = run(command, env, output)  # wall seconds and the run's recorded images/s
     threads = json.loads((output / "environment.json").read_text()).get("torch_threads")
-    return {"wall_s": round(seconds, 1), "images_per_second": round(metrics["images_per_second"], 1),
+    return {"wall_s": timed["wall_s"], "images_per_second": timed["images_per_second"],
             "torch_threads": threads and threads.get("threads")}
 
 
