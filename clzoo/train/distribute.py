@@ -180,6 +180,25 @@ def per_worker_batches(strategy, build, global_batch):
     give global replica `w * replicas_per_worker + r`. Returns the
     `strategy.distribute_datasets_from_function` dataset, which `fit` takes as it
     is, with the stream's `clzoo_stream` facts (its steps are the stream's).
+
+    Args:
+        strategy: a `tf.distribute.Strategy` (MultiWorkerMirroredStrategy, or Mirrored: one
+            input pipeline).
+        build: `(index, count) -> tf.data.Dataset` of `(views, labels)` batches of
+            `global_batch // count` rows (`clzoo.data.streams`' `shard`), with its
+            `clzoo_stream` facts.
+        global_batch: `training.batch_size`, divisible by the replicas in sync.
+
+    Returns:
+        a `tf.distribute.DistributedDataset`; each replica's batch has
+        `global_batch // num_replicas_in_sync` rows.
+
+    Raises:
+        ValueError: as `InputContext.get_per_replica_batch_size`, for a global batch that the
+            replicas do not divide.
+
+    Example: `tests/train/test_worker_input.py` (2 logical CPUs: each replica takes its
+    slice of the global batch, in order).
     """
     facts = {}
 
