@@ -120,8 +120,6 @@ def resolve_data(data, train=None, class_names=None):
 def data_loading(split):
     """`"memory"` for a split held as an array, `"stream"` for one left in its files (an image
     folder's `FileImages`, a tfds split's `TfdsImages`: decoded a batch at a time)."""
-    import numpy as np
-
     return "memory" if isinstance(split.images, np.ndarray) else "stream"
 
 
