@@ -28,6 +28,9 @@ def checks(args):
 
     check_output(args.output)  # a bad suffix or a missing pyarrow, before any work
     model_and_data_checks(args, args.model)
+    if not args.data_summary.labelled and args.split == "test":
+        raise ValueError(f"--split test: --data {args.data!r} is an unlabelled folder (no train/ or "
+                         "test/ sub-folders), one split of images: --split train (or both) embeds it")
 
 
 def _embed(args):
@@ -44,10 +47,12 @@ def _embed_into(args):
     encoder, path = load_encoder(args.model, args.space, args.bare_encoder)
     if args.bare_encoder:
         print(f"{args.model}{BARE}: these are not the model's features", flush=True)
-    splits = ("train", "test") if args.split == "both" else (args.split,)
+    both = ("train", "test") if source.labelled else ("train",)  # an unlabelled folder: one split
+    splits = both if args.split == "both" else (args.split,)
     table = embed_splits(encoder, source, splits, normalize=args.normalize)
     written = write_embeddings(args.output, table)
     paths = "with image paths" if "paths" in table else "no image paths (not an image folder)"
+    labels = "labels" if source.labelled else "label 0 (an unlabelled folder: its one split)"
     print(f"wrote {written}: {len(table['labels'])} embeddings of dimension "
-          f"{table['embeddings'].shape[1]} ({', '.join(splits)}), labels, {paths}")
+          f"{table['embeddings'].shape[1]} ({', '.join(splits)}), {labels}, {paths}")
     return 0

@@ -140,6 +140,13 @@ def data_checks(args):
     if str(args.data).startswith("tfds:"):  # tensorflow-datasets may import TensorFlow: quietly
         console.quiet_tensorflow()
     args.source, args.data_summary = check_data(args.data, args.image_size)
+    if args.command in ("eval", "compare", "transfer") and not args.data_summary.labelled:
+        from clzoo.data.unlabelled import unlabelled_test_refusal
+
+        own = (" A run's label-free metrics (alignment, uniformity, effective rank) are in its "
+               "metrics.json." if args.command in RUN_TARGETS else "")
+        raise ValueError(f"--data {args.data!r}: {unlabelled_test_refusal(args.data)} Pass one "
+                         f"with --data.{own}")
 
 
 def resolved_source(args):

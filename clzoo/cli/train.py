@@ -175,8 +175,27 @@ def _run_files(output):
     return ", ".join(held)
 
 
+def _label_free_table(run, data):
+    """An unlabelled run's alignment / uniformity / effective rank beside its random-init encoder's."""
+    rows = [("trained encoder", run.label_free)] + [
+        ("random init (untrained)" if name == "random_init" else name, row)
+        for name, row in run.label_free_baselines.items()]
+    lines = [f"Label-free metrics on {int(run.label_free['images']):,} images of {data}, two views "
+             "each (alignment: lower is closer; uniformity: lower is more uniform; effective rank: "
+             "1 to the feature width):",
+             f"  {'':<26}{'alignment':>11}{'uniformity':>12}{'eff. rank':>11}"]
+    for name, row in rows:
+        lines.append(f"  {name:<26}{row['alignment']:>11.4f}{row['uniformity']:>12.4f}"
+                     f"{row['effective_rank']:>11.1f}")
+    return "\n".join(lines + ["  kNN and linear probe: clzoo eval RUN --data FOLDER with a labelled "
+                              "folder (train/<class>/ and test/<class>/)"])
+
+
 def _results_table(run, data):
-    """The trained encoder's kNN / probe (a `RunResult`) beside its raw-pixel and random-init baselines."""
+    """The trained encoder's kNN / probe (a `RunResult`) beside its raw-pixel and random-init
+    baselines; a run on an unlabelled folder, its label-free metrics."""
+    if run.label_free:
+        return _label_free_table(run, data)
     k = run.knn_k
     rows = [("trained encoder", run.knn_top1, run.probe)]
     names = {"raw_pixels": "raw pixels", "random_init": "random init (untrained)"}

@@ -11,6 +11,7 @@ from clzoo.data.folder_listing import _folder_root, _list_folder
 from clzoo.data.memory_budget import over_memory, size_text
 from clzoo.data.sources import EMBEDDED, data_source
 from clzoo.data.tfds_splits import tfds_missing
+from clzoo.data.unlabelled import UNLABELLED, list_unlabelled
 
 DIGITS_TRAIN_IMAGES = 1437  # the fixed 80% stratified split of scikit-learn's 1,797 digits
 DEFAULT_KS = (1, 5, 20, 200)  # kNN sizes of `clzoo eval`; 200 is Wu et al. 2018's
@@ -19,12 +20,14 @@ DEFAULT_KS = (1, 5, 20, 200)  # kNN sizes of `clzoo eval`; 200 is Wu et al. 2018
 @dataclass(frozen=True)
 class DataSummary:
     """What `check_data` found: the spec's source, label set, class names (index = label) and
-    the number of training images (None where only loading can tell)."""
+    the number of training images (None where only loading can tell); `labelled` False for an
+    unlabelled folder (`clzoo.data.unlabelled`: one split, one class name, no test split)."""
 
     source: str
     label_set: str
     class_names: tuple
     train_images: int = None
+    labelled: bool = True
 
 
 def check_data(data, loading="memory"):
@@ -47,7 +50,9 @@ def check_data(data, loading="memory"):
             training ones (they are matched by name, never by position); fewer
             than two classes; an unknown label set; a tfds name that is empty,
             unknown or has no (image, label) pairs or no train / test split; a
-            class folder holding a sub-folder.
+            class folder holding a sub-folder; a label set on an unlabelled folder. An
+            unlabelled folder (neither `train/` nor `test/`) is not refused: its summary has
+            `labelled=False`.
 
     Example:
 
@@ -57,6 +62,8 @@ def check_data(data, loading="memory"):
     """
     resolved = data_source(data)
     data, source, label_set = resolved.spec, resolved.source, resolved.label_set
+    if not resolved.labelled:
+        return _unlabelled_summary(resolved, loading)
     count = None
     if source in EMBEDDED:
         names, count = tuple(str(i) for i in range(10)), DIGITS_TRAIN_IMAGES
@@ -122,6 +129,17 @@ def _folder_class_names(path, data, image_size=None, held=True):
     if held:  # a streamed split decodes a batch at a time
         _check_decoded_size(train_files, len(train_files) + len(test_files), image_size, data)
     return tuple(train), len(train_files)
+
+
+def _unlabelled_summary(resolved, loading):
+    """The `DataSummary` of an unlabelled folder, from its listing; a label set is refused."""
+    if resolved.label_set is not None:
+        raise ValueError(f"data={resolved.spec!r}: the label set @{resolved.label_set} maps class "
+                         "names, and an unlabelled folder (no train/ or test/ sub-folders) has none.")
+    files = list_unlabelled(_folder_root(resolved.source.removeprefix("folder:")))[0]
+    if loading == "memory":
+        _check_decoded_size(files, len(files), resolved.image_size, resolved.spec)
+    return DataSummary(resolved.source, None, (UNLABELLED,), len(files), labelled=False)
 
 
 def _tfds_class_names(name, data):

@@ -19,6 +19,7 @@ from clzoo.data.label_sets import LABEL_SETS, derive_label_set
 from clzoo.data.memory_budget import over_budget
 from clzoo.data.resize import check_image_size, check_resized_memory, resize_image
 from clzoo.data.split import Split
+from clzoo.data.unlabelled import is_unlabelled, list_unlabelled, unlabelled_test_refusal
 
 EMBEDDED = ("digits",)
 
@@ -32,7 +33,10 @@ def load_split(data, split="train", on_unreadable="error", stream=False):
               scans shipped inside scikit-learn, no network), upscaled to
               32x32 RGB; a fixed stratified 80/20 train/test split.
             - a folder path (or `"folder:PATH"`) holding
-              `PATH/{train,test}/<class>/<image>`; classes sorted by name.
+              `PATH/{train,test}/<class>/<image>`; classes sorted by name. A
+              folder with neither `train/` nor `test/` is unlabelled: its
+              images at any depth are one `"train"` split with
+              `labelled=False` (`clzoo.data.unlabelled`); it has no test split.
             - `"tfds:NAME"` (e.g. `"tfds:cifar10"`): a TensorFlow Datasets
               name with `train` and `test` splits (downloads on first use).
             Any of them may end in `@LABEL_SET` for a derived label set:
@@ -133,12 +137,31 @@ class DataSource:
             digits = _load_digits(split)
             return digits if size is None else _resized(digits, size)
         root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
+        if is_unlabelled(root):
+            return self._load_unlabelled(root, split, on_unreadable, stream)
         listed = _list_folder(root, split, on_unreadable)  # once, for the choice and the load
         if stream == "auto":
             stream = over_budget(self.decoded_bytes(len(listed[0]), split))
         if stream:
             return _open_folder(listed, on_unreadable, size)
         return _load_folder(root, split, listed, on_unreadable, size)
+
+    @property
+    def labelled(self):
+        """False for an image folder without `train/` and `test/` (`clzoo.data.unlabelled`)."""
+        folder = self.folder
+        return folder is None or not is_unlabelled(folder.expanduser())
+
+    def _load_unlabelled(self, root, split, on_unreadable, stream):
+        """The one split of an unlabelled folder (`Split.labelled` False); it has no test split."""
+        if split != "train":
+            raise ValueError(unlabelled_test_refusal(self.spec))
+        listed = list_unlabelled(root, on_unreadable)
+        if stream == "auto":
+            stream = over_budget(self.decoded_bytes(len(listed[0]), split))
+        whole = (_open_folder(listed, on_unreadable, self.image_size) if stream else
+                 _load_folder(root, "", listed, on_unreadable, self.image_size))
+        return dataclasses.replace(whole, labelled=False)
 
     def streams(self):
         """True when this source's splits can stay where they are (`stream=True`): an image folder,
@@ -165,10 +188,12 @@ class DataSource:
         from PIL import Image
 
         root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
-        first = class_folders(root, split)[0]
-        found = _image_files(root / split / first)[0]
+        if is_unlabelled(root):
+            first_file = list_unlabelled(root)[0][0]
+        else:
+            first_file = _image_files(root / split / class_folders(root, split)[0])[0][0][0]
         try:
-            with Image.open(found[0][0]) as image:
+            with Image.open(first_file) as image:
                 width, height = image.size
         except Exception:  # unreadable, or a decompression bomb: the decode names the file
             return None

@@ -25,6 +25,8 @@ class Split:
         fingerprint: for a tfds split in ArrayRecord files, held or streamed,
             the digest of its records (`TfdsImages.fingerprint`), which a
             resumed run compares; else None.
+        labelled: False for an unlabelled image folder (`clzoo.data.unlabelled`): every label is
+            0 and `class_names` is `["(unlabelled)"]`; True otherwise.
     """
 
     images: np.ndarray
@@ -34,6 +36,7 @@ class Split:
     fine_class_names: list = None
     paths: list = None
     fingerprint: str = None
+    labelled: bool = True
 
     def __len__(self):
         return len(self.labels)

@@ -101,9 +101,10 @@ class RunResult:
     """A finished `clzoo train` run: the summary in `metrics.json` and the loss curve.
 
     Attributes:
-        knn: kNN top-1 per k of the trained encoder, `{"k1": accuracy, ...}`.
-        knn_k: the headline k; `knn_top1` is `knn[f"k{knn_k}"]`.
-        knn_top1: the headline kNN top-1.
+        knn: kNN top-1 per k of the trained encoder, `{"k1": accuracy, ...}` (empty for a run on
+            an unlabelled folder).
+        knn_k: the headline k; `knn_top1` is `knn[f"k{knn_k}"]` (None without labels).
+        knn_top1: the headline kNN top-1 (None without labels).
         ncc, probe: nearest-class-centre and linear-probe top-1, None when not measured.
         baselines: `{name: Baseline}` (`raw_pixels`, `random_init`), empty when not measured.
         final_loss: the last epoch's training loss (None for a run with no epoch).
@@ -112,6 +113,9 @@ class RunResult:
         steps: optimizer steps of the run (None in summaries without it).
         classifier_top1, classifier_ece: the classifier's own test top-1 and ECE (task
             `soft_target` only; None otherwise).
+        label_free: a run on an unlabelled folder: `{"alignment", "uniformity",
+            "effective_rank", "images", "seconds"}` (`clzoo.eval.label_free`); else empty.
+        label_free_baselines: `{name: that dict}` of its baselines (`random_init`).
         summary: every key of `metrics.json` as stored (steps, backend, versions, ...).
         path: the run folder, or None for a record built in memory.
 
@@ -139,10 +143,14 @@ class RunResult:
     classifier_ece: float | None = None
     summary: dict = dataclasses.field(default_factory=dict, repr=False)
     path: Path | None = None
+    label_free: dict = dataclasses.field(default_factory=dict)
+    label_free_baselines: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_summary(cls, summary, path=None, loss_curve=(), where="metrics.json"):
         """The record of a `metrics.json` dict (`where` names it in errors)."""
+        if "label_free" in summary and "knn_top1" not in summary:  # an unlabelled folder's run
+            return cls._label_free(summary, path, loss_curve, where)
         for key in ("knn_top1", "knn_top1_k", "knn_top1_by_k"):
             if key not in summary:
                 raise RecordError(f"{where}: no {key!r} key")
@@ -172,10 +180,36 @@ class RunResult:
                for key in ("classifier_top1", "classifier_ece")},
             summary=dict(summary), path=None if path is None else Path(path))
 
+    @classmethod
+    def _label_free(cls, summary, path, loss_curve, where):
+        """The record of an unlabelled run: no kNN, its label-free figures (checked as numbers)."""
+        def figures(row, at):
+            if not isinstance(row, dict):
+                raise RecordError(f"{at}: expected an object, got {row!r}")
+            return {key: _number(row.get(key), f"{at}.{key}")
+                    for key in ("alignment", "uniformity", "effective_rank", "images")}
+
+        others = summary.get("label_free_baselines") or {}
+        if not isinstance(others, dict):
+            raise RecordError(f"{where}: 'label_free_baselines' must be an object, got {others!r}")
+        return cls(knn={}, knn_k=None, knn_top1=None, loss_curve=tuple(loss_curve),
+                   final_loss=_number(summary.get("final_train_loss"), f"{where}: 'final_train_loss'",
+                                      optional=True),
+                   wall_seconds=_number(summary.get("wall_seconds"), f"{where}: 'wall_seconds'",
+                                        optional=True),
+                   images_per_second=_number(summary.get("images_per_second"),
+                                             f"{where}: 'images_per_second'", optional=True),
+                   steps=_whole(summary.get("steps"), f"{where}: 'steps'"),
+                   label_free=figures(summary["label_free"], f"{where}: 'label_free'"),
+                   label_free_baselines={name: figures(row, f"{where}: 'label_free_baselines.{name}'")
+                                         for name, row in others.items()},
+                   summary=dict(summary), path=None if path is None else Path(path))
+
     def to_summary(self):
         """The `metrics.json` dict of this record, in the stored names (`from_summary`'s inverse)."""
         out = dict(self.summary)
-        out.update(knn_top1=self.knn_top1, knn_top1_k=self.knn_k, knn_top1_by_k=dict(self.knn))
+        if self.knn_top1 is not None:  # None: a run on an unlabelled folder (its summary as read)
+            out.update(knn_top1=self.knn_top1, knn_top1_k=self.knn_k, knn_top1_by_k=dict(self.knn))
         out.pop(EARLIER_PROBE_KEY, None)
         for name, key in SUMMARY_KEYS.items():
             value = getattr(self, name)

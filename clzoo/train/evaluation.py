@@ -72,12 +72,45 @@ def baselines(recipe, train_split, test_split, size, probe, verbose):
     from clzoo.eval.baselines import baseline_metrics
 
     wanted = tuple(recipe.eval.baselines)
-    random_encoder = None
-    if "random_init" in wanted:  # the recipe's encoder before its first step (same seed)
-        keras.utils.set_random_seed(int(recipe.seed))
-        random_encoder = build_encoder(recipe, size)
-        adapt_whitening(random_encoder, train_split.images, seed=recipe.seed)  # as the run does
+    random_encoder = _random_encoder(recipe, train_split, size) if "random_init" in wanted else None
     rows = baseline_metrics(train_split, test_split, random_encoder,
                             ks=_fitting_ks(recipe, train_split), probe=probe, size=size,
                             verbose=verbose)
     return {name: rows[name].to_dict() for name in wanted}  # metrics.json's form
+
+
+def _random_encoder(recipe, train_split, size):
+    """The recipe's encoder before its first step (same seed), whitened as the run does."""
+    keras.utils.set_random_seed(int(recipe.seed))
+    encoder = build_encoder(recipe, size)
+    adapt_whitening(encoder, train_split.images, seed=recipe.seed)
+    return encoder
+
+
+def label_free_metrics(recipe, encoder, train_split, views, verbose=True):
+    """The end of a run on an unlabelled folder: alignment, uniformity and effective rank
+    (`clzoo.eval.label_free`) of the saved encoder, beside the random-init encoder's when
+    `eval.baselines` names `random_init` (raw pixels have no views to embed).
+
+    Returns:
+        `{"label_free": {...}, "label_free_baselines": {"random_init": {...}}}`, each a
+        `LabelFreeReport.to_dict()`.
+    """
+    from clzoo.eval.label_free import label_free_report
+
+    def measured(model, what):
+        report = label_free_report(model, train_split, views, seed=int(recipe.seed))
+        if verbose:
+            print(f"[clzoo eval] label-free metrics of the {what} on {report.images:,} images, two "
+                  f"views each: {report.seconds:.1f} s")
+        return report.to_dict()
+
+    if verbose:
+        print("note: the data is unlabelled: the report gives alignment, uniformity and effective "
+              "rank; kNN and the probe need a labelled folder (clzoo eval RUN --data FOLDER)")
+    metrics = {"label_free": measured(encoder, "trained encoder")}
+    if "random_init" in recipe.eval.baselines:
+        size = encoder.input_shape[1]
+        metrics["label_free_baselines"] = {
+            "random_init": measured(_random_encoder(recipe, train_split, size), "random-init encoder")}
+    return metrics

@@ -4,16 +4,13 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
 
 import keras
 import numpy as np
 
 from clzoo.compat import prebuild_for_multi_worker
 from clzoo.data.checks import check_data
-from clzoo.data.resize import MixedImageSizes
 from clzoo.data.sources import data_source
-from clzoo.data.split_overlap import check_splits_apart
 from clzoo.eval.records import read_run
 from clzoo.installed import refuse_installed_packages
 from clzoo.machine import torch_threads_for_load
@@ -32,13 +29,14 @@ from clzoo.train.distribute import (
     write_once,
 )
 from clzoo.train.divergence import divergence_advice
-from clzoo.train.evaluation import final_metrics
+from clzoo.train.evaluation import final_metrics, label_free_metrics
 from clzoo.train.fit import TrainingPlan, resumable_fit
 from clzoo.train.levers import build_levers
 from clzoo.train.precision import dtype_policy, inner_optimizer, scaled
 from clzoo.train.ram_estimate import check_step_memory
 from clzoo.train.recipe import Recipe, RecipeError, validate_recipe
 from clzoo.train.resume_checks import check_checkpoint, check_same_data, check_same_model, data_record
+from clzoo.train.run_data import check_against_data, load_data
 from clzoo.train.run_folder import RunFolder
 from clzoo.train.tasks import TASKS
 from clzoo.train.torch_processes import replicate
@@ -108,9 +106,9 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     started = time.perf_counter()
     seed_everything(recipe.seed, deterministic=recipe.training.deterministic)
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
-    train_split, test_split = _load_data(source, loading == "stream", views.size)
+    train_split, test_split = load_data(source, loading == "stream", views.size)
     for split in (train_split, test_split):  # a streamed refusal of mixed sizes names the value
-        if hasattr(split.images, "suggested_size"):
+        if hasattr(getattr(split, "images", None), "suggested_size"):
             split.images.suggested_size = views.size
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
@@ -149,15 +147,25 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     with chief_alone(place), dtype_policy("float32"):
         # Evaluate the saved file, outside the strategy (all of it runs on this process) and
         # outside training.precision (probes and baselines built as `clzoo eval` builds them).
-        saved = load_model(run / "encoder.keras")
-        metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
-                                run / "encoder.keras", verbose)
-        metrics.update(task.extra_metrics(model, recipe, views, test_split))
+        metrics = _end_of_run_metrics(recipe, run, (train_split, test_split), task, model, views,
+                                      verbose)
         metrics.update(_run_facts(run, plan, fitted, views, place, train_split, started,
                                   done if resuming else None))
         metrics["pipeline"], metrics["data_loading"] = pipeline, loading
-        metrics["test_images"] = len(test_split)  # what the kNN and probe figures were measured on
         run.write_metrics(metrics)
+    return metrics
+
+
+def _end_of_run_metrics(recipe, run, splits, task, model, views, verbose):
+    """The saved encoder's evaluation: the report, or the label-free metrics of an unlabelled folder."""
+    train_split, test_split = splits
+    saved = load_model(run / "encoder.keras")
+    if test_split is None:
+        return label_free_metrics(recipe, saved, train_split, views, verbose)
+    metrics = final_metrics(recipe, saved, train_split, test_split, run / "eval",
+                            run / "encoder.keras", verbose)
+    metrics.update(task.extra_metrics(model, recipe, views, test_split))
+    metrics["test_images"] = len(test_split)  # what the kNN and probe figures were measured on
     return metrics
 
 
@@ -287,7 +295,7 @@ def _check_before_work(recipe, place, output):
                            f"over the {place.replicas} replicas"])
     if data.train_images is not None and batch > data.train_images:
         raise _batch_too_large(batch, data.train_images, recipe.data)
-    _check_against_data(recipe, data, source, output)
+    check_against_data(recipe, data, source, output)
     return source, _loading(recipe, source, data)
 
 
@@ -309,57 +317,6 @@ def _loading(recipe, source, data):
     count = data.train_images  # None for a tfds split: its info gives its size
     size = None if wanted != "auto" else source.decoded_bytes(count)
     return choose_loading(wanted, size, budget)
-
-
-def _check_against_data(recipe, data, source, output):
-    """Recipe values that are valid alone but impossible for this data or output (issue 44)."""
-    problems = []
-    images = data.train_images
-    if images is not None:
-        steps = recipe.training.epochs * (images // recipe.training.batch_size)
-        if steps > 2**24:
-            problems.append(f"training.epochs = {recipe.training.epochs}: {steps:,} steps; the "
-                            "learning-rate schedule counts steps in float32, exact up to "
-                            "16,777,216 steps")
-        every = recipe.training.optimizer.setting("lookahead_every")
-        if recipe.training.optimizer.name == "lookahead_sgd" and every > steps:
-            problems.append(f"training.optimizer.lookahead_every = {every}: more than the run's "
-                            f"{steps:,} steps; it ends on the slow weights, which no Lookahead step "
-                            "would update (the untrained weights): lower it, or 0 for no Lookahead")
-        headline = recipe.eval.knn_headline_k  # other k above the images are skipped, by design
-        if headline > images:
-            problems.append(f"eval.knn_headline_k = {headline}: more than the {images:,} training "
-                            "images the kNN takes its neighbours from (the headline kNN would not exist)")
-    folder = source.folder
-    read = [folder / split for split in ("train", "test")] if folder is not None else []
-    if any(_inside(Path(output), split) for split in read):
-        problems.append(f"--output {output} is inside the data's train/ or test/ folder "
-                        f"({folder}): the run's files would be read as images next time; choose "
-                        "a folder outside them")
-    if problems:
-        raise RecipeError(problems)
-
-
-def _inside(path, folder):
-    try:
-        return path.resolve().is_relative_to(folder.resolve())
-    except OSError:
-        return False
-
-
-def _load_data(source, stream=False, view_size=None):
-    """Both splits of a `DataSource` (left in their files when `stream`); one that cannot be read is
-    a `RecipeError` naming the spec (images of several sizes: naming the recipe's view size)."""
-    try:
-        train, test = source.load("train", stream=stream), source.load("test", stream=stream)
-        check_splits_apart(train, test, source.spec)
-    except MixedImageSizes as error:
-        raise RecipeError([f"data = {source.spec!r}: {error} This recipe's views are {view_size} px: "
-                           f"--image-size {view_size} resizes every image to that on load (a larger "
-                           "size keeps more detail for the views' crops)."]) from None
-    except ValueError as error:
-        raise RecipeError([f"data = {source.spec!r}: {error}"]) from None
-    return train, test
 
 
 def _check_batch_views_size(views, split, recipe):
@@ -429,8 +386,9 @@ def _model(recipe, task, views, train_split, plan, place, resume_from, levers=()
 def _banner(recipe, place, train_split, encoder, resumed_at, plan, pipeline):
     return (f"clzoo {__version__} | keras {keras.__version__} ({keras.backend.backend()}, "
             f"{place.name} x{place.replicas}, {pipeline} stream) | {recipe.data}: "
-            f"{len(train_split)} train images, "
-            f"{len(train_split.class_names)} classes | encoder {recipe.model.encoder.name} "
+            f"{len(train_split)} train images, " + (
+                f"{len(train_split.class_names)} classes" if train_split.labelled else "unlabelled")
+            + f" | encoder {recipe.model.encoder.name} "
             f"({encoder.count_params():,} params) | loss {recipe.loss.name} | "
             f"{recipe.training.precision} | parts: {', '.join(recipe.model.parts) or 'none'}"
             + (f" | resuming at step {resumed_at} of {plan.epochs * plan.steps}"
@@ -483,7 +441,7 @@ def _knn_monitor(recipe, train_split, test, place, encoder):
     from clzoo.eval.monitor import KNNMonitor
 
     spec = recipe.eval
-    if not spec.monitor_every:
+    if not spec.monitor_every or test is None:  # an unlabelled folder: no labels to classify
         return None
     if place.name == "multi_worker" or place.processes > 1:
         print("note: the online kNN monitor is off under multi_worker (each worker would "

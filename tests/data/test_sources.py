@@ -58,7 +58,10 @@ def test_missing_path(tmp_path):
 
 
 def test_folder_without_split(tmp_path):
-    (tmp_path / "data").mkdir()
+    (tmp_path / "data").mkdir()  # read as unlabelled (no train/ or test/): no image is refused
+    with pytest.raises(ValueError, match=r"No images in .* A labelled dataset is .*/train/<class>/<image>"):
+        load_split(str(tmp_path / "data"))
+    (tmp_path / "data" / "test").mkdir()  # a test split without its train split is the old refusal
     with pytest.raises(ValueError, match="'train' sub-folder"):
         load_split(str(tmp_path / "data"))
 
