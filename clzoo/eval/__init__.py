@@ -21,6 +21,8 @@
   `bootstrap_accuracy_difference` (SINCERE sec. 4)
 - data and embeddings: `embed`, `projection_encoder` / `projection_embeddings`
   (the loss's space), `train_test_split` (stratified, for array data)
+- without labels: `alignment`, `uniformity` (Wang & Isola 2020), `effective_rank` (RankMe),
+  `label_free_report` (two views of a sample: what an unlabelled run reports)
 - `baseline_metrics`: the same kNN / probe on raw pixels and a random-init encoder;
   `KNNMonitor`: kNN accuracy during `fit`.
 """
@@ -47,6 +49,13 @@ from clzoo.eval.geometry import (
     variability,
 )
 from clzoo.eval.knn import knn_accuracy, knn_predict, knn_predictions
+from clzoo.eval.label_free import (
+    LabelFreeReport,
+    alignment,
+    effective_rank,
+    label_free_report,
+    uniformity,
+)
 from clzoo.eval.linear_probe import (
     ProbeResult,
     logistic_regression_probe,
@@ -84,16 +93,16 @@ DEFAULT_METRICS = default_metrics()
 
 __all__ = [
     "BASELINES", "CIFAR10_COARSE", "DEFAULT_METRICS", "METRICS", "BootstrapInterval",
-    "EvalContext", "EvaluationResult", "KNNMonitor", "MetricResult", "NoisyLabelRanking",
+    "EvalContext", "EvaluationResult", "KNNMonitor", "LabelFreeReport", "MetricResult", "NoisyLabelRanking",
     "Plot", "ProbeResult", "TransferResult", "Reliability", "ReportMetric", "Separation",
-    "baseline_metrics", "bootstrap", "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv",
+    "alignment", "baseline_metrics", "bootstrap", "bootstrap_accuracy", "bootstrap_accuracy_difference", "cdnv",
     "class_centers", "coarse_labels", "coarse_to_fine_transfer", "compare_results", "comparison_markdown",
-    "dcl_nscl_gap", "directional_cdnv", "embed", "evaluate", "evaluate_embeddings",
+    "dcl_nscl_gap", "directional_cdnv", "effective_rank", "embed", "evaluate", "evaluate_embeddings",
     "expected_calibration_error", "few_shot_error_bound", "few_shot_errors", "knn_accuracy",
-    "knn_predict", "knn_predictions", "logistic_regression_probe", "margin_difference", "margin_interval",
+    "knn_predict", "knn_predictions", "label_free_report", "logistic_regression_probe", "margin_difference", "margin_interval",
     "nearest_class_center_accuracy",
     "nearest_class_center_predict", "parse_metrics", "projection_embeddings",
     "projection_encoder", "rank_suspected_mislabeled", "raw_pixel_features", "register_metric",
     "reliability", "retrieval_metrics", "sgd_linear_probe", "target_noise_separation", "train_test_split",
-    "transfer_probe", "tsne_points", "variability",
+    "transfer_probe", "tsne_points", "uniformity", "variability",
 ]

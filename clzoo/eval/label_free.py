@@ -117,7 +117,15 @@ def effective_rank(embeddings, eps=1e-7):
 
 @dataclasses.dataclass
 class LabelFreeReport:
-    """`label_free_report`'s result: the three figures and what they were measured on."""
+    """`label_free_report`'s result: the three figures and what they were measured on.
+
+    Attributes:
+        alignment: `alignment` of the L2-normalized first and second views (lower: closer).
+        uniformity: `uniformity` of the L2-normalized first views (lower: more uniform).
+        effective_rank: `effective_rank` of the first views' features as the encoder gives them.
+        images: the images sampled (each seen as two views).
+        seconds: wall time of the views and the embedding.
+    """
 
     alignment: float
     uniformity: float
