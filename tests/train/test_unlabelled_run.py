@@ -37,43 +37,44 @@ def test_a_run_folder_inside_the_unlabelled_folder_is_refused(tmp_path):
     assert not (root / "runs").exists()
 
 
-@pytest.mark.large
-@pytest.mark.parametrize("recipe", ["simclr/cifar10_small", "dcl/cifar10_small"])
-def test_the_console_script_trains_on_unlabelled_photos_and_reports_label_free_metrics(tmp_path, recipe):
+def _train(tmp_path, recipe, count, *extra):
     from tests.test_cli import _run
 
-    root, written = write_unlabelled(tmp_path / "photos", count=40)
+    root, _ = write_unlabelled(tmp_path / "photos", count=count)
     run = tmp_path / "run"
     done = _run(["train", recipe, "--data", str(root), "--image-size", "8", "--output", str(run),
                  "--set", "training.epochs=1", "--set", "training.batch_size=8",
-                 "--set", "model.encoder={name: resnet8}", "--set", "views.size=8"])
+                 "--set", "model.encoder={name: resnet8}", "--set", "views.size=8", *extra])
     assert done.returncode == 0, done.stderr
+    return root, run, done
+
+
+def _check_label_free(run, done, count):
     assert "unlabelled | encoder" in done.stdout
-    assert "Label-free metrics on 40 images" in done.stdout and "random init (untrained)" in done.stdout
+    assert f"Label-free metrics on {count} images" in done.stdout
+    assert "random init (untrained)" in done.stdout
     metrics = json.loads((run / "metrics.json").read_text())
     assert "knn_top1" not in metrics and "test_images" not in metrics
     for row in (metrics["label_free"], metrics["label_free_baselines"]["random_init"]):
-        assert row["images"] == 40 and 0 <= row["alignment"] <= 4 and row["uniformity"] <= 0
+        assert row["images"] == count and 0 <= row["alignment"] <= 4 and row["uniformity"] <= 0
         assert 1 <= row["effective_rank"] <= 64
     assert metrics["label_free"] != metrics["label_free_baselines"]["random_init"]  # trained differs
     assert not (run / "eval").exists()
-    refused = _run(["eval", str(run)])
-    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
-    assert "unlabelled folder" in refused.stderr and "label-free metrics" in refused.stderr
 
 
 @pytest.mark.large
-def test_a_labelled_folder_gives_the_unlabelled_run_its_knn_and_embed_takes_the_one_split(tmp_path):
+def test_the_console_script_trains_on_unlabelled_photos_then_eval_takes_a_labelled_folder(tmp_path):
+    """Issue 85 item 12, as a user runs it: simclr on nested photos of several sizes; the report
+    without labels; `eval RUN` refused in one line, `eval RUN --data LABELLED` gives the kNN;
+    `embed` takes the one split."""
     from tests.data.image_folders import write_image_folder
     from tests.test_cli import _run
 
-    root, _ = write_unlabelled(tmp_path / "photos", count=16)
-    run = tmp_path / "run"
-    done = _run(["train", "simclr/cifar10_small", "--data", str(root), "--image-size", "8",
-                 "--output", str(run), "--set", "training.epochs=1", "--set", "training.batch_size=8",
-                 "--set", "model.encoder={name: resnet8}", "--set", "views.size=8",
-                 "--set", "eval.baselines=[]"])
-    assert done.returncode == 0, done.stderr
+    root, run, done = _train(tmp_path, "simclr/cifar10_small", 40)
+    _check_label_free(run, done, 40)
+    refused = _run(["eval", str(run)])
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "unlabelled folder" in refused.stderr and "label-free metrics" in refused.stderr
     labelled = write_image_folder(tmp_path / "labelled", per_class=4)
     scored = _run(["eval", str(run), "--data", str(labelled), "--metrics", "knn",
                    "--output", str(tmp_path / "report")])
@@ -81,7 +82,15 @@ def test_a_labelled_folder_gives_the_unlabelled_run_its_knn_and_embed_takes_the_
     assert "weighted kNN top-1" in scored.stdout
     embedded = _run(["embed", str(run), "--data", str(root), "--output", str(tmp_path / "e.npz")])
     assert embedded.returncode == 0, embedded.stderr
-    assert "16 embeddings" in embedded.stdout and "(train), label 0 (an unlabelled folder" in embedded.stdout
+    assert "40 embeddings" in embedded.stdout and "(train), label 0 (an unlabelled folder" in embedded.stdout
     refused = _run(["embed", str(run), "--data", str(root), "--split", "test",
                     "--output", str(tmp_path / "f.npz")])
     assert refused.returncode == 2 and "--split train" in refused.stderr
+
+
+@pytest.mark.large
+@pytest.mark.backends("tensorflow")
+def test_dcl_trains_on_unlabelled_photos_streamed_from_their_files(tmp_path):
+    root, run, done = _train(tmp_path, "dcl/cifar10_small", 24, "--set", "data_loading=stream")
+    assert "data: streamed from its files" in done.stdout
+    _check_label_free(run, done, 24)
