@@ -180,9 +180,10 @@ def _label_free_table(run, data):
     rows = [("trained encoder", run.label_free)] + [
         ("random init (untrained)" if name == "random_init" else name, row)
         for name, row in run.label_free_baselines.items()]
-    lines = [f"Label-free metrics on {int(run.label_free['images']):,} images of {data}, two views "
+    most = min(run.label_free["images"], run.label_free.get("features") or run.label_free["images"])
+    lines = [f"Label-free metrics on {run.label_free['images']:,} images of {data}, two views "
              "each (alignment: lower is closer; uniformity: lower is more uniform; effective rank: "
-             "1 to the feature width):",
+             f"1 to {most:,}, the smaller of images and feature width):",
              f"  {'':<26}{'alignment':>11}{'uniformity':>12}{'eff. rank':>11}"]
     for name, row in rows:
         lines.append(f"  {name:<26}{row['alignment']:>11.4f}{row['uniformity']:>12.4f}"

@@ -134,8 +134,8 @@ def _folder_class_names(path, data, image_size=None, held=True):
 def _unlabelled_summary(resolved, loading):
     """The `DataSummary` of an unlabelled folder, from its listing; a label set is refused."""
     if resolved.label_set is not None:
-        raise ValueError(f"data={resolved.spec!r}: the label set @{resolved.label_set} maps class "
-                         "names, and an unlabelled folder (no train/ or test/ sub-folders) has none.")
+        raise ValueError(f"the label set @{resolved.label_set} maps class names, and an unlabelled "
+                         "folder (no train/ or test/ sub-folders) has none.")
     files = list_unlabelled(_folder_root(resolved.source.removeprefix("folder:")))[0]
     if loading == "memory":
         _check_decoded_size(files, len(files), resolved.image_size, resolved.spec)

@@ -92,7 +92,7 @@ def class_folders(root, split, on_unreadable="error"):
         raise ValueError(
             f"Expected an image folder with a '{split}' sub-folder of class "
             f"folders ({root}/{split}/<class>/<image>). Received: data={str(root)!r}"
-        )
+            + _why_labelled(Path(root)))
     classes, problems = [], []
     for entry in _visible(split_dir):
         is_class, problem = _class_entry(entry, split_dir)
@@ -109,6 +109,17 @@ def class_folders(root, split, on_unreadable="error"):
         )
     return classes
 
+
+
+def _why_labelled(root):
+    """Why `root` was read as a labelled dataset (a file, or a `train` / `test` entry), for the
+    missing-split refusal; a folder with neither is read as unlabelled (`clzoo.data.unlabelled`)."""
+    if not root.is_dir():
+        return f" ({root} is a file, not a folder)"
+    held = [name for name in ("train", "test") if os.path.lexists(root / name)]
+    kinds = ", ".join(f"{name}/" if (root / name).is_dir() else f"{name} (not a folder)" for name in held)
+    return (f" ({root} holds {kinds}, so it is read as a labelled dataset; a folder with neither "
+            "train nor test is read as unlabelled images at any depth)") if held else ""
 
 
 def _utf8(name):

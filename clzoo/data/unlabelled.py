@@ -1,11 +1,11 @@
 """Unlabelled image folders: images at any depth, no `train/<class>/` folders, for self-supervised runs.
 
 A folder is unlabelled when it holds neither a `train` nor a `test` sub-folder. Every image file
-under it (sub-folders at any depth, hidden entries left out, links not followed into folders) is
-one row of a single split; its label is 0 and `Split.labelled` is False. Losses that read labels
-are refused on it (`clzoo.train`), and a run reports the metrics that need none
-(`clzoo.eval.label_free`). Entries are checked as `clzoo.data.folder_listing` checks a class
-folder's.
+under it (sub-folders at any depth, hidden entries left out, links not followed into folders; a
+link to an image file is read, so an image linked twice counts twice) is one row of a single
+split; its label is 0 and `Split.labelled` is False. Losses that read labels are refused on it
+(`clzoo.train`), and a run reports the metrics that need none (`clzoo.eval.label_free`). Entries
+are checked as `clzoo.data.folder_listing` checks a class folder's.
 """
 
 import os
@@ -42,6 +42,7 @@ def list_unlabelled(root, on_unreadable="error"):
             `on_unreadable="skip"`) the first unusable entry, as for a class folder.
     """
     root = Path(root)
+    _refuse_split_lookalikes(root)
     found, problems = [], []
     for folder in _folders(root):
         images, bad, _ = _image_files(folder)  # sub-folders are walked, not refused
@@ -55,6 +56,18 @@ def list_unlabelled(root, on_unreadable="error"):
             "unlabelled one holds image files at any depth.")
     files = [path for path, _ in found]
     return files, [info for _, info in found], np.zeros(len(files), np.int32), [UNLABELLED]
+
+
+def _refuse_split_lookalikes(root):
+    """A `Train/` or `TEST/` folder is refused: read as unlabelled, its test images would be
+    training images (and on a case-insensitive file system the folder would read as labelled)."""
+    for entry in sorted(os.listdir(root)):
+        if entry.lower() in ("train", "test") and (root / entry).is_dir():
+            raise ValueError(
+                f"{root / entry} looks like a split folder: clzoo reads a labelled dataset from "
+                "train/ and test/ (lower case), and a folder with neither as unlabelled images at "
+                f"any depth, {entry}/ included. Rename it {entry.lower()}/ for a labelled dataset, "
+                "or move the images out of it.")
 
 
 def unlabelled_test_refusal(root):

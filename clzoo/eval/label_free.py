@@ -17,13 +17,31 @@ from clzoo.eval._checks import unit_rows
 SAMPLE = 2048  # images the report embeds: its uniformity is over SAMPLE x SAMPLE pairs, not N x N
 
 
-def _rows(name, x):
+def _rows(name, x, unit=False):
+    """`x` as float64 `(N, D)`, N >= 2 and D >= 1, finite; with `unit`, rows of length 1."""
     x = np.asarray(x, np.float64)
-    if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"`{name}` must be embeddings (N, D) with N >= 2. Received: shape {x.shape}")
+    if x.ndim != 2 or len(x) < 2 or x.shape[1] < 1:
+        raise ValueError(f"`{name}` must be embeddings (N, D) with N >= 2 and D >= 1. Received: "
+                         f"shape {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"`{name}` holds non-finite values (NaN or inf).")
+    if unit:
+        with np.errstate(over="ignore"):  # lengths of inf are named as such below
+            lengths = np.linalg.norm(x, axis=1)
+        if np.max(np.abs(lengths - 1.0)) > 1e-3:
+            raise ValueError(f"`{name}` must hold L2-normalized rows (the definition is on the unit "
+                             f"sphere); their lengths run from {lengths.min():.4g} to "
+                             f"{lengths.max():.4g}. Normalize them first (x / ||x||).")
     return x
+
+
+def _positive(name, value, zero=False):
+    """`value` as a float > 0 (>= 0 with `zero`), else a ValueError naming it."""
+    value = float(value)
+    if not (value >= 0 if zero else value > 0) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite number {'>= 0' if zero else '> 0'}. "
+                         f"Received: {name}={value}")
+    return value
 
 
 def alignment(anchors, positives, alpha=2.0):
@@ -41,16 +59,18 @@ def alignment(anchors, positives, alpha=2.0):
         float.
 
     Raises:
-        ValueError: shapes that are not `(N, D)` alike, or non-finite values.
+        ValueError: shapes that are not `(N, D)` alike, rows that are not of unit length,
+            non-finite values, `alpha <= 0`.
 
     Example:
 
     >>> import numpy as np
     >>> from clzoo.eval.label_free import alignment
-    >>> alignment(np.eye(2), np.eye(2)), alignment(np.eye(2), np.eye(2)[::-1])
+    >>> alignment(np.eye(2), np.eye(2)), round(alignment(np.eye(2), np.eye(2)[::-1]), 6)
     (0.0, 2.0)
     """
-    anchors, positives = _rows("anchors", anchors), _rows("positives", positives)
+    anchors, positives = _rows("anchors", anchors, unit=True), _rows("positives", positives, unit=True)
+    alpha = _positive("alpha", alpha)
     if anchors.shape != positives.shape:
         raise ValueError(f"`anchors` {anchors.shape} and `positives` {positives.shape} must have one "
                          "shape: one positive per anchor.")
@@ -71,6 +91,10 @@ def uniformity(embeddings, t=2.0):
     Returns:
         float.
 
+    Raises:
+        ValueError: not `(N, D)` with `N >= 2`, rows not of unit length, non-finite values,
+            `t <= 0`.
+
     Example:
 
     >>> import numpy as np
@@ -78,7 +102,7 @@ def uniformity(embeddings, t=2.0):
     >>> uniformity(np.ones((3, 2)) / np.sqrt(2)), round(uniformity(np.eye(2)), 3)
     (0.0, -4.0)
     """
-    x = _rows("embeddings", embeddings)
+    x, t = _rows("embeddings", embeddings, unit=True), _positive("t", t)
     squared = np.sum(x**2, axis=1)
     distances = np.maximum(squared[:, None] + squared[None, :] - 2.0 * x @ x.T, 0.0)
     pairs = distances[np.triu_indices(len(x), k=1)]
@@ -100,6 +124,9 @@ def effective_rank(embeddings, eps=1e-7):
     Returns:
         float.
 
+    Raises:
+        ValueError: not `(N, D)` with `N >= 2` and `D >= 1`, non-finite values, `eps < 0`.
+
     Example:
 
     >>> import numpy as np
@@ -107,7 +134,7 @@ def effective_rank(embeddings, eps=1e-7):
     >>> round(effective_rank(np.eye(4)[:, :3] * 5), 3)
     3.0
     """
-    x = _rows("embeddings", embeddings)
+    x, eps = _rows("embeddings", embeddings), _positive("eps", eps, zero=True)
     singular = np.linalg.svd(x, compute_uv=False)
     if singular.sum() == 0:
         return 1.0
@@ -124,6 +151,7 @@ class LabelFreeReport:
         uniformity: `uniformity` of the L2-normalized first views (lower: more uniform).
         effective_rank: `effective_rank` of the first views' features as the encoder gives them.
         images: the images sampled (each seen as two views).
+        features: the feature width D; the effective rank is at most `min(images, features)`.
         seconds: wall time of the views and the embedding.
     """
 
@@ -131,6 +159,7 @@ class LabelFreeReport:
     uniformity: float
     effective_rank: float
     images: int
+    features: int
     seconds: float
 
     def to_dict(self):
@@ -142,16 +171,17 @@ def _two_views(split, views, seed, sample):
     view stream (`clzoo.data.training_batches`)."""
     from clzoo.data import training_batches
 
-    count = min(sample, len(split))
-    batch = min(256, count)
-    rows = np.sort(np.random.default_rng(seed).choice(len(split), count - count % batch, replace=False))
-    part = dataclasses.replace(split, images=split.images[rows], labels=split.labels[rows],
-                               paths=None)
+    rows = np.sort(np.random.default_rng(seed).choice(len(split), min(sample, len(split)), replace=False))
     first, second = [], []
-    for x, _ in training_batches(part, batch_size=batch, seed=seed, views=views, shuffle=False):
-        x = np.asarray(x)
-        first.append(x[:, 0])
-        second.append(x[:, 1])
+    for start in range(0, len(rows), 256):  # one whole batch per stream: no remainder dropped
+        chunk = rows[start:start + 256]
+        part = dataclasses.replace(split, images=split.images[chunk], labels=split.labels[chunk],
+                                   paths=None)
+        for x, _ in training_batches(part, batch_size=len(chunk), seed=seed + start, views=views,
+                                     shuffle=False):
+            x = np.asarray(x)
+            first.append(x[:, 0])
+            second.append(x[:, 1])
     return np.concatenate(first), np.concatenate(second)
 
 
@@ -164,8 +194,7 @@ def label_free_report(encoder, split, views, seed=0, sample=SAMPLE, verbose=Fals
         views: the recipe's `clzoo.data.ViewConfig` / `BatchViewConfig` (two views or more: the
             first two are the positive pair).
         seed: picks the sample and the views. Defaults to `0`.
-        sample: at most this many images (a multiple of the view batch is kept). Defaults to
-            `SAMPLE`.
+        sample: at most this many images, drawn without replacement. Defaults to `SAMPLE`.
         verbose: Keras' progress while embedding.
 
     Returns:
@@ -180,4 +209,4 @@ def label_free_report(encoder, split, views, seed=0, sample=SAMPLE, verbose=Fals
     paired = unit_rows(np.asarray(predict_images(encoder, second, verbose=verbose), np.float32))
     anchors = unit_rows(raw)
     return LabelFreeReport(alignment(anchors, paired), uniformity(anchors), effective_rank(raw),
-                           len(first), time.perf_counter() - started)
+                           len(first), raw.shape[1], time.perf_counter() - started)

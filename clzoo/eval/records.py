@@ -114,7 +114,7 @@ class RunResult:
         classifier_top1, classifier_ece: the classifier's own test top-1 and ECE (task
             `soft_target` only; None otherwise).
         label_free: a run on an unlabelled folder: `{"alignment", "uniformity",
-            "effective_rank", "images", "seconds"}` (`clzoo.eval.label_free`); else empty.
+            "effective_rank", "images", "features"}` (`clzoo.eval.label_free`); else empty.
         label_free_baselines: `{name: that dict}` of its baselines (`random_init`).
         summary: every key of `metrics.json` as stored (steps, backend, versions, ...).
         path: the run folder, or None for a record built in memory.
@@ -186,8 +186,12 @@ class RunResult:
         def figures(row, at):
             if not isinstance(row, dict):
                 raise RecordError(f"{at}: expected an object, got {row!r}")
-            return {key: _number(row.get(key), f"{at}.{key}")
-                    for key in ("alignment", "uniformity", "effective_rank", "images")}
+            figures = {key: _number(row.get(key), f"{at}.{key}")
+                       for key in ("alignment", "uniformity", "effective_rank")}
+            whole = {key: _whole(row.get(key), f"{at}.{key}") for key in ("images", "features")}
+            if whole["images"] is None:
+                raise RecordError(f"{at}: no 'images' key")
+            return {**figures, **{key: value for key, value in whole.items() if value is not None}}
 
         others = summary.get("label_free_baselines") or {}
         if not isinstance(others, dict):

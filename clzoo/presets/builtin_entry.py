@@ -46,6 +46,10 @@ def run_fields(run_dir, name, earlier=None):
 
     earlier, run_dir = earlier or {}, Path(run_dir)
     recipe, run, report = run_records(run_dir)
+    if run.label_free:  # the built-in registry records the run's own headline kNN
+        from clzoo.presets.format import unlabelled_run_refusal
+
+        raise PresetError(unlabelled_run_refusal(run_dir))
     knn, k, probe = run.knn, run.knn_k, run.probe
     if report is not None:
         knn = report.knn or knn

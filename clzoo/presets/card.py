@@ -88,6 +88,21 @@ def _train_record(metadata):
     return RunResult.from_summary(summary, where="metadata.json: metrics.train")
 
 
+def _label_free_lines(metadata):
+    """For an encoder trained on an unlabelled folder: that, and its label-free figures."""
+    figures = (metadata.get("metrics", {}).get("train") or {}).get("label_free")
+    if not isinstance(figures, dict):
+        return []
+    try:
+        return [f"Trained without labels (an unlabelled image folder); the kNN above is on the "
+                f"labelled data it was evaluated on. On {int(figures['images']):,} training images, "
+                f"two views each: alignment {float(figures['alignment']):.4f}, uniformity "
+                f"{float(figures['uniformity']):.4f}, effective rank "
+                f"{float(figures['effective_rank']):.1f} (`clzoo.eval.label_free`).", ""]
+    except (KeyError, TypeError, ValueError):  # a hand-edited record: the card says nothing of it
+        return []
+
+
 def _model_index(metadata, hub_id, display, run, report):
     metrics = [{"type": "accuracy", "value": round(100 * value, 2),
                 "name": f"weighted kNN top-1 ({k}, cosine)"}
@@ -163,7 +178,8 @@ def model_card(metadata, license="apache-2.0", handle=None):
     paper = PAPERS.get(loss)
     _, display = hub_dataset(metadata.get("dataset"))
     run, report = _train_record(metadata), _eval_record(metadata)  # parsed once, read below
-    knn = ", ".join(f"{k}: {v:.2%}" for k, v in (run.knn if run else {}).items())
+    scores = run.knn if run else (report.knn if report is not None else {})  # unlabelled: the report's
+    knn = ", ".join(f"{k}: {v:.2%}" for k, v in (scores or {}).items())
     header = _header(metadata, loss, license, run, report)
     lines = ["---", yaml.safe_dump(header, sort_keys=False).strip(), "---", "",
              f"# {metadata['name']}", "",
@@ -177,7 +193,7 @@ def model_card(metadata, license="apache-2.0", handle=None):
               "kNN protocol: the whole training split as memory, the k training features of "
               "highest cosine similarity vote for their class with that similarity as weight "
               "(`clzoo.eval.knn_predict`, weighting `cosine`).", ""]
-    lines += _flip_lines(metadata, report)
+    lines += _flip_lines(metadata, report) + _label_free_lines(metadata)
     if report is not None and report.probe is not None:
         lines += [f"Linear probe ({_probe_protocol(report)}): {report.probe:.2%}.", ""]
     lines += _auxiliary_lines(metadata)

@@ -283,9 +283,19 @@ def _preset_records(run, eval_dir):
     from clzoo.train.recipe import RecipeError
 
     try:
-        return run_records(run, eval_dir)
+        records = run_records(run, eval_dir)
     except (RecipeError, RecordError) as error:
         raise PresetError(f"{run} cannot become a preset: {error}") from None
+    if records[1].label_free and records[2] is None:
+        raise PresetError(unlabelled_run_refusal(run))
+    return records
+
+
+def unlabelled_run_refusal(run):
+    """The one line for publishing a run trained on an unlabelled folder without a labelled report."""
+    return (f"{run} trained on an unlabelled folder: a preset's card gives kNN and probe figures, "
+            f"and it has none. Evaluate it on a labelled folder first: clzoo eval {run} --data "
+            f"FOLDER --output {Path(run) / 'eval'}")
 
 
 def _name_says_auxiliary(name, weight):

@@ -441,7 +441,11 @@ def _knn_monitor(recipe, train_split, test, place, encoder):
     from clzoo.eval.monitor import KNNMonitor
 
     spec = recipe.eval
-    if not spec.monitor_every or test is None:  # an unlabelled folder: no labels to classify
+    if not spec.monitor_every:
+        return None
+    if test is None:
+        print(f"note: the online kNN monitor (eval.monitor_every = {spec.monitor_every}) is off: an "
+              "unlabelled folder has no labels to classify")
         return None
     if place.name == "multi_worker" or place.processes > 1:
         print("note: the online kNN monitor is off under multi_worker (each worker would "

@@ -88,3 +88,27 @@ def test_an_unreadable_entry_is_named_or_skipped(tmp_path):
         list_unlabelled(root)
     with pytest.warns(UserWarning, match="Skipped 1 unreadable image"):
         assert len(list_unlabelled(root, on_unreadable="skip")[0]) == len(written)
+
+
+def test_a_split_folder_in_another_case_is_refused_not_read_as_images(tmp_path):
+    root = write_image_folder(tmp_path / "odd", splits=("Train", "Test"))
+    with pytest.raises(ValueError, match=r"Test looks like a split folder.*Rename it test/"):
+        load_split(str(root))
+    with pytest.raises(ValueError, match="looks like a split folder"):
+        check_data(str(root))
+
+
+@pytest.mark.parametrize("entry, said", [("file", r"train \(not a folder\), so it is read as a labelled"),
+                                         ("test", r"holds test/, so it is read as a labelled")])
+def test_the_missing_split_refusal_says_why_the_folder_is_labelled(tmp_path, entry, said):
+    root = tmp_path / "photos"
+    root.mkdir()
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(root / "a.png")
+    if entry == "file":
+        (root / "train").write_text("")
+    else:
+        (root / "test" / "cat").mkdir(parents=True)
+    with pytest.raises(ValueError, match=said + ".*unlabelled images at any depth"):
+        load_split(str(root))
+    with pytest.raises(ValueError, match=r"a\.png is a file, not a folder"):
+        load_split(str(root / "a.png"))

@@ -34,7 +34,7 @@ def test_uniformity_is_the_log_mean_kernel_over_distinct_pairs():
         assert uniformity(x, t) == pytest.approx(math.log(sum(pairs) / len(pairs)), rel=1e-9)
     collapsed = np.repeat(x[:1], 9, axis=0)
     assert uniformity(collapsed) == pytest.approx(0.0, abs=1e-12)  # the maximum: everything at one point
-    assert uniformity(x) < uniformity(x * 0.3 + x[:1] * 0.7 / np.linalg.norm(x[:1]))  # spread is lower
+    assert uniformity(x) < uniformity(_unit(x * 0.3 + x[:1] * 0.7))  # spread out is lower
 
 
 def test_uniformity_does_not_underflow_at_a_large_scale():
@@ -54,12 +54,24 @@ def test_effective_rank_is_the_entropy_of_the_singular_values():
     assert effective_rank(np.zeros((4, 3))) == 1.0
 
 
-@pytest.mark.parametrize("bad", [np.zeros((1, 3)), np.zeros(3), np.full((3, 2), np.nan)])
-def test_bad_embeddings_are_refused_in_one_line(bad):
-    with pytest.raises(ValueError, match=r"`embeddings`"):
+@pytest.mark.parametrize("bad, why", [
+    (np.eye(3)[:1], "N >= 2"), (np.eye(3)[0], "N >= 2"), (np.zeros((5, 0)), "D >= 1"),
+    (np.full((3, 2), np.nan), "non-finite"), (np.eye(3) * 1e200, "L2-normalized rows")])
+def test_bad_embeddings_are_refused_in_one_line(bad, why):
+    with pytest.raises(ValueError, match=why):
         uniformity(bad)
     with pytest.raises(ValueError, match="must have one shape"):
-        alignment(np.ones((3, 2)), np.ones((4, 2)))
+        alignment(np.eye(2), np.eye(3))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: uniformity(np.eye(3), t=0), "`t`"), (lambda: uniformity(np.eye(3), t=-1), "`t`"),
+    (lambda: alignment(np.eye(3), np.eye(3), alpha=-1), "`alpha`"),
+    (lambda: effective_rank(np.eye(3), eps=-1), "`eps`"),
+    (lambda: effective_rank(np.zeros((5, 0))), "D >= 1")])
+def test_bad_settings_are_refused_naming_them(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
 
 
 def test_the_report_embeds_two_views_of_a_sample_with_the_encoder():
@@ -69,7 +81,10 @@ def test_the_report_embeds_two_views_of_a_sample_with_the_encoder():
     encoder = keras.Model(inputs, keras.layers.Dense(6)(keras.layers.Flatten()(inputs)))
     views = ViewConfig(size=8)
     report = label_free_report(encoder, split, views, seed=0, sample=32)
-    assert report.images == 32 and report.alignment > 0
+    assert report.images == 32 and report.features == 6 and report.alignment > 0
+    # more images than one view batch: every sampled image is embedded, none dropped
+    many = from_arrays(rng.integers(0, 256, (300, 8, 8, 3), dtype=np.uint8), np.zeros(300, np.int32))
+    assert label_free_report(encoder, many, views, seed=0, sample=290).images == 290
     again = label_free_report(encoder, split, views, seed=0, sample=32)
     for key in ("alignment", "uniformity", "effective_rank"):  # the same seed, the same figures
         assert getattr(again, key) == pytest.approx(getattr(report, key), rel=1e-5)

@@ -63,7 +63,7 @@ def test_a_run_refused_after_the_lock_leaves_nothing(recipe_file, tmp_path, monk
     def unreadable(source, stream=False, view_size=None):
         raise RecipeError([f"data = {source.spec!r}: unreadable"])
 
-    monkeypatch.setattr(runner_module, "_load_data", unreadable)
+    monkeypatch.setattr(runner_module, "load_data", unreadable)
     with pytest.raises(RecipeError):
         train(load_recipe(recipe_file), tmp_path / "new", verbose=0)
     assert not (tmp_path / "new").exists()

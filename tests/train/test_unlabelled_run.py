@@ -60,6 +60,7 @@ def _check_label_free(run, done, count):
         assert 1 <= row["effective_rank"] <= 64
     assert metrics["label_free"] != metrics["label_free_baselines"]["random_init"]  # trained differs
     assert not (run / "eval").exists()
+    assert "online kNN monitor (eval.monitor_every = 2) is off" in done.stdout
 
 
 @pytest.mark.large
@@ -75,11 +76,19 @@ def test_the_console_script_trains_on_unlabelled_photos_then_eval_takes_a_labell
     refused = _run(["eval", str(run)])
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "unlabelled folder" in refused.stderr and "label-free metrics" in refused.stderr
+    unpublished = _run(["push", str(run), "hf://me/photos", "--dry-run", str(tmp_path / "card")])
+    assert unpublished.returncode == 2 and "trained on an unlabelled folder" in unpublished.stderr
+    assert len(unpublished.stderr.strip().splitlines()) == 1 and not (tmp_path / "card").exists()
     labelled = write_image_folder(tmp_path / "labelled", per_class=4)
     scored = _run(["eval", str(run), "--data", str(labelled), "--metrics", "knn",
-                   "--output", str(tmp_path / "report")])
+                   "--output", str(run / "eval")])
     assert scored.returncode == 0, scored.stderr
     assert "weighted kNN top-1" in scored.stdout
+    published = _run(["push", str(run), "hf://me/photos", "--dry-run", str(tmp_path / "card")])
+    assert published.returncode == 0, published.stderr
+    card = (tmp_path / "card" / "README.md").read_text()
+    assert "Weighted kNN top-1 on the test split (8 images): k1:" in card
+    assert "Trained without labels" in card and "alignment" in card
     embedded = _run(["embed", str(run), "--data", str(root), "--output", str(tmp_path / "e.npz")])
     assert embedded.returncode == 0, embedded.stderr
     assert "40 embeddings" in embedded.stdout and "(train), label 0 (an unlabelled folder" in embedded.stdout
