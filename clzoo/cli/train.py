@@ -151,14 +151,25 @@ def _train(args):
         return 1
     if run is None:  # a non-chief worker: the chief writes the run
         return 0
-    from clzoo.eval.plan import rate_text
 
     print("\n" + _results_table(run, config.data))
-    speed = ("no steps left to train" if run.images_per_second is None  # a resume at the last step
-             else f"{rate_text(run.images_per_second)} images/s")
+    speed = speed_text(run)
     print(f"final training loss {run.final_loss:.4f} | {speed} | wall {run.wall_seconds:.0f} s")
     print(f"wrote {output}/: {_run_files(output)}")
     return 0
+
+
+def speed_text(run):
+    """The closing line's speed of a `RunResult`: its images/s, or why there is none (a resume
+    at the last step; a run of one step, as the speed is timed after the first, which compiles)."""
+    from clzoo.eval.plan import rate_text
+
+    if run.images_per_second is not None:
+        return f"{rate_text(run.images_per_second)} images/s"
+    resumed = run.summary.get("resumed_from_step")
+    if resumed is not None and resumed == run.steps:
+        return "no steps left to train"
+    return "speed not measured (it is timed after the first step)"
 
 
 def _run_files(output):

@@ -103,3 +103,18 @@ def test_dcl_trains_on_unlabelled_photos_streamed_from_their_files(tmp_path):
     root, run, done = _train(tmp_path, "dcl/cifar10_small", 24, "--set", "data_loading=stream")
     assert "data: streamed from its files" in done.stdout
     _check_label_free(run, done, 24)
+
+
+@pytest.mark.parametrize("facts, said", [
+    ({"images_per_second": 41.5, "steps": 5}, "42 images/s"),
+    ({"images_per_second": None, "steps": 1, "resumed_from_step": None}, "speed not measured"),
+    ({"images_per_second": None, "steps": 3, "resumed_from_step": 3}, "no steps left to train"),
+])
+def test_the_closing_line_says_why_a_run_has_no_speed(facts, said):
+    """A fresh one-step run said "no steps left to train", the words of a resume at its end."""
+    from clzoo.cli.train import speed_text
+    from clzoo.eval.records import RunResult
+
+    summary = {"label_free": {"alignment": 0.1, "uniformity": -1.0, "effective_rank": 2.0,
+                              "images": 8}, **facts}
+    assert said in speed_text(RunResult.from_summary(summary))
