@@ -64,6 +64,7 @@ def _check_label_free(run, done, count):
 
 
 @pytest.mark.large
+@pytest.mark.backends("torch")  # CI time: the TensorFlow lane runs dcl below, every lane the metrics
 def test_the_console_script_trains_on_unlabelled_photos_then_eval_takes_a_labelled_folder(tmp_path):
     """Issue 85 item 12, as a user runs it: simclr on nested photos of several sizes; the report
     without labels; `eval RUN` refused in one line, `eval RUN --data LABELLED` gives the kNN;
