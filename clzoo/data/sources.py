@@ -19,7 +19,7 @@ from clzoo.data.label_sets import LABEL_SETS, derive_label_set
 from clzoo.data.memory_budget import over_budget
 from clzoo.data.resize import check_image_size, check_resized_memory, resize_image
 from clzoo.data.split import Split
-from clzoo.data.unlabelled import is_unlabelled, list_unlabelled, unlabelled_test_refusal
+from clzoo.data.unlabelled import first_image, is_unlabelled, list_unlabelled, unlabelled_test_refusal
 
 EMBEDDED = ("digits",)
 
@@ -141,7 +141,7 @@ class DataSource:
             return self._load_unlabelled(root, split, on_unreadable, stream)
         listed = _list_folder(root, split, on_unreadable)  # once, for the choice and the load
         if stream == "auto":
-            stream = over_budget(self.decoded_bytes(len(listed[0]), split))
+            stream = over_budget(self.decoded_bytes(len(listed[0]), split, first=listed[0][0]))
         if stream:
             return _open_folder(listed, on_unreadable, size)
         return _load_folder(root, split, listed, on_unreadable, size)
@@ -158,7 +158,7 @@ class DataSource:
             raise ValueError(unlabelled_test_refusal(self.spec))
         listed = list_unlabelled(root, on_unreadable)
         if stream == "auto":
-            stream = over_budget(self.decoded_bytes(len(listed[0]), split))
+            stream = over_budget(self.decoded_bytes(len(listed[0]), split, first=listed[0][0]))
         whole = (_open_folder(listed, on_unreadable, self.image_size) if stream else
                  _load_folder(root, "", listed, on_unreadable, self.image_size))
         return dataclasses.replace(whole, labelled=False)
@@ -172,9 +172,10 @@ class DataSource:
             return prepared_builder(self.source[len("tfds:"):]) is not None
         return self.folder is not None
 
-    def decoded_bytes(self, count, split="train"):
+    def decoded_bytes(self, count, split="train", first=None):
         """Bytes `count` images of `split` take decoded (uint8 RGB) at the size they would be held:
-        `image_size`, else the first listed image's own size (read from its header); for a tfds
+        `image_size`, else the first listed image's own size (read from its header; `first`, its
+        path where the caller has listed the split, else found here); for a tfds
         dataset prepared in ArrayRecord files, its split's size from its info (`count` None); None
         for the digits and where the size is unknown (held in memory)."""
         if self.source.startswith("tfds:"):
@@ -187,13 +188,12 @@ class DataSource:
             return count * self.image_size ** 2 * 3
         from PIL import Image
 
-        root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
-        if is_unlabelled(root):
-            first_file = list_unlabelled(root)[0][0]
-        else:
-            first_file = _image_files(root / split / class_folders(root, split)[0])[0][0][0]
+        if first is None:
+            root = _folder_root(self.source.removeprefix("folder:"))  # named as given in errors
+            first = first_image(root) if is_unlabelled(root) else \
+                _image_files(root / split / class_folders(root, split)[0])[0][0][0]
         try:
-            with Image.open(first_file) as image:
+            with Image.open(first) as image:
                 width, height = image.size
         except Exception:  # unreadable, or a decompression bomb: the decode names the file
             return None

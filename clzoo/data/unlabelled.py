@@ -25,12 +25,16 @@ def is_unlabelled(root):
     return root.is_dir() and not any(os.path.lexists(root / split) for split in ("train", "test"))
 
 
-def _folders(root):
-    """`root` and every folder below it, sorted, hidden ones left out, links to folders not
-    followed (a link could lead back up and repeat images)."""
-    for folder, subfolders, _ in os.walk(root, followlinks=False):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        yield folder
+def _walk(root):
+    """`(images, problems)` of `root` and of every folder below it, depth first in name order, as
+    `_image_files` lists each folder (once: its sub-folders come from the same listing); hidden
+    folders are left out, links to folders not followed (a link could lead back up and repeat
+    images)."""
+    pending = [str(root)]
+    while pending:
+        images, problems, nested = _image_files(pending.pop())
+        yield images, problems
+        pending += [folder for folder in reversed(nested) if not os.path.islink(folder)]
 
 
 def list_unlabelled(root, on_unreadable="error"):
@@ -44,8 +48,7 @@ def list_unlabelled(root, on_unreadable="error"):
     root = Path(root)
     _refuse_split_lookalikes(root)
     found, problems = [], []
-    for folder in _folders(root):
-        images, bad, _ = _image_files(folder)  # sub-folders are walked, not refused
+    for images, bad in _walk(root):
         found += images
         problems += bad
     _report(problems, "image", root, on_unreadable)
@@ -56,6 +59,12 @@ def list_unlabelled(root, on_unreadable="error"):
             "unlabelled one holds image files at any depth.")
     files = [path for path, _ in found]
     return files, [info for _, info in found], np.zeros(len(files), np.int32), [UNLABELLED]
+
+
+def first_image(root):
+    """The path of the first image `list_unlabelled` would list (for its size), found without
+    listing the rest; None when there is none."""
+    return next((images[0][0] for images, _ in _walk(root) if images), None)
 
 
 def _refuse_split_lookalikes(root):
