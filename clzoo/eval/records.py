@@ -168,17 +168,9 @@ class RunResult:
             knn_top1=_number(summary["knn_top1"], f"{where}: 'knn_top1'"), **optional,
             baselines={name: Baseline.from_dict(row, f"{where}: 'baselines.{name}'")
                        for name, row in baselines.items()},
-            final_loss=_number(summary.get("final_train_loss"), f"{where}: 'final_train_loss'",
-                               optional=True),
-            loss_curve=tuple(loss_curve),
-            wall_seconds=_number(summary.get("wall_seconds"), f"{where}: 'wall_seconds'",
-                                 optional=True),
-            images_per_second=_number(summary.get("images_per_second"),
-                                      f"{where}: 'images_per_second'", optional=True),
-            steps=_whole(summary.get("steps"), f"{where}: 'steps'"),
             **{key: _number(summary.get(key), f"{where}: {key!r}", optional=True)
                for key in ("classifier_top1", "classifier_ece")},
-            summary=dict(summary), path=None if path is None else Path(path))
+            **_training_facts(summary, path, loss_curve, where))
 
     @classmethod
     def _label_free(cls, summary, path, loss_curve, where):
@@ -196,18 +188,11 @@ class RunResult:
         others = summary.get("label_free_baselines") or {}
         if not isinstance(others, dict):
             raise RecordError(f"{where}: 'label_free_baselines' must be an object, got {others!r}")
-        return cls(knn={}, knn_k=None, knn_top1=None, loss_curve=tuple(loss_curve),
-                   final_loss=_number(summary.get("final_train_loss"), f"{where}: 'final_train_loss'",
-                                      optional=True),
-                   wall_seconds=_number(summary.get("wall_seconds"), f"{where}: 'wall_seconds'",
-                                        optional=True),
-                   images_per_second=_number(summary.get("images_per_second"),
-                                             f"{where}: 'images_per_second'", optional=True),
-                   steps=_whole(summary.get("steps"), f"{where}: 'steps'"),
+        return cls(knn={}, knn_k=None, knn_top1=None,
                    label_free=figures(summary["label_free"], f"{where}: 'label_free'"),
                    label_free_baselines={name: figures(row, f"{where}: 'label_free_baselines.{name}'")
                                          for name, row in others.items()},
-                   summary=dict(summary), path=None if path is None else Path(path))
+                   **_training_facts(summary, path, loss_curve, where))
 
     def to_summary(self):
         """The `metrics.json` dict of this record, in the stored names (`from_summary`'s inverse)."""
@@ -229,6 +214,19 @@ class RunResult:
             if value is not None or key in out:
                 out[key] = value
         return out
+
+
+def _training_facts(summary, path, loss_curve, where):
+    """The `RunResult` fields every run has, labelled or not: its loss, speed, steps, summary, path."""
+    return dict(
+        final_loss=_number(summary.get("final_train_loss"), f"{where}: 'final_train_loss'",
+                           optional=True),
+        loss_curve=tuple(loss_curve),
+        wall_seconds=_number(summary.get("wall_seconds"), f"{where}: 'wall_seconds'", optional=True),
+        images_per_second=_number(summary.get("images_per_second"), f"{where}: 'images_per_second'",
+                                  optional=True),
+        steps=_whole(summary.get("steps"), f"{where}: 'steps'"),
+        summary=dict(summary), path=None if path is None else Path(path))
 
 
 def _loss_curve(path):
