@@ -200,9 +200,31 @@ def label_free_report(encoder, split, views, seed=0, sample=SAMPLE, verbose=Fals
     Returns:
         `LabelFreeReport`: alignment and uniformity of the L2-normalized first views (and their
         pairs), the effective rank of the first views as the encoder gives them.
+
+    Raises:
+        ValueError: views of fewer than two per image, fewer than 2 images (in `split` or
+            `sample`), or non-finite features (as `alignment` and the others refuse them).
+
+    Example:
+
+    >>> import keras, numpy as np, clzoo
+    >>> from clzoo.eval.label_free import label_free_report
+    >>> split = clzoo.data.from_arrays(np.zeros((4, 8, 8, 3), np.uint8), [0, 0, 0, 0])
+    >>> inputs = keras.Input((8, 8, 3))
+    >>> encoder = keras.Model(inputs, keras.layers.Dense(3, bias_initializer="ones")(
+    ...     keras.layers.Flatten()(inputs)))
+    >>> report = label_free_report(encoder, split, clzoo.data.ViewConfig(size=8))
+    >>> report.images, report.features
+    (4, 3)
     """
     from clzoo.eval.embed import predict_images
 
+    if getattr(views, "views", 2) < 2:
+        raise ValueError(f"`views` must give at least two views per image (the positive pair). "
+                         f"Received: views={views.views}")
+    if min(len(split), sample) < 2:
+        raise ValueError(f"At least 2 images are needed (uniformity compares pairs). Received: "
+                         f"{len(split)} images, sample={sample}")
     started = time.perf_counter()
     first, second = _two_views(split, views, seed, sample)
     raw = np.asarray(predict_images(encoder, first, verbose=verbose), np.float32)

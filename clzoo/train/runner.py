@@ -108,7 +108,7 @@ def _run(recipe, run, place, data, verbose, resume, pipeline):
     task, views = TASKS.get(recipe.task)(), views_from_config(recipe.views)
     train_split, test_split = load_data(source, loading == "stream", views.size)
     for split in (train_split, test_split):  # a streamed refusal of mixed sizes names the value
-        if hasattr(getattr(split, "images", None), "suggested_size"):
+        if split is not None and hasattr(split.images, "suggested_size"):  # None: no test split
             split.images.suggested_size = views.size
     _check_batch_views_size(views, train_split, recipe)
     plan = _plan(recipe, train_split, place)
