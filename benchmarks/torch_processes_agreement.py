@@ -15,7 +15,6 @@ rounding, or do they differ from the first step (a different computation)? Write
 `torch_processes_agreement.json` beside itself.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_processes_speed import arguments, two_processes  # noqa: E402  (their torchrun command)
 
 
 def _train(command, env, output):
@@ -44,20 +46,15 @@ def _weights_apart(one, two):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipe", default="sincere_digits")
-    parser.add_argument("--epochs", type=int, default=1)
-    args = parser.parse_args()
-    bin_dir = Path(sys.executable).parent
+    args = arguments(__doc__.splitlines()[0])
     env = {**os.environ, "KERAS_BACKEND": "torch", "CLZOO_TORCH_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    common = [str(bin_dir / "clzoo"), "train", args.recipe, "--set", f"training.epochs={args.epochs}",
-              "--set", "training.log_every_steps=1", "--set", "eval.baselines=[]",
-              "--set", "eval.metrics=[knn]"]
+    common = [str(Path(sys.executable).with_name("clzoo")), "train", args.recipe,
+              "--set", f"training.epochs={args.epochs}", "--set", "training.log_every_steps=1",
+              "--set", "eval.baselines=[]", "--set", "eval.metrics=[knn]"]
     root = Path(tempfile.mkdtemp(prefix="clzoo-torch-agreement-"))
     try:
         one = _train(common, env, root / "one")
-        two = _train([str(bin_dir / "torchrun"), "--standalone", "--nproc-per-node", "2", "--no-python",
-                      *common, "--strategy", "multi_worker"], env, root / "two")
+        two = _train(two_processes(common), env, root / "two")
         apart, largest = _weights_apart(root / "one" / "encoder.keras", root / "two" / "encoder.keras")
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -41,13 +41,24 @@ def run(command, env, output):
             "wall_s": round(seconds, 1), "command": " ".join(command)}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description):
+    """`--recipe` and `--epochs` of the torch-process benchmarks, parsed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--recipe", default="sincere_digits")
     parser.add_argument("--epochs", type=int, default=1)
-    args = parser.parse_args()
-    bin_dir = Path(sys.executable).parent
-    clzoo, torchrun = str(bin_dir / "clzoo"), str(bin_dir / "torchrun")
+    return parser.parse_args()
+
+
+def two_processes(command):
+    """`command` (a `clzoo train ...` list) as two gloo processes under torchrun, multi_worker."""
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    return [torchrun, "--standalone", "--nproc-per-node", "2", "--no-python", *command,
+            "--strategy", "multi_worker"]
+
+
+def main():
+    args = arguments(__doc__.splitlines()[0])
+    clzoo = str(Path(sys.executable).with_name("clzoo"))
     cores = os.cpu_count() or 1
     root = Path(tempfile.mkdtemp(prefix="clzoo-torch-speed-"))
     env = {**os.environ, "KERAS_BACKEND": "torch"}
@@ -56,9 +67,7 @@ def main():
     try:
         rows["1 process"] = run([clzoo, *common, "--output", str(root / "one")],
                                 {**env, "CLZOO_TORCH_THREADS": str(cores)}, root / "one")
-        rows["2 processes"] = run([torchrun, "--standalone", "--nproc-per-node", "2", "--no-python",
-                                   clzoo, *common, "--strategy", "multi_worker",
-                                   "--output", str(root / "two")],
+        rows["2 processes"] = run(two_processes([clzoo, *common]) + ["--output", str(root / "two")],
                                   {**env, "CLZOO_TORCH_THREADS": str(max(1, cores // 2))},
                                   root / "two")
     finally:
